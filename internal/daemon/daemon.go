@@ -1,0 +1,57 @@
+// Package daemon holds the few lines every switchyard daemon main shares:
+// the common flags (--redis, --netns, --log-level), logrus setup and a
+// context cancelled on SIGINT/SIGTERM.
+package daemon
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+)
+
+// DefaultRedisURL is where daemons look for Redis when --redis is not given.
+const DefaultRedisURL = "redis://127.0.0.1:6379"
+
+// Flags are the flags every daemon takes.
+type Flags struct {
+	Redis    string
+	NetNS    string
+	LogLevel string
+}
+
+// Register adds the common flags to fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Redis, "redis", DefaultRedisURL,
+		"Redis URL: redis://[user:pass@]host:port or unix:///path/redis.sock")
+	fs.StringVar(&f.NetNS, "netns", "", "named network namespace (ip netns add NAME); empty = current")
+	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+// Logger returns a structured logger for daemon name at the flag's level.
+func (f *Flags) Logger(name string) (*logrus.Entry, error) {
+	lvl, err := logrus.ParseLevel(f.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.LogLevel)
+	}
+	l := logrus.New()
+	l.SetLevel(lvl)
+	l.SetOutput(os.Stderr)
+	l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, DisableColors: true})
+	return l.WithField("daemon", name), nil
+}
+
+// SignalContext returns a context cancelled on SIGINT or SIGTERM.
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// Fatal prints err prefixed with the daemon name and exits 1.
+func Fatal(name string, err error) {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	os.Exit(1)
+}

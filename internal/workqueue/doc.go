@@ -1,0 +1,23 @@
+// Package workqueue is the per-key reconcile queue of the daemons (the
+// client-go workqueue idea, small): keys are deduplicated while waiting, a
+// key being processed is never handed out twice at once (a re-add during
+// processing is queued for after Done), failures back off exponentially per
+// key up to a cap, and an overall token-bucket rate limit bounds retries.
+//
+//	func New(opts Options) *Queue
+//	type Options struct {
+//		BaseDelay time.Duration // first retry delay (default 5ms)
+//		MaxDelay  time.Duration // backoff cap (default 5s)
+//		QPS       float64       // overall limit on rate-limited re-adds (default 100); 0 = default
+//		Burst     int           // (default 1000)
+//	}
+//	func (q *Queue) Add(key string)                        // now (dedup)
+//	func (q *Queue) AddAfter(key string, d time.Duration)
+//	func (q *Queue) AddRateLimited(key string)             // after the key's backoff
+//	func (q *Queue) Forget(key string)                     // reset the key's backoff (on success / terminal error)
+//	func (q *Queue) Retries(key string) int
+//	func (q *Queue) Get(ctx context.Context) (key string, ok bool) // blocks; ok=false when ctx done or shut down
+//	func (q *Queue) Done(key string)
+//	func (q *Queue) Len() int
+//	func (q *Queue) ShutDown()
+package workqueue

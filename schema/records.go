@@ -1,0 +1,91 @@
+package schema
+
+import (
+	"net"
+	"net/netip"
+)
+
+// Record is one parsed, validated and canonical CONFIG_DB entry.
+type Record interface {
+	Table() string  // CONFIG_DB table name, e.g. "VLAN"
+	Key() string    // canonical key inside the table, e.g. "Vlan100"
+	Fields() Fields // canonical fields; NullField placeholder when empty
+}
+
+// FieldError is a user-facing validation error: which table, key and field,
+// which value, and what is allowed. Field is empty for errors in the key.
+type FieldError struct {
+	Table   string
+	Key     string
+	Field   string
+	Value   string
+	Allowed string // e.g. "an integer 68-9216", "tagged, untagged or priority_tagged"
+}
+
+// Port is a PORT entry: an existing netdev managed by switchyard.
+// nil / zero optional fields are not managed.
+type Port struct {
+	Name        string
+	AdminUp     *bool
+	MTU         *int
+	MAC         net.HardwareAddr
+	Description *string
+}
+
+// Vlan is a VLAN entry "VlanN".
+type Vlan struct {
+	Name    string // "Vlan100"
+	ID      int    // 1-4094, equals the key's number
+	AdminUp *bool
+	MTU     *int
+	MAC     net.HardwareAddr
+}
+
+// TaggingMode is VLAN_MEMBER's tagging_mode.
+type TaggingMode string
+
+// Tagging modes (SONiC names).
+const (
+	Tagged         TaggingMode = "tagged"
+	Untagged       TaggingMode = "untagged"
+	PriorityTagged TaggingMode = "priority_tagged"
+)
+
+// VlanMember is a VLAN_MEMBER entry "VlanN|port".
+type VlanMember struct {
+	Vlan    string // "Vlan100"
+	VID     int    // 100
+	Port    string
+	Tagging TaggingMode
+}
+
+// Interface is an INTERFACE or VLAN_INTERFACE entry: "ifname|addr/len" or
+// bare "ifname" (Addr invalid).
+type Interface struct {
+	TableName string       // TableInterface or TableVlanInterface
+	Name      string       // interface name
+	Addr      netip.Prefix // address with its prefix length (host bits kept); invalid for a bare key
+}
+
+// NextHop is one next hop of a static route: a gateway, an interface, or both.
+type NextHop struct {
+	Gateway netip.Addr // invalid when absent
+	Ifname  string     // empty when absent
+}
+
+// StaticRoute is a STATIC_ROUTE entry "prefix" or "vrf|prefix".
+type StaticRoute struct {
+	VRF       string       // "default" (also when the key has none)
+	Prefix    netip.Prefix // host bits clear (else a FieldError naming the canonical form)
+	NextHops  []NextHop    // parallel nexthop/ifname lists, ECMP
+	Distance  *int         // 0-255; the route metric
+	Blackhole bool
+}
+
+// FDB is a static FDB entry "VlanN|mac".
+type FDB struct {
+	Vlan string
+	VID  int
+	MAC  net.HardwareAddr // lowercase canonical
+	Port string
+}
