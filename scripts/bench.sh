@@ -11,6 +11,6 @@ for pkg in ./netlinkmgr ./internal/redisx ./bpf ./orchagent ./tests/orchagente2e
 	[ -d "$pkg" ] || continue
 	grep -ql '^func Benchmark' "$pkg"/*_test.go 2>/dev/null || continue
 	echo "== $pkg"
-	go test -run '^$' -bench . -benchtime "${BENCHTIME:-1x}" -timeout 30m "$pkg" || status=1
+	go test -run '^$' -bench . ${BENCHTIME:+-benchtime "$BENCHTIME"} -timeout 30m "$pkg" || status=1
 done
 exit $status
