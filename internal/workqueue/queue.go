@@ -1,0 +1,284 @@
+package workqueue
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Options configures a Queue. Zero values take the defaults.
+type Options struct {
+	BaseDelay time.Duration // first retry delay (default 5ms)
+	MaxDelay  time.Duration // backoff cap (default 5s)
+	QPS       float64       // overall limit on rate-limited re-adds (default 100); 0 = default
+	Burst     int           // (default 1000)
+}
+
+const (
+	defaultBaseDelay = 5 * time.Millisecond
+	defaultMaxDelay  = 5 * time.Second
+	defaultQPS       = 100
+	defaultBurst     = 1000
+)
+
+// Queue is a deduplicating per-key work queue with per-key exponential
+// backoff and an overall token-bucket rate limit. All methods are safe for
+// concurrent use.
+type Queue struct {
+	opts Options
+
+	mu         sync.Mutex
+	queue      []string            // FIFO of keys ready to be handed out
+	dirty      map[string]struct{} // keys that need processing (queued, or re-added while processing)
+	processing map[string]struct{} // keys handed out by Get and not yet Done
+	waiting    map[string]*waiter  // keys waiting for AddAfter's delay
+	failures   map[string]int      // per-key backoff exponent
+	bucket     tokenBucket
+	wake       chan struct{} // closed (and replaced) whenever a Get may proceed
+	shutdown   bool
+}
+
+// waiter is one pending AddAfter; the timer's callback acts only if it is
+// still the key's current waiter (a sooner AddAfter supersedes it).
+type waiter struct {
+	at    time.Time
+	timer *time.Timer
+}
+
+// New returns an empty queue.
+func New(opts Options) *Queue {
+	if opts.BaseDelay <= 0 {
+		opts.BaseDelay = defaultBaseDelay
+	}
+	if opts.MaxDelay <= 0 {
+		opts.MaxDelay = defaultMaxDelay
+	}
+	if opts.MaxDelay < opts.BaseDelay {
+		opts.MaxDelay = opts.BaseDelay
+	}
+	if opts.QPS <= 0 {
+		opts.QPS = defaultQPS
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = defaultBurst
+	}
+	return &Queue{
+		opts:       opts,
+		dirty:      map[string]struct{}{},
+		processing: map[string]struct{}{},
+		waiting:    map[string]*waiter{},
+		failures:   map[string]int{},
+		bucket:     tokenBucket{qps: opts.QPS, burst: float64(opts.Burst), tokens: float64(opts.Burst)},
+		wake:       make(chan struct{}),
+	}
+}
+
+// Add queues key for processing now. A key already waiting is not queued
+// twice; a key being processed is queued again after its Done. Adds after
+// ShutDown are ignored.
+func (q *Queue) Add(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.addLocked(key)
+}
+
+func (q *Queue) addLocked(key string) {
+	if q.shutdown {
+		return
+	}
+	if _, ok := q.dirty[key]; ok {
+		return
+	}
+	q.dirty[key] = struct{}{}
+	if _, ok := q.processing[key]; ok {
+		return // Done re-queues it
+	}
+	q.queue = append(q.queue, key)
+	q.signalLocked()
+}
+
+// signalLocked wakes every blocked Get; they re-check the queue.
+func (q *Queue) signalLocked() {
+	close(q.wake)
+	q.wake = make(chan struct{})
+}
+
+// AddAfter queues key once d has passed. When the key already waits for a
+// sooner time that time is kept; a sooner d replaces a later one. d <= 0 is
+// Add.
+func (q *Queue) AddAfter(key string, d time.Duration) {
+	if d <= 0 {
+		q.Add(key)
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shutdown {
+		return
+	}
+	at := time.Now().Add(d)
+	if w, ok := q.waiting[key]; ok {
+		if !at.Before(w.at) {
+			return
+		}
+		w.timer.Stop()
+	}
+	w := &waiter{at: at}
+	w.timer = time.AfterFunc(d, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if q.waiting[key] != w {
+			return // superseded by a sooner AddAfter, or shut down
+		}
+		delete(q.waiting, key)
+		q.addLocked(key)
+	})
+	q.waiting[key] = w
+}
+
+// AddRateLimited queues key after its backoff: BaseDelay doubled for every
+// AddRateLimited since the last Forget, capped at MaxDelay, and no sooner
+// than the overall token bucket (QPS, Burst) allows.
+func (q *Queue) AddRateLimited(key string) {
+	q.mu.Lock()
+	n := q.failures[key]
+	q.failures[key] = n + 1
+	d := backoff(q.opts.BaseDelay, q.opts.MaxDelay, n)
+	if bd := q.bucket.reserve(time.Now()); bd > d {
+		d = bd
+	}
+	q.mu.Unlock()
+	q.AddAfter(key, d)
+}
+
+// backoff is base*2^n capped at max, without overflowing.
+func backoff(base, max time.Duration, n int) time.Duration {
+	d := base
+	for i := 0; i < n; i++ {
+		if d >= max/2 {
+			return max
+		}
+		d *= 2
+	}
+	if d > max {
+		return max
+	}
+	return d
+}
+
+// Forget resets key's backoff (call it on success or on a terminal error).
+// It does not remove the key from the queue.
+func (q *Queue) Forget(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.failures, key)
+}
+
+// Retries is the number of AddRateLimited calls for key since its last
+// Forget.
+func (q *Queue) Retries(key string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.failures[key]
+}
+
+// Get blocks until a key is ready and hands it out; the caller must call
+// Done(key) when finished with it. ok is false when ctx is done or the
+// queue is shut down (keys still queued are then abandoned: the daemon is
+// stopping and rescans on start).
+func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
+	for {
+		q.mu.Lock()
+		if q.shutdown {
+			q.mu.Unlock()
+			return "", false
+		}
+		if len(q.queue) > 0 {
+			key = q.queue[0]
+			q.queue[0] = ""
+			q.queue = q.queue[1:]
+			if len(q.queue) == 0 {
+				q.queue = nil // let the backing array go
+			}
+			delete(q.dirty, key)
+			q.processing[key] = struct{}{}
+			q.mu.Unlock()
+			return key, true
+		}
+		wake := q.wake
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-wake:
+		}
+	}
+}
+
+// Done marks key as finished; if it was added again while being processed
+// it is queued now.
+func (q *Queue) Done(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.processing, key)
+	if _, ok := q.dirty[key]; ok && !q.shutdown {
+		q.queue = append(q.queue, key)
+		q.signalLocked()
+	}
+}
+
+// Len is the number of keys ready to be handed out (not counting keys being
+// processed or waiting for a delay).
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queue)
+}
+
+// ShutDown stops the queue: blocked and later Gets return ok=false, pending
+// delays are cancelled and later Adds are ignored.
+func (q *Queue) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shutdown {
+		return
+	}
+	q.shutdown = true
+	for k, w := range q.waiting {
+		w.timer.Stop()
+		delete(q.waiting, k)
+	}
+	q.signalLocked()
+}
+
+// ShuttingDown reports whether ShutDown was called.
+func (q *Queue) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shutdown
+}
+
+// tokenBucket is the overall limit on rate-limited re-adds: Burst tokens,
+// refilled at QPS per second; a reservation that finds the bucket empty
+// waits for its token.
+type tokenBucket struct {
+	qps, burst float64
+	tokens     float64
+	last       time.Time
+}
+
+// reserve takes one token and returns how long to wait for it.
+func (b *tokenBucket) reserve(now time.Time) time.Duration {
+	if !b.last.IsZero() {
+		b.tokens += now.Sub(b.last).Seconds() * b.qps
+		if b.tokens > b.burst {
+			b.tokens = b.burst
+		}
+	}
+	b.last = now
+	b.tokens--
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-b.tokens / b.qps * float64(time.Second))
+}
