@@ -14,12 +14,16 @@ type Record interface {
 
 // FieldError is a user-facing validation error: which table, key and field,
 // which value, and what is allowed. Field is empty for errors in the key.
+// Every error returned by the parsers of this package is a *FieldError.
 type FieldError struct {
 	Table   string
 	Key     string
 	Field   string
 	Value   string
 	Allowed string // e.g. "an integer 68-9216", "tagged, untagged or priority_tagged"
+	// Reason says what is wrong when "Value is not valid" alone would not,
+	// e.g. "prefix has host bits set: use 10.0.0.0/8". Optional.
+	Reason string
 }
 
 // Port is a PORT entry: an existing netdev managed by switchyard.

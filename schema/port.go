@@ -1,0 +1,149 @@
+package schema
+
+import "strconv"
+
+// ParsePort parses a PORT entry: key an interface name, fields
+// admin_status (up|down), mtu (68-9216), mac (unicast), description.
+func ParsePort(key string, f Fields) (Port, error) {
+	const t = TablePort
+	if p := portProblem(key); p != "" {
+		return Port{}, keyError(t, key, p, ifnameAllowed)
+	}
+	if err := checkFields(t, key, f, FieldAdminStatus, FieldDescription, FieldMAC, FieldMTU); err != nil {
+		return Port{}, err
+	}
+	p := Port{Name: key}
+	var err error
+	if p.AdminUp, err = optAdmin(t, key, f); err != nil {
+		return Port{}, err
+	}
+	if p.MTU, err = optInt(t, key, f, FieldMTU, MinMTU, MaxMTU); err != nil {
+		return Port{}, err
+	}
+	if p.MAC, err = optMAC(t, key, f); err != nil {
+		return Port{}, err
+	}
+	if d, ok := f[FieldDescription]; ok {
+		p.Description = &d
+	}
+	return p, nil
+}
+
+// Table returns "PORT".
+func (p Port) Table() string { return TablePort }
+
+// Key returns the port name.
+func (p Port) Key() string { return p.Name }
+
+// Fields renders the managed fields; unmanaged ones are absent.
+func (p Port) Fields() Fields {
+	f := Fields{}
+	if p.AdminUp != nil {
+		f[FieldAdminStatus] = adminString(*p.AdminUp)
+	}
+	putInt(f, FieldMTU, p.MTU)
+	if p.MAC != nil {
+		f[FieldMAC] = p.MAC.String()
+	}
+	if p.Description != nil {
+		f[FieldDescription] = *p.Description
+	}
+	return orNull(f)
+}
+
+// ParseVlan parses a VLAN entry: key "VlanN" (N 1-4094, no leading zeros),
+// fields vlanid (optional, must equal N), admin_status, mtu, mac.
+func ParseVlan(key string, f Fields) (Vlan, error) {
+	const t = TableVlan
+	id, problem := vlanName(key)
+	if problem != "" {
+		return Vlan{}, vlanKeyError(t, key, key, problem)
+	}
+	if err := checkFields(t, key, f, FieldAdminStatus, FieldMAC, FieldMTU, FieldVlanID); err != nil {
+		return Vlan{}, err
+	}
+	if v, ok := f[FieldVlanID]; ok {
+		n, ok := parseDigits(v)
+		if !ok || n < MinVlanID || n > MaxVlanID {
+			return Vlan{}, valueError(t, key, FieldVlanID, v, strconv.Itoa(id)+" (the number in the key)")
+		}
+		if n != id {
+			return Vlan{}, fieldError(t, key, FieldVlanID, v,
+				"vlanid "+v+" does not match the key "+key, strconv.Itoa(id)+" or no vlanid field")
+		}
+	}
+	vl := Vlan{Name: key, ID: id}
+	var err error
+	if vl.AdminUp, err = optAdmin(t, key, f); err != nil {
+		return Vlan{}, err
+	}
+	if vl.MTU, err = optInt(t, key, f, FieldMTU, MinMTU, MaxMTU); err != nil {
+		return Vlan{}, err
+	}
+	if vl.MAC, err = optMAC(t, key, f); err != nil {
+		return Vlan{}, err
+	}
+	return vl, nil
+}
+
+// Table returns "VLAN".
+func (v Vlan) Table() string { return TableVlan }
+
+// Key returns "VlanN".
+func (v Vlan) Key() string { return v.Name }
+
+// Fields renders vlanid (always, as SONiC does) and the managed fields.
+func (v Vlan) Fields() Fields {
+	f := Fields{FieldVlanID: strconv.Itoa(v.ID)}
+	if v.AdminUp != nil {
+		f[FieldAdminStatus] = adminString(*v.AdminUp)
+	}
+	putInt(f, FieldMTU, v.MTU)
+	if v.MAC != nil {
+		f[FieldMAC] = v.MAC.String()
+	}
+	return f
+}
+
+// taggingAllowed lists the tagging modes.
+const taggingAllowed = "tagged, untagged or priority_tagged"
+
+// ParseVlanMember parses a VLAN_MEMBER entry: key "VlanN|port", field
+// tagging_mode (required): tagged, untagged or priority_tagged.
+func ParseVlanMember(key string, f Fields) (VlanMember, error) {
+	const t = TableVlanMember
+	parts := SplitKey(key)
+	if len(parts) != 2 {
+		return VlanMember{}, keyError(t, key, "", "VlanN|port, e.g. Vlan100|Ethernet0")
+	}
+	id, problem := vlanName(parts[0])
+	if problem != "" {
+		return VlanMember{}, vlanKeyError(t, key, parts[0], problem)
+	}
+	if p := portProblem(parts[1]); p != "" {
+		return VlanMember{}, keyError(t, key, p, ifnameAllowed)
+	}
+	if err := checkFields(t, key, f, FieldTaggingMode); err != nil {
+		return VlanMember{}, err
+	}
+	v, ok := f[FieldTaggingMode]
+	if !ok {
+		return VlanMember{}, fieldError(t, key, FieldTaggingMode, "", "required field is missing", taggingAllowed)
+	}
+	mode := TaggingMode(v)
+	switch mode {
+	case Tagged, Untagged, PriorityTagged:
+	default:
+		return VlanMember{}, valueError(t, key, FieldTaggingMode, v, taggingAllowed)
+	}
+	return VlanMember{Vlan: parts[0], VID: id, Port: parts[1], Tagging: mode}, nil
+}
+
+// Table returns "VLAN_MEMBER".
+func (m VlanMember) Table() string { return TableVlanMember }
+
+// Key returns "VlanN|port".
+func (m VlanMember) Key() string { return m.Vlan + ConfigSep + m.Port }
+
+// Fields renders tagging_mode.
+func (m VlanMember) Fields() Fields { return Fields{FieldTaggingMode: string(m.Tagging)} }
