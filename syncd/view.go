@@ -1,0 +1,478 @@
+package syncd
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// View is syncd's picture of the kernel: the objects it mirrors, as the
+// kernel identifies them, plus the set of ports named in CONFIG_DB PORT.
+// Every change records the STATE_DB keys it may have touched (Dirty); Want
+// answers what a key should hold now. A View is not safe for concurrent use:
+// the daemon loop owns it.
+type View struct {
+	ports    map[string]bool // names in CONFIG_DB PORT
+	links    map[string]netlinkmgr.LinkInfo
+	linkName map[int]string // ifindex -> name, to notice renames
+	untagged uint16         // Bridge's default_pvid (FDB context without VLAN)
+
+	fdb     map[fdbID]netlinkmgr.FdbInfo
+	fdbKeys map[string]map[fdbID]struct{} // FDB_TABLE key -> entries filed there
+
+	neigh map[string]netlinkmgr.NeighInfo // NEIGH_TABLE key -> entry
+
+	routes    map[routeID]netlinkmgr.RouteInfo
+	routeKeys map[string]map[routeID]struct{} // ROUTE_TABLE key -> routes
+
+	dirty map[string]struct{} // full STATE_DB keys "TABLE|key"
+
+	// Listing state: between BeginListing and EndListing every object
+	// delivered is marked seen; EndListing drops the unseen ones.
+	listing    bool
+	seenLinks  map[string]struct{}
+	seenFdb    map[fdbID]struct{}
+	seenNeigh  map[string]struct{}
+	seenRoutes map[routeID]struct{}
+
+	// routesSuspect is set when a link went admin-down or away: the kernel
+	// flushes IPv4 routes through it without RTM_DELROUTE, so the caller
+	// must relist routes (ReplaceRoutes).
+	routesSuspect bool
+}
+
+// NewView returns an empty View.
+func NewView() *View {
+	return &View{
+		ports:     map[string]bool{},
+		links:     map[string]netlinkmgr.LinkInfo{},
+		linkName:  map[int]string{},
+		untagged:  DefaultUntaggedVID,
+		fdb:       map[fdbID]netlinkmgr.FdbInfo{},
+		fdbKeys:   map[string]map[fdbID]struct{}{},
+		neigh:     map[string]netlinkmgr.NeighInfo{},
+		routes:    map[routeID]netlinkmgr.RouteInfo{},
+		routeKeys: map[string]map[routeID]struct{}{},
+		dirty:     map[string]struct{}{},
+	}
+}
+
+func (v *View) touch(table, key string) { v.dirty[StateKey(table, key)] = struct{}{} }
+
+// SetPort records whether CONFIG_DB PORT names port (configured) or not.
+func (v *View) SetPort(name string, configured bool) {
+	if v.ports[name] == configured {
+		return
+	}
+	if configured {
+		v.ports[name] = true
+	} else {
+		delete(v.ports, name)
+	}
+	v.touch(schema.StatePortTable, name)
+}
+
+// Ports returns the configured ports that exist in the kernel, sorted.
+func (v *View) Ports() []string {
+	var out []string
+	for p := range v.ports {
+		if _, ok := v.links[p]; ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UntaggedVID is the VLAN FDB entries without one are filed under.
+func (v *View) UntaggedVID() uint16 { return v.untagged }
+
+// BeginListing starts a full listing of the kernel (initial, or after a
+// netlink overflow): objects not delivered again before EndListing are gone.
+func (v *View) BeginListing() {
+	v.listing = true
+	v.seenLinks = map[string]struct{}{}
+	v.seenFdb = map[fdbID]struct{}{}
+	v.seenNeigh = map[string]struct{}{}
+	v.seenRoutes = map[routeID]struct{}{}
+}
+
+// Listing reports whether a listing is in progress.
+func (v *View) Listing() bool { return v.listing }
+
+// EndListing ends a listing, dropping every object it did not deliver.
+func (v *View) EndListing() {
+	if !v.listing {
+		return
+	}
+	v.listing = false
+	for name := range v.links {
+		if _, ok := v.seenLinks[name]; !ok {
+			v.removeLink(name)
+		}
+	}
+	for id, f := range v.fdb {
+		if _, ok := v.seenFdb[id]; !ok {
+			v.removeFdb(id, f)
+		}
+	}
+	for k := range v.neigh {
+		if _, ok := v.seenNeigh[k]; !ok {
+			delete(v.neigh, k)
+			v.touch(schema.StateNeighTable, k)
+		}
+	}
+	for id := range v.routes {
+		if _, ok := v.seenRoutes[id]; !ok {
+			v.removeRoute(id)
+		}
+	}
+	v.seenLinks, v.seenFdb, v.seenNeigh, v.seenRoutes = nil, nil, nil, nil
+}
+
+// Apply folds one kernel event into the View. EventResync and EventSynced
+// are mapped to BeginListing and EndListing.
+func (v *View) Apply(ev netlinkmgr.Event) {
+	switch ev.Kind {
+	case netlinkmgr.EventResync:
+		v.BeginListing()
+	case netlinkmgr.EventSynced:
+		v.EndListing()
+	case netlinkmgr.EventLink:
+		if ev.Link != nil {
+			v.applyLink(*ev.Link, ev.Deleted)
+		}
+	case netlinkmgr.EventFdb:
+		if ev.Fdb != nil {
+			v.applyFdb(*ev.Fdb, ev.Deleted)
+		}
+	case netlinkmgr.EventNeigh:
+		if ev.Neigh != nil {
+			v.applyNeigh(*ev.Neigh, ev.Deleted)
+		}
+	case netlinkmgr.EventRoute:
+		if ev.Route != nil {
+			v.applyRoute(*ev.Route, ev.Deleted)
+		}
+	}
+}
+
+func (v *View) touchLink(name string) {
+	if v.ports[name] {
+		v.touch(schema.StatePortTable, name)
+	}
+	if IsVlanName(name) {
+		v.touch(schema.StateVlanTable, name)
+	}
+}
+
+func (v *View) applyLink(l netlinkmgr.LinkInfo, deleted bool) {
+	if l.Name == "" {
+		if n, ok := v.linkName[l.Index]; ok && deleted {
+			v.removeLink(n)
+		}
+		return
+	}
+	if deleted {
+		v.removeLink(l.Name)
+		return
+	}
+	if old, ok := v.linkName[l.Index]; ok && l.Index != 0 && old != l.Name {
+		v.removeLink(old) // renamed
+	}
+	prev, had := v.links[l.Name]
+	if had && prev.Index != l.Index && prev.Index != 0 {
+		delete(v.linkName, prev.Index)
+	}
+	if had && adminUp(prev) && !adminUp(l) {
+		v.routesSuspect = true
+	}
+	v.links[l.Name] = l
+	if l.Index != 0 {
+		v.linkName[l.Index] = l.Name
+	}
+	if v.listing {
+		v.seenLinks[l.Name] = struct{}{}
+	}
+	v.touchLink(l.Name)
+	if l.Name == BridgeName {
+		pvid := uint16(DefaultUntaggedVID)
+		if l.Bridge != nil && l.Bridge.DefaultPVID != nil && *l.Bridge.DefaultPVID != 0 {
+			pvid = *l.Bridge.DefaultPVID
+		}
+		v.setUntagged(pvid)
+	}
+}
+
+func adminUp(l netlinkmgr.LinkInfo) bool { return l.AdminUp == nil || *l.AdminUp }
+
+func (v *View) removeLink(name string) {
+	l, ok := v.links[name]
+	if !ok {
+		return
+	}
+	delete(v.links, name)
+	if v.linkName[l.Index] == name {
+		delete(v.linkName, l.Index)
+	}
+	v.routesSuspect = true
+	v.touchLink(name)
+}
+
+// setUntagged refiles VLAN-less FDB entries when default_pvid changes.
+func (v *View) setUntagged(pvid uint16) {
+	if pvid == v.untagged {
+		return
+	}
+	var moved []netlinkmgr.FdbInfo
+	for id, f := range v.fdb {
+		if id.vlan == 0 {
+			v.removeFdb(id, f)
+			moved = append(moved, f)
+		}
+	}
+	v.untagged = pvid
+	for _, f := range moved {
+		v.addFdb(f)
+	}
+}
+
+func idOfFdb(f netlinkmgr.FdbInfo) fdbID {
+	return fdbID{mac: strings.ToLower(f.MAC.String()), vlan: f.Vlan}
+}
+
+func (v *View) applyFdb(f netlinkmgr.FdbInfo, deleted bool) {
+	id := idOfFdb(f)
+	if old, ok := v.fdb[id]; ok {
+		v.removeFdb(id, old)
+	}
+	if deleted || !FdbMirrored(f) {
+		return
+	}
+	v.addFdb(f)
+	if v.listing {
+		v.seenFdb[id] = struct{}{}
+	}
+}
+
+func (v *View) addFdb(f netlinkmgr.FdbInfo) {
+	id := idOfFdb(f)
+	k := FdbKey(f, v.untagged)
+	v.fdb[id] = f
+	set := v.fdbKeys[k]
+	if set == nil {
+		set = map[fdbID]struct{}{}
+		v.fdbKeys[k] = set
+	}
+	set[id] = struct{}{}
+	v.touch(schema.StateFDBTable, k)
+}
+
+func (v *View) removeFdb(id fdbID, f netlinkmgr.FdbInfo) {
+	k := FdbKey(f, v.untagged)
+	delete(v.fdb, id)
+	if set := v.fdbKeys[k]; set != nil {
+		delete(set, id)
+		if len(set) == 0 {
+			delete(v.fdbKeys, k)
+		}
+	}
+	v.touch(schema.StateFDBTable, k)
+}
+
+func (v *View) applyNeigh(n netlinkmgr.NeighInfo, deleted bool) {
+	if n.Link == "" || !n.IP.IsValid() {
+		return
+	}
+	k := NeighKey(n)
+	if deleted || !NeighMirrored(n) {
+		if _, ok := v.neigh[k]; ok {
+			delete(v.neigh, k)
+			v.touch(schema.StateNeighTable, k)
+		}
+		return
+	}
+	v.neigh[k] = n
+	if v.listing {
+		v.seenNeigh[k] = struct{}{}
+	}
+	v.touch(schema.StateNeighTable, k)
+}
+
+func idOfRoute(r netlinkmgr.RouteInfo) routeID {
+	return routeID{dst: r.Dst.Masked(), metric: r.Metric}
+}
+
+func (v *View) applyRoute(r netlinkmgr.RouteInfo, deleted bool) {
+	if !RouteMirrored(r) {
+		return
+	}
+	id := idOfRoute(r)
+	if deleted {
+		v.removeRoute(id)
+		return
+	}
+	v.routes[id] = r
+	k := RouteKey(r)
+	set := v.routeKeys[k]
+	if set == nil {
+		set = map[routeID]struct{}{}
+		v.routeKeys[k] = set
+	}
+	set[id] = struct{}{}
+	if v.listing {
+		v.seenRoutes[id] = struct{}{}
+	}
+	v.touch(schema.StateRouteTable, k)
+}
+
+func (v *View) removeRoute(id routeID) {
+	r, ok := v.routes[id]
+	if !ok {
+		return
+	}
+	delete(v.routes, id)
+	k := RouteKey(r)
+	if set := v.routeKeys[k]; set != nil {
+		delete(set, id)
+		if len(set) == 0 {
+			delete(v.routeKeys, k)
+		}
+	}
+	v.touch(schema.StateRouteTable, k)
+}
+
+// RoutesSuspect reports (and clears) whether routes must be relisted
+// because a link went admin-down or away.
+func (v *View) RoutesSuspect() bool {
+	s := v.routesSuspect
+	v.routesSuspect = false
+	return s
+}
+
+// ReplaceRoutes replaces the main-table routes with a fresh listing.
+func (v *View) ReplaceRoutes(rs []netlinkmgr.RouteInfo) {
+	keep := map[routeID]struct{}{}
+	for _, r := range rs {
+		if !RouteMirrored(r) {
+			continue
+		}
+		keep[idOfRoute(r)] = struct{}{}
+		v.applyRoute(r, false)
+	}
+	for id := range v.routes {
+		if _, ok := keep[id]; !ok {
+			v.removeRoute(id)
+		}
+	}
+}
+
+// TakeDirty returns the STATE_DB keys touched since the last call, sorted,
+// and clears the set.
+func (v *View) TakeDirty() []string {
+	out := make([]string, 0, len(v.dirty))
+	for k := range v.dirty {
+		out = append(out, k)
+	}
+	clear(v.dirty)
+	sort.Strings(out)
+	return out
+}
+
+// DirtyCount is the number of keys waiting for TakeDirty.
+func (v *View) DirtyCount() int { return len(v.dirty) }
+
+// Want returns the fields syncd's STATE_DB key k ("TABLE|key") should hold
+// now, or ok=false when it should not exist.
+func (v *View) Want(k string) (schema.Fields, bool) {
+	table, key := SplitStateKey(k)
+	switch table {
+	case schema.StatePortTable:
+		if !v.ports[key] {
+			return nil, false
+		}
+		l, ok := v.links[key]
+		if !ok {
+			return nil, false
+		}
+		return LinkFields(l), true
+	case schema.StateVlanTable:
+		l, ok := v.links[key]
+		if !ok || !IsVlanName(key) {
+			return nil, false
+		}
+		return LinkFields(l), true
+	case schema.StateFDBTable:
+		set := v.fdbKeys[key]
+		if len(set) == 0 {
+			return nil, false
+		}
+		return FdbFields(v.fdb[minFdb(set)]), true
+	case schema.StateNeighTable:
+		n, ok := v.neigh[key]
+		if !ok {
+			return nil, false
+		}
+		return NeighFields(n), true
+	case schema.StateRouteTable:
+		set := v.routeKeys[key]
+		if len(set) == 0 {
+			return nil, false
+		}
+		best := routeID{metric: -1}
+		for id := range set {
+			if best.metric < 0 || id.metric < best.metric {
+				best = id
+			}
+		}
+		return RouteFields(v.routes[best]), true
+	}
+	return nil, false
+}
+
+// minFdb picks one entry deterministically when two share a key: an entry
+// of the untagged VLAN and one without VLAN; the explicit VLAN wins.
+func minFdb(set map[fdbID]struct{}) fdbID {
+	var best fdbID
+	first := true
+	for id := range set {
+		if first || id.vlan > best.vlan {
+			best, first = id, false
+		}
+	}
+	return best
+}
+
+// Keys returns every STATE_DB key the mirror should hold now, sorted.
+func (v *View) Keys() []string {
+	var out []string
+	for p := range v.ports {
+		if _, ok := v.links[p]; ok {
+			out = append(out, StateKey(schema.StatePortTable, p))
+		}
+	}
+	for n := range v.links {
+		if IsVlanName(n) {
+			out = append(out, StateKey(schema.StateVlanTable, n))
+		}
+	}
+	for k := range v.fdbKeys {
+		out = append(out, StateKey(schema.StateFDBTable, k))
+	}
+	for k := range v.neigh {
+		out = append(out, StateKey(schema.StateNeighTable, k))
+	}
+	for k := range v.routeKeys {
+		out = append(out, StateKey(schema.StateRouteTable, k))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Link returns the View's copy of a link.
+func (v *View) Link(name string) (netlinkmgr.LinkInfo, bool) {
+	l, ok := v.links[name]
+	return l, ok
+}
