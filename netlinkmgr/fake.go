@@ -1,0 +1,655 @@
+package netlinkmgr
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Fake is an in-memory Kernel for unit tests of callers. It follows the
+// real kernel's rules where callers can observe them (the contract suite in
+// contract_test.go runs the same scenarios against both):
+//
+//   - absent objects → ErrNotFound; link add of an existing name → EEXIST;
+//     address add and route replace never fail because the object exists;
+//   - veth pairs are created and deleted together; deleting a link removes
+//     its addresses, routes, FDB entries and bridge VLANs; a bridge port
+//     gets the bridge's default PVID and a local FDB entry when enslaved;
+//   - IPv6 routes with metric 0 get metric 1024; IPv4 gateways must be
+//     inside a prefix on an up link (else ENETUNREACH), next-hop links must
+//     be up (else ENETDOWN);
+//   - Unsupported("vlan", "vlan_filtering", ...) makes those fail with
+//     FeatureError, as on the CI host kernel (HostKernel() sets them all).
+//
+// It does not synthesize proto-kernel (connected) or local-table routes,
+// link-local IPv6 addresses, or multicast "self" FDB entries.
+//
+// Ops() records each successful mutation in a fixed text form, e.g.
+// "link set Ethernet0 mtu=9100 up", "route replace 10.2.0.0/16 proto 201
+// metric 0 table 254 nexthop via 10.0.0.2 dev Ethernet0". Seeding helpers
+// (AddPort, LearnFdb, AddNeigh, ...) change state and emit events but are
+// neither recorded nor counted by Writes().
+type Fake struct {
+	mu          sync.Mutex
+	nextIndex   int
+	links       map[string]*fakeLink
+	addrs       []AddrInfo
+	routes      []RouteInfo
+	vlans       []BridgeVlanInfo
+	fdbs        []FdbInfo
+	neighs      []NeighInfo
+	unsupported map[string]bool
+	failures    []injected
+	ops         []string
+	writes      atomic.Uint64
+	watchers    map[*fakeWatcher]bool
+}
+
+type fakeLink struct {
+	info    LinkInfo // every optional field set
+	peer    string   // veth peer
+	carrier bool
+	stats   LinkStats
+}
+
+type injected struct {
+	prefix string
+	err    error
+}
+
+var _ Kernel = (*Fake)(nil)
+
+// NewFake returns an empty Fake holding only "lo" (index 1, up, with
+// 127.0.0.1/8 and ::1/128), like a fresh network namespace.
+func NewFake() *Fake {
+	f := &Fake{
+		nextIndex:   1,
+		links:       map[string]*fakeLink{},
+		unsupported: map[string]bool{},
+		watchers:    map[*fakeWatcher]bool{},
+	}
+	lo := f.newLink("lo", "", net.HardwareAddr{0, 0, 0, 0, 0, 0})
+	*lo.info.MTU = 65536
+	*lo.info.AdminUp = true
+	f.addrs = append(f.addrs, AddrInfo{Link: "lo", Prefix: mustPrefix("127.0.0.1/8")},
+		AddrInfo{Link: "lo", Prefix: mustPrefix("::1/128")})
+	return f
+}
+
+// Unsupported makes the Fake behave like a kernel without the named
+// features: link kinds ("vlan", "dummy", "vrf", ...) fail to add with a
+// FeatureError, and "vlan_filtering" makes bridge vlan_filtering /
+// default_pvid settings and bridge VLAN operations fail.
+func (f *Fake) Unsupported(names ...string) *Fake {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range names {
+		f.unsupported[n] = true
+	}
+	return f
+}
+
+// HostKernel makes the Fake lack what the CI host kernel lacks: 802.1Q
+// VLAN devices, bridge VLAN filtering, dummy and VRF devices.
+func (f *Fake) HostKernel() *Fake { return f.Unsupported("vlan", "vlan_filtering", "dummy", "vrf") }
+
+// FailNext makes the next mutation whose op-log line starts with prefix
+// (e.g. "link set Ethernet0", "route replace 10.2.") fail with err.
+func (f *Fake) FailNext(prefix string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failures = append(f.failures, injected{prefix, err})
+}
+
+// Ops returns the recorded successful mutations, oldest first.
+func (f *Fake) Ops() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.ops...)
+}
+
+// ClearOps empties the op log (Writes() keeps counting).
+func (f *Fake) ClearOps() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ops = nil
+}
+
+// Writes counts mutating calls (Add/Set/Del/Replace), failed ones included.
+func (f *Fake) Writes() uint64 { return f.writes.Load() }
+
+// Close does nothing; Watch channels close with their contexts.
+func (f *Fake) Close() error { return nil }
+
+func (f *Fake) Links() Links             { return fakeLinks{f} }
+func (f *Fake) Addrs() Addrs             { return fakeAddrs{f} }
+func (f *Fake) Routes() Routes           { return fakeRoutes{f} }
+func (f *Fake) BridgeVlans() BridgeVlans { return fakeVlans{f} }
+func (f *Fake) Fdbs() Fdbs               { return fakeFdbs{f} }
+func (f *Fake) Neighs() Neighs           { return fakeNeighs{f} }
+
+// begin counts a write and applies an injected failure; called with f.mu held.
+func (f *Fake) begin(op string) error {
+	f.writes.Add(1)
+	for i, in := range f.failures {
+		if strings.HasPrefix(op, in.prefix) {
+			f.failures = append(f.failures[:i], f.failures[i+1:]...)
+			return in.err
+		}
+	}
+	return nil
+}
+
+// --- seeding helpers ---
+
+// AddPort creates plain devices (kind "", admin down, carrier on, MTU 1500),
+// as front-panel ports appear to a control plane.
+func (f *Fake) AddPort(names ...string) *Fake {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range names {
+		if f.links[n] != nil {
+			panic("fake: AddPort: link " + n + " exists")
+		}
+		f.newLink(n, "", nil)
+		f.emitLink(n, false)
+	}
+	return f
+}
+
+// SetCarrier changes a device's carrier (a cable pulled or plugged).
+func (f *Fake) SetCarrier(name string, on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.links[name]
+	if l == nil {
+		return opErr("set carrier", "link "+name, notFound(unix.ENODEV))
+	}
+	l.carrier = on
+	f.emitLink(name, false)
+	return nil
+}
+
+// SetStats sets a device's counters as Get/List report them.
+func (f *Fake) SetStats(name string, s LinkStats) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.links[name]
+	if l == nil {
+		return opErr("set stats", "link "+name, notFound(unix.ENODEV))
+	}
+	l.stats = s
+	return nil
+}
+
+// Overflow simulates a socket overflow on every watcher: EventResync, the
+// full listing, EventSynced — what the real Watch does after ENOBUFS.
+func (f *Fake) Overflow() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for w := range f.watchers {
+		w.push(append(append([]Event{{Kind: EventResync}}, f.snapshot()...), Event{Kind: EventSynced})...)
+	}
+}
+
+// --- links ---
+
+func (f *Fake) newLink(name, kind string, mac net.HardwareAddr) *fakeLink {
+	idx := f.nextIndex
+	f.nextIndex++
+	if mac == nil {
+		mac = net.HardwareAddr{0x02, 0xfa, 0, 0, byte(idx >> 8), byte(idx)}
+	}
+	mtu, up, master, alias := 1500, false, "", ""
+	l := &fakeLink{carrier: true, info: LinkInfo{
+		Name: name, Index: idx, Kind: kind, MTU: &mtu, MAC: mac,
+		AdminUp: &up, Master: &master, Alias: &alias,
+	}}
+	f.links[name] = l
+	return l
+}
+
+// view returns a deep copy of link name with read-only state filled.
+func (f *Fake) view(name string) LinkInfo {
+	l := f.links[name]
+	in := l.info
+	mtu, up, master, alias := *in.MTU, *in.AdminUp, *in.Master, *in.Alias
+	out := LinkInfo{Name: in.Name, Index: in.Index, Kind: in.Kind, MTU: &mtu,
+		MAC: append(net.HardwareAddr(nil), in.MAC...), AdminUp: &up, Master: &master, Alias: &alias}
+	if in.Bridge != nil {
+		vf, pvid := *in.Bridge.VlanFiltering, *in.Bridge.DefaultPVID
+		out.Bridge = &BridgeOptions{VlanFiltering: &vf, DefaultPVID: &pvid}
+	}
+	if in.Vlan != nil {
+		v := *in.Vlan
+		out.Vlan = &v
+		if p := f.links[v.Parent]; p != nil {
+			out.ParentIdx = p.info.Index
+		}
+	}
+	if m := f.links[master]; m != nil {
+		out.MasterIdx = m.info.Index
+	}
+	out.OperState = f.operState(name)
+	out.OperUp = out.OperState == "up" || (out.OperState == "unknown" && up)
+	st := l.stats
+	out.Stats = &st
+	return out
+}
+
+func (f *Fake) operState(name string) string {
+	l := f.links[name]
+	if !*l.info.AdminUp {
+		return "down"
+	}
+	switch {
+	case name == "lo" || l.info.Kind == "dummy":
+		return "unknown"
+	case l.info.Kind == "veth":
+		if p := f.links[l.peer]; p == nil || !*p.info.AdminUp {
+			return "lowerlayerdown"
+		}
+	case l.info.Kind == "vlan":
+		if f.operState(l.info.Vlan.Parent) != "up" {
+			return "lowerlayerdown"
+		}
+	case l.info.Kind == "bridge":
+		for n, p := range f.links {
+			if *p.info.Master == name && f.operState(n) == "up" {
+				return "up"
+			}
+		}
+		return "down"
+	}
+	if !l.carrier {
+		return "down"
+	}
+	return "up"
+}
+
+// sortedLinks returns link names by index.
+func (f *Fake) sortedLinks() []string {
+	names := make([]string, 0, len(f.links))
+	for n := range f.links {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return f.links[names[i]].info.Index < f.links[names[j]].info.Index })
+	return names
+}
+
+type fakeLinks struct{ f *Fake }
+
+// Add creates a link; see Links.Add.
+func (x fakeLinks) Add(l LinkInfo) error {
+	f := x.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	obj := "link " + l.Name
+	if err := f.begin(l.addString()); err != nil {
+		return opErr("add", obj, err)
+	}
+	if l.Name == "" || len(l.Name) > 15 {
+		return opErr("add", obj, fmt.Errorf("invalid link name %q: %w", l.Name, unix.EINVAL))
+	}
+	if feat := kindFeature(l.Kind); feat != "" && f.unsupported[l.Kind] {
+		return opErr("add", obj, &FeatureError{Feature: feat, Err: unix.EOPNOTSUPP})
+	}
+	if f.links[l.Name] != nil {
+		return opErr("add", obj, fmt.Errorf("link already exists: %w", unix.EEXIST))
+	}
+	var mac net.HardwareAddr
+	switch l.Kind {
+	case "bridge":
+		if l.Bridge != nil && (l.Bridge.VlanFiltering != nil || l.Bridge.DefaultPVID != nil) && f.unsupported["vlan_filtering"] {
+			return opErr("add", obj, &FeatureError{Feature: FeatureVlanFiltering, Err: unix.EOPNOTSUPP})
+		}
+	case "veth":
+		if l.Veth == nil || l.Veth.PeerName == "" {
+			return opErr("add", obj, fmt.Errorf("veth needs a peer name: %w", unix.EINVAL))
+		}
+		if f.links[l.Veth.PeerName] != nil || l.Veth.PeerName == l.Name {
+			return opErr("add", obj, fmt.Errorf("peer %s already exists: %w", l.Veth.PeerName, unix.EEXIST))
+		}
+	case "vlan":
+		if l.Vlan == nil || l.Vlan.ID < 1 || l.Vlan.ID > 4094 {
+			return opErr("add", obj, fmt.Errorf("vlan needs an id 1-4094: %w", unix.EINVAL))
+		}
+		p := f.links[l.Vlan.Parent]
+		if p == nil {
+			return opErr("add", obj, fmt.Errorf("parent %s: %w", l.Vlan.Parent, notFound(unix.ENODEV)))
+		}
+		mac = append(net.HardwareAddr(nil), p.info.MAC...)
+	}
+	if err := f.checkSet(l, false); err != nil {
+		return opErr("add", obj, err)
+	}
+	n := f.newLink(l.Name, l.Kind, mac)
+	switch l.Kind {
+	case "bridge":
+		vf, pvid := false, uint16(1)
+		n.info.Bridge = &BridgeOptions{VlanFiltering: &vf, DefaultPVID: &pvid}
+		if !f.unsupported["vlan_filtering"] {
+			f.vlans = append(f.vlans, BridgeVlanInfo{Link: l.Name, VID: 1, PVID: true, Untagged: true, Self: true})
+		}
+	case "veth":
+		n.peer = l.Veth.PeerName
+		f.newLink(l.Veth.PeerName, "veth", nil).peer = l.Name
+	case "vlan":
+		v := *l.Vlan
+		n.info.Vlan = &v
+		*n.info.MTU = *f.links[v.Parent].info.MTU
+	}
+	f.applySet(l)
+	f.ops = append(f.ops, l.addString())
+	f.emitLink(l.Name, false)
+	if l.Kind == "veth" {
+		f.emitLink(l.Veth.PeerName, false)
+	}
+	return nil
+}
+
+// checkSet validates the set fields of l against the current state.
+func (f *Fake) checkSet(l LinkInfo, exists bool) error {
+	if l.MTU != nil && (*l.MTU < 68 || *l.MTU > 65535) {
+		return fmt.Errorf("mtu %d out of range: %w", *l.MTU, unix.EINVAL)
+	}
+	if l.MAC != nil && len(l.MAC) != 6 {
+		return fmt.Errorf("mac %s is not 6 bytes: %w", l.MAC, unix.EINVAL)
+	}
+	if l.Master != nil && *l.Master != "" {
+		m := f.links[*l.Master]
+		if m == nil {
+			return fmt.Errorf("master %s: %w", *l.Master, notFound(unix.ENODEV))
+		}
+		if m.info.Kind != "bridge" || *l.Master == l.Name {
+			return fmt.Errorf("master %s is not a bridge: %w", *l.Master, unix.EOPNOTSUPP)
+		}
+	}
+	if l.Bridge != nil && (l.Bridge.VlanFiltering != nil || l.Bridge.DefaultPVID != nil) {
+		if exists && f.links[l.Name].info.Kind != "bridge" {
+			return fmt.Errorf("bridge options on a non-bridge: %w", unix.EOPNOTSUPP)
+		}
+		if f.unsupported["vlan_filtering"] {
+			return &FeatureError{Feature: FeatureVlanFiltering, Err: unix.EOPNOTSUPP}
+		}
+	}
+	return nil
+}
+
+// applySet changes the set fields of l on the stored link.
+func (f *Fake) applySet(l LinkInfo) {
+	n := f.links[l.Name]
+	if l.MTU != nil {
+		*n.info.MTU = *l.MTU
+	}
+	if l.MAC != nil {
+		n.info.MAC = append(net.HardwareAddr(nil), l.MAC...)
+	}
+	if l.AdminUp != nil {
+		*n.info.AdminUp = *l.AdminUp
+		if !*l.AdminUp {
+			f.dropRoutesVia(l.Name)
+		}
+	}
+	if l.Alias != nil {
+		*n.info.Alias = *l.Alias
+	}
+	if l.Bridge != nil && n.info.Bridge != nil {
+		if l.Bridge.VlanFiltering != nil {
+			*n.info.Bridge.VlanFiltering = *l.Bridge.VlanFiltering
+		}
+		if l.Bridge.DefaultPVID != nil {
+			*n.info.Bridge.DefaultPVID = *l.Bridge.DefaultPVID
+		}
+	}
+	if l.Master != nil && *l.Master != *n.info.Master {
+		if old := *n.info.Master; old != "" {
+			f.unenslave(l.Name)
+			f.emitLink(old, false)
+		}
+		*n.info.Master = *l.Master
+		if *l.Master != "" {
+			f.enslave(l.Name, *l.Master)
+		}
+	}
+}
+
+func (f *Fake) enslave(port, bridge string) {
+	b := f.links[bridge]
+	f.fdbs = append(f.fdbs, FdbInfo{MAC: append(net.HardwareAddr(nil), f.links[port].info.MAC...),
+		Link: port, Master: bridge, Local: true})
+	f.emitFdb(len(f.fdbs)-1, false)
+	if pvid := *b.info.Bridge.DefaultPVID; pvid != 0 && !f.unsupported["vlan_filtering"] {
+		f.vlans = append(f.vlans, BridgeVlanInfo{Link: port, VID: pvid, PVID: true, Untagged: true})
+	}
+	f.emitLink(bridge, false)
+}
+
+// unenslave forgets the port's bridge state (FDB entries and VLANs).
+func (f *Fake) unenslave(port string) {
+	f.removeFdbs(func(e FdbInfo) bool { return e.Link == port })
+	f.vlans = filter(f.vlans, func(v BridgeVlanInfo) bool { return v.Link != port })
+}
+
+// Set changes the set fields of an existing link; see Links.Set.
+func (x fakeLinks) Set(l LinkInfo) error {
+	f := x.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	set := l.setString()
+	if set == "" {
+		return nil
+	}
+	op := "link set " + l.Name + " " + set
+	obj := "link " + l.Name
+	if err := f.begin(op); err != nil {
+		return opErr("set", obj, err)
+	}
+	if f.links[l.Name] == nil {
+		return opErr("set", obj, notFound(unix.ENODEV))
+	}
+	if err := f.checkSet(l, true); err != nil {
+		return opErr("set", obj, err)
+	}
+	f.applySet(l)
+	f.ops = append(f.ops, op)
+	f.emitLink(l.Name, false)
+	if p := f.links[l.Name].peer; p != "" {
+		f.emitLink(p, false)
+	}
+	if m := *f.links[l.Name].info.Master; m != "" {
+		f.emitLink(m, false)
+	}
+	return nil
+}
+
+// Del deletes a link (and its veth peer); see Links.Del.
+func (x fakeLinks) Del(name string) error {
+	f := x.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	op := "link del " + name
+	if err := f.begin(op); err != nil {
+		return opErr("del", "link "+name, err)
+	}
+	l := f.links[name]
+	if l == nil {
+		return opErr("del", "link "+name, notFound(unix.ENODEV))
+	}
+	f.removeLink(name)
+	if l.peer != "" && f.links[l.peer] != nil {
+		f.removeLink(l.peer)
+	}
+	f.ops = append(f.ops, op)
+	return nil
+}
+
+// removeLink drops name and everything that lives on it.
+func (f *Fake) removeLink(name string) {
+	for n, o := range f.links {
+		if *o.info.Master == name {
+			f.unenslave(n)
+			*o.info.Master = ""
+			f.emitLink(n, false)
+		}
+		if o.info.Vlan != nil && o.info.Vlan.Parent == name {
+			f.removeLink(n)
+		}
+	}
+	f.unenslave(name)
+	f.removeFdbs(func(e FdbInfo) bool { return e.Master == name })
+	f.vlans = filter(f.vlans, func(v BridgeVlanInfo) bool { return v.Link != name })
+	f.dropRoutesVia(name)
+	keep := f.addrs[:0]
+	for _, a := range f.addrs {
+		if a.Link == name {
+			a := a
+			f.emit(Event{Kind: EventAddr, Deleted: true, Addr: &a})
+			continue
+		}
+		keep = append(keep, a)
+	}
+	f.addrs = keep
+	f.neighs = filter(f.neighs, func(n NeighInfo) bool { return n.Link != name })
+	ev := f.view(name)
+	delete(f.links, name)
+	f.emit(Event{Kind: EventLink, Deleted: true, Link: &ev})
+}
+
+// Get returns one link; see Links.Get.
+func (x fakeLinks) Get(name string) (LinkInfo, error) {
+	x.f.mu.Lock()
+	defer x.f.mu.Unlock()
+	if x.f.links[name] == nil {
+		return LinkInfo{}, opErr("get", "link "+name, notFound(unix.ENODEV))
+	}
+	return x.f.view(name), nil
+}
+
+// List returns all links by index; see Links.List.
+func (x fakeLinks) List() ([]LinkInfo, error) {
+	x.f.mu.Lock()
+	defer x.f.mu.Unlock()
+	var out []LinkInfo
+	for _, n := range x.f.sortedLinks() {
+		out = append(out, x.f.view(n))
+	}
+	return out, nil
+}
+
+// --- watch ---
+
+type fakeWatcher struct {
+	mu   sync.Mutex
+	q    []Event
+	wake chan struct{}
+}
+
+func (w *fakeWatcher) push(evs ...Event) {
+	w.mu.Lock()
+	w.q = append(w.q, evs...)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Watch delivers events for every mutation (and seeding helper) after the
+// call, preceded by the listing and EventSynced with opts.ListExisting.
+// It never overflows by itself; Overflow() simulates it.
+func (f *Fake) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, error) {
+	w := &fakeWatcher{wake: make(chan struct{}, 1)}
+	f.mu.Lock()
+	if opts.ListExisting {
+		w.push(append(f.snapshot(), Event{Kind: EventSynced})...)
+	}
+	f.watchers[w] = true
+	f.mu.Unlock()
+	ch := make(chan Event)
+	go func() {
+		defer close(ch)
+		defer func() { f.mu.Lock(); delete(f.watchers, w); f.mu.Unlock() }()
+		for {
+			w.mu.Lock()
+			q := w.q
+			w.q = nil
+			w.mu.Unlock()
+			for _, ev := range q {
+				select {
+				case ch <- ev:
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-w.wake:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, nil
+}
+
+// snapshot lists everything as non-deleted events; f.mu held.
+func (f *Fake) snapshot() []Event {
+	var evs []Event
+	for _, n := range f.sortedLinks() {
+		l := f.view(n)
+		evs = append(evs, Event{Kind: EventLink, Link: &l})
+	}
+	for _, a := range f.addrs {
+		a := a
+		evs = append(evs, Event{Kind: EventAddr, Addr: &a})
+	}
+	for _, r := range f.routes {
+		r := cloneRoute(r)
+		evs = append(evs, Event{Kind: EventRoute, Route: &r})
+	}
+	for _, n := range f.neighs {
+		n := n
+		n.MAC = append(net.HardwareAddr(nil), n.MAC...)
+		evs = append(evs, Event{Kind: EventNeigh, Neigh: &n})
+	}
+	for i := range f.fdbs {
+		e := cloneFdb(f.fdbs[i])
+		evs = append(evs, Event{Kind: EventFdb, Fdb: &e})
+	}
+	return evs
+}
+
+func (f *Fake) emit(ev Event) {
+	for w := range f.watchers {
+		w.push(ev)
+	}
+}
+
+func (f *Fake) emitLink(name string, deleted bool) {
+	if len(f.watchers) == 0 || f.links[name] == nil {
+		return
+	}
+	l := f.view(name)
+	f.emit(Event{Kind: EventLink, Deleted: deleted, Link: &l})
+}
+
+func (f *Fake) emitFdb(i int, deleted bool) {
+	e := cloneFdb(f.fdbs[i])
+	f.emit(Event{Kind: EventFdb, Deleted: deleted, Fdb: &e})
+}
+
+func filter[T any](s []T, keep func(T) bool) []T {
+	out := s[:0]
+	for _, v := range s {
+		if keep(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
