@@ -1,0 +1,765 @@
+package schema
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// LossModel is IMPAIRMENT's loss_model.
+type LossModel string
+
+// Loss models (seed 004): independent random loss, the Gilbert-Elliott
+// two-state burst model, and "drop every Nth packet".
+const (
+	LossRandom   LossModel = "random"
+	LossGilbert  LossModel = "gilbert"
+	LossPeriodic LossModel = "periodic"
+)
+
+// FlowScope is IMPAIRMENT_FLOW's scope: one shared state for the whole
+// class (rule) or an own Gilbert state and policer per 5-tuple (flow).
+type FlowScope string
+
+// Flow scopes.
+const (
+	ScopeRule FlowScope = "rule"
+	ScopeFlow FlowScope = "flow"
+)
+
+// Limits and defaults of the impairment fields.
+const (
+	// MinBurst is the smallest policer burst: one full-size Ethernet frame
+	// (a smaller bucket could never pass such a frame).
+	MinBurst = 1514
+	// DefaultBurstFrames is the floor of the default burst, in full-size
+	// frames: the default burst is max(10 ms of rate, 10 x 1514 bytes).
+	DefaultBurstFrames = 10
+	// MaxFlowPriority is the highest IMPAIRMENT_FLOW priority.
+	MaxFlowPriority = 65535
+	// MaxFlowNameLen is the longest IMPAIRMENT_FLOW name.
+	MaxFlowNameLen = 64
+)
+
+// UnsupportedShapingReason is the reason given for delay, jitter, shaping
+// and reordering fields until the tc EDT + fq issue lands.
+const UnsupportedShapingReason = "delay/jitter/shaping are not supported yet (needs tc EDT + fq)"
+
+// Impairment field names (shared by IMPAIRMENT and IMPAIRMENT_FLOW).
+const (
+	FieldLoss       = "loss"
+	FieldLossModel  = "loss_model"
+	FieldGEP        = "ge_p"
+	FieldGER        = "ge_r"
+	FieldGELossGood = "ge_loss_good"
+	FieldGELossBad  = "ge_loss_bad"
+	FieldPeriod     = "period"
+	FieldRate       = "rate"
+	FieldBurst      = "burst"
+	FieldCorrupt    = "corrupt"
+	FieldSeed       = "seed"
+)
+
+// IMPAIRMENT_FLOW match and ordering field names.
+const (
+	FieldSrc      = "src"
+	FieldDst      = "dst"
+	FieldProto    = "proto"
+	FieldSport    = "sport"
+	FieldDport    = "dport"
+	FieldDSCP     = "dscp"
+	FieldFlowVLAN = "vlan"
+	FieldPriority = "priority"
+	FieldScope    = "scope"
+)
+
+// unsupportedShapingFields are rejected with UnsupportedShapingReason.
+var unsupportedShapingFields = map[string]bool{
+	"delay": true, "jitter": true, "shape": true, "shape_limit": true, "reorder": true,
+}
+
+// ImpairmentProfile is what happens to the packets of a port or a class.
+// Probabilities are percentages 0-100. The zero value impairs nothing.
+type ImpairmentProfile struct {
+	Loss      float64   // random loss, percent
+	LossModel LossModel // random (default), gilbert or periodic
+	// Gilbert-Elliott: per-packet transition probabilities good->bad (P)
+	// and bad->good (R), and the loss in each state, all percent.
+	GEP, GER, GELossGood, GELossBad float64
+	Period                          uint64  // periodic: drop every Nth packet
+	Rate                            uint64  // policer rate in bit/s; 0 = no policer
+	Burst                           uint64  // policer bucket in bytes; 0 = DefaultBurst(Rate)
+	Corrupt                         float64 // percent of packets with one bit flipped in the L4 payload
+	Seed                            *uint64 // nil = seeded from the kernel's RNG
+}
+
+// Impairment is an IMPAIRMENT entry: the profile of packets arriving on Port.
+type Impairment struct {
+	Port string
+	ImpairmentProfile
+}
+
+// PortRange is an inclusive L4 port range; the zero value (0-0 with Set
+// false) matches any port.
+type PortRange struct {
+	Set    bool
+	Lo, Hi uint16
+}
+
+// ImpairmentFlow is an IMPAIRMENT_FLOW entry "port|name": a class of
+// traffic arriving on Port with its own profile.
+type ImpairmentFlow struct {
+	Port, Name string
+	Src, Dst   netip.Prefix // invalid = any
+	Proto      int          // IP protocol number; -1 = any
+	Sport      PortRange
+	Dport      PortRange
+	DSCP       int // 0-63; -1 = any
+	VLAN       int // outer 802.1Q VID 1-4094; 0 = any
+	Priority   int // higher wins; ties go to the smaller name
+	Scope      FlowScope
+	ImpairmentProfile
+}
+
+// DefaultBurst is the policer burst used when burst is absent: 10 ms worth
+// of rate, but at least DefaultBurstFrames full-size frames.
+func DefaultBurst(rate uint64) uint64 {
+	b := rate / 800 // bit/s x 10 ms / 8 bits per byte
+	if min := uint64(DefaultBurstFrames * MinBurst); b < min {
+		b = min
+	}
+	return b
+}
+
+// EffectiveBurst is Burst, or DefaultBurst(Rate) when Burst is 0.
+func (p *ImpairmentProfile) EffectiveBurst() uint64 {
+	if p.Burst != 0 {
+		return p.Burst
+	}
+	return DefaultBurst(p.Rate)
+}
+
+// Table implements Record.
+func (r Impairment) Table() string { return TableImpairment }
+
+// Key implements Record.
+func (r Impairment) Key() string { return r.Port }
+
+// Fields implements Record.
+func (r Impairment) Fields() Fields { return withNull(r.ImpairmentProfile.fields(Fields{})) }
+
+// Table implements Record.
+func (r ImpairmentFlow) Table() string { return TableImpairmentFlow }
+
+// Key implements Record.
+func (r ImpairmentFlow) Key() string { return r.Port + ConfigSep + r.Name }
+
+// Fields implements Record.
+func (r ImpairmentFlow) Fields() Fields {
+	f := Fields{}
+	if r.Src.IsValid() {
+		f[FieldSrc] = r.Src.String()
+	}
+	if r.Dst.IsValid() {
+		f[FieldDst] = r.Dst.String()
+	}
+	if r.Proto >= 0 {
+		f[FieldProto] = protoName(r.Proto)
+	}
+	if r.Sport.Set {
+		f[FieldSport] = r.Sport.String()
+	}
+	if r.Dport.Set {
+		f[FieldDport] = r.Dport.String()
+	}
+	if r.DSCP >= 0 {
+		f[FieldDSCP] = strconv.Itoa(r.DSCP)
+	}
+	if r.VLAN != 0 {
+		f[FieldFlowVLAN] = strconv.Itoa(r.VLAN)
+	}
+	if r.Priority != 0 {
+		f[FieldPriority] = strconv.Itoa(r.Priority)
+	}
+	if r.Scope == ScopeFlow {
+		f[FieldScope] = string(ScopeFlow)
+	}
+	return withNull(r.ImpairmentProfile.fields(f))
+}
+
+// String renders the range as "N" or "N-M".
+func (p PortRange) String() string {
+	if p.Lo == p.Hi {
+		return strconv.Itoa(int(p.Lo))
+	}
+	return strconv.Itoa(int(p.Lo)) + "-" + strconv.Itoa(int(p.Hi))
+}
+
+// Contains reports whether port is in the range (any port when not Set).
+func (p PortRange) Contains(port uint16) bool { return !p.Set || (port >= p.Lo && port <= p.Hi) }
+
+// Impairs reports whether the profile changes any packet at all.
+func (p *ImpairmentProfile) Impairs() bool {
+	switch p.LossModel {
+	case LossGilbert:
+		if p.GELossBad > 0 || p.GELossGood > 0 {
+			return true
+		}
+	case LossPeriodic:
+		return true
+	default:
+		if p.Loss > 0 {
+			return true
+		}
+	}
+	return p.Rate > 0 || p.Corrupt > 0
+}
+
+func withNull(f Fields) Fields {
+	if len(f) == 0 {
+		f[NullField] = NullField
+	}
+	return f
+}
+
+func (p *ImpairmentProfile) fields(f Fields) Fields {
+	pct := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	switch p.LossModel {
+	case LossGilbert:
+		f[FieldLossModel] = string(LossGilbert)
+		f[FieldGEP] = pct(p.GEP)
+		f[FieldGER] = pct(p.GER)
+		f[FieldGELossGood] = pct(p.GELossGood)
+		f[FieldGELossBad] = pct(p.GELossBad)
+	case LossPeriodic:
+		f[FieldLossModel] = string(LossPeriodic)
+		f[FieldPeriod] = strconv.FormatUint(p.Period, 10)
+	default:
+		if p.Loss != 0 {
+			f[FieldLoss] = pct(p.Loss)
+		}
+	}
+	if p.Rate != 0 {
+		f[FieldRate] = FormatRate(p.Rate)
+		if p.Burst != 0 {
+			f[FieldBurst] = strconv.FormatUint(p.Burst, 10)
+		}
+	}
+	if p.Corrupt != 0 {
+		f[FieldCorrupt] = pct(p.Corrupt)
+	}
+	if p.Seed != nil {
+		f[FieldSeed] = strconv.FormatUint(*p.Seed, 10)
+	}
+	return f
+}
+
+func init() {
+	RegisterTable(TableImpairment, func(k string, f Fields) (Record, error) { return wrap(ParseImpairment(k, f)) })
+	RegisterTable(TableImpairmentFlow, func(k string, f Fields) (Record, error) { return wrap(ParseImpairmentFlow(k, f)) })
+}
+
+// ParseImpairment parses and validates an IMPAIRMENT entry.
+func ParseImpairment(key string, f Fields) (Impairment, error) {
+	var zero Impairment
+	t := TableImpairment
+	if p := impPortProblem(key); p != "" {
+		return zero, keyError(t, key, p, "a port name such as Ethernet0")
+	}
+	r := Impairment{Port: key}
+	used := map[string]bool{}
+	if err := parseProfile(t, key, f, used, &r.ImpairmentProfile); err != nil {
+		return zero, err
+	}
+	if err := unknownFields(t, key, f, used); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+// ParseImpairmentFlow parses and validates an IMPAIRMENT_FLOW entry
+// "port|name".
+func ParseImpairmentFlow(key string, f Fields) (ImpairmentFlow, error) {
+	var zero ImpairmentFlow
+	t := TableImpairmentFlow
+	parts := strings.Split(key, ConfigSep)
+	const allowed = "port|name, e.g. Ethernet0|video"
+	if len(parts) != 2 {
+		return zero, keyError(t, key, "key needs exactly two parts", allowed)
+	}
+	if p := impPortProblem(parts[0]); p != "" {
+		return zero, keyError(t, key, p, allowed)
+	}
+	if p := flowNameProblem(parts[1]); p != "" {
+		return zero, keyError(t, key, p, allowed)
+	}
+	r := ImpairmentFlow{Port: parts[0], Name: parts[1], Proto: -1, DSCP: -1, Scope: ScopeRule}
+	used := map[string]bool{}
+	get := func(name string) (string, bool) {
+		v, ok := f[name]
+		used[name] = true
+		return v, ok
+	}
+	if v, ok := get(FieldSrc); ok {
+		p, reason := parseMatchPrefix(v)
+		if reason != "" {
+			return zero, fieldError(t, key, FieldSrc, v, reason, matchPrefixAllowed)
+		}
+		r.Src = p
+	}
+	if v, ok := get(FieldDst); ok {
+		p, reason := parseMatchPrefix(v)
+		if reason != "" {
+			return zero, fieldError(t, key, FieldDst, v, reason, matchPrefixAllowed)
+		}
+		r.Dst = p
+	}
+	if r.Src.IsValid() && r.Dst.IsValid() && r.Src.Addr().Is4() != r.Dst.Addr().Is4() {
+		return zero, fieldError(t, key, FieldDst, f[FieldDst], "src and dst are of different address families", "")
+	}
+	if v, ok := get(FieldProto); ok {
+		p, ok := parseProto(v)
+		if !ok {
+			return zero, valueError(t, key, FieldProto, v, "tcp, udp, icmp, icmpv6 or a protocol number 0-255")
+		}
+		r.Proto = p
+		fam := r.Family()
+		if (p == 1 && fam == 6) || (p == 58 && fam == 4) {
+			return zero, fieldError(t, key, FieldProto, v, "protocol does not match the address family of src/dst", "")
+		}
+	}
+	for _, pf := range []struct {
+		name string
+		dst  *PortRange
+	}{{FieldSport, &r.Sport}, {FieldDport, &r.Dport}} {
+		v, ok := get(pf.name)
+		if !ok {
+			continue
+		}
+		pr, ok := parsePortRange(v)
+		if !ok {
+			return zero, valueError(t, key, pf.name, v, "a port N or a range N-M with 0 <= N <= M <= 65535")
+		}
+		if r.Proto != 6 && r.Proto != 17 {
+			return zero, fieldError(t, key, pf.name, v, "ports need proto tcp or udp", "")
+		}
+		*pf.dst = pr
+	}
+	if v, ok := get(FieldDSCP); ok {
+		n, ok := impDigits(v)
+		if !ok || n > 63 {
+			return zero, valueError(t, key, FieldDSCP, v, "an integer 0-63")
+		}
+		r.DSCP = n
+	}
+	if v, ok := get(FieldFlowVLAN); ok {
+		n, ok := impDigits(v)
+		if !ok || n < MinVlanID || n > MaxVlanID {
+			return zero, valueError(t, key, FieldFlowVLAN, v, "a VLAN ID 1-4094")
+		}
+		r.VLAN = n
+	}
+	if v, ok := get(FieldPriority); ok {
+		n, ok := impDigits(v)
+		if !ok || n > MaxFlowPriority {
+			return zero, valueError(t, key, FieldPriority, v, "an integer 0-65535 (higher wins)")
+		}
+		r.Priority = n
+	}
+	if v, ok := get(FieldScope); ok {
+		switch FlowScope(v) {
+		case ScopeRule, ScopeFlow:
+			r.Scope = FlowScope(v)
+		default:
+			return zero, valueError(t, key, FieldScope, v, "rule or flow")
+		}
+	}
+	if err := parseProfile(t, key, f, used, &r.ImpairmentProfile); err != nil {
+		return zero, err
+	}
+	if err := unknownFields(t, key, f, used); err != nil {
+		return zero, err
+	}
+	return r, nil
+}
+
+// Family is 4 or 6 when src, dst or proto pin the address family, else 0.
+func (r ImpairmentFlow) Family() int {
+	for _, p := range []netip.Prefix{r.Src, r.Dst} {
+		if p.IsValid() {
+			if p.Addr().Is4() {
+				return 4
+			}
+			return 6
+		}
+	}
+	switch r.Proto {
+	case 1:
+		return 4
+	case 58:
+		return 6
+	}
+	return 0
+}
+
+// parseProfile reads the impairment fields of f into p, marking them used.
+func parseProfile(t, key string, f Fields, used map[string]bool, p *ImpairmentProfile) error {
+	for name := range f {
+		if unsupportedShapingFields[name] {
+			return fieldError(t, key, name, f[name], UnsupportedShapingReason, "")
+		}
+	}
+	get := func(name string) (string, bool) {
+		v, ok := f[name]
+		used[name] = true
+		return v, ok
+	}
+	pctField := func(name string, dst *float64) error {
+		v, ok := get(name)
+		if !ok {
+			return nil
+		}
+		x, ok := parsePercent(v)
+		if !ok {
+			return valueError(t, key, name, v, "a percentage 0-100, decimals allowed (e.g. 0.5)")
+		}
+		*dst = x
+		return nil
+	}
+	p.LossModel = LossRandom
+	if v, ok := get(FieldLossModel); ok {
+		switch LossModel(v) {
+		case LossRandom, LossGilbert, LossPeriodic:
+			p.LossModel = LossModel(v)
+		default:
+			return valueError(t, key, FieldLossModel, v, "random, gilbert or periodic")
+		}
+	}
+	p.GELossBad = 100
+	for _, pf := range []struct {
+		name string
+		dst  *float64
+	}{{FieldLoss, &p.Loss}, {FieldGEP, &p.GEP}, {FieldGER, &p.GER},
+		{FieldGELossGood, &p.GELossGood}, {FieldGELossBad, &p.GELossBad}, {FieldCorrupt, &p.Corrupt}} {
+		if err := pctField(pf.name, pf.dst); err != nil {
+			return err
+		}
+	}
+	// Fields of one loss model given with another are mistakes worth naming.
+	wrongModel := func(name string, want LossModel) error {
+		if _, ok := f[name]; ok && p.LossModel != want {
+			return fieldError(t, key, name, f[name], fmt.Sprintf("%s needs loss_model %s (loss_model is %s)", name, want, p.LossModel), "")
+		}
+		return nil
+	}
+	for _, n := range []string{FieldGEP, FieldGER, FieldGELossGood, FieldGELossBad} {
+		if err := wrongModel(n, LossGilbert); err != nil {
+			return err
+		}
+	}
+	if err := wrongModel(FieldPeriod, LossPeriodic); err != nil {
+		return err
+	}
+	if err := wrongModel(FieldLoss, LossRandom); err != nil {
+		return err
+	}
+	if p.LossModel != LossGilbert {
+		p.GELossBad = 0
+	}
+	switch p.LossModel {
+	case LossGilbert:
+		for _, n := range []string{FieldGEP, FieldGER} {
+			if _, ok := f[n]; !ok {
+				return fieldError(t, key, n, "", "loss_model gilbert needs ge_p and ge_r", "a percentage 0-100")
+			}
+		}
+	case LossPeriodic:
+		v, ok := get(FieldPeriod)
+		n, err := strconv.ParseUint(v, 10, 64)
+		if !ok || err != nil || n < 1 || strings.HasPrefix(v, "+") {
+			return valueError(t, key, FieldPeriod, v, "an integer N >= 1 (drop every Nth packet)")
+		}
+		p.Period = n
+	}
+	if v, ok := get(FieldRate); ok {
+		r, ok := ParseRate(v)
+		if !ok {
+			return valueError(t, key, FieldRate, v, "a rate such as 100mbit, 1.5gbit, 800kbit or 1000000 (bit/s); kbps/mbps/gbps are bytes/s as in tc")
+		}
+		p.Rate = r
+	}
+	if v, ok := get(FieldBurst); ok {
+		if p.Rate == 0 {
+			return fieldError(t, key, FieldBurst, v, "burst needs rate", "")
+		}
+		b, ok := ParseSize(v)
+		if !ok {
+			return valueError(t, key, FieldBurst, v, "a size in bytes such as 32kb, 1mb or 15000 (kb = 1024 bytes as in tc)")
+		}
+		if b < MinBurst {
+			return fieldError(t, key, FieldBurst, v, fmt.Sprintf("burst is smaller than one full-size frame (%d bytes)", MinBurst), "")
+		}
+		p.Burst = b
+	}
+	if v, ok := get(FieldSeed); ok {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || strings.HasPrefix(v, "+") {
+			return valueError(t, key, FieldSeed, v, "an unsigned 64-bit integer")
+		}
+		p.Seed = &s
+	}
+	return nil
+}
+
+// unknownFields rejects fields nobody read, so a typo ("los") is an error
+// rather than silently not impairing.
+func unknownFields(t, key string, f Fields, used map[string]bool) error {
+	var unknown []string
+	for name := range f {
+		if !used[name] && name != NullField {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return fieldError(t, key, unknown[0], f[unknown[0]], "unknown field", "one of "+strings.Join(knownFields(t), ", "))
+}
+
+func knownFields(t string) []string {
+	names := []string{FieldLoss, FieldLossModel, FieldGEP, FieldGER, FieldGELossGood, FieldGELossBad,
+		FieldPeriod, FieldRate, FieldBurst, FieldCorrupt, FieldSeed}
+	if t == TableImpairmentFlow {
+		names = append([]string{FieldSrc, FieldDst, FieldProto, FieldSport, FieldDport, FieldDSCP,
+			FieldFlowVLAN, FieldPriority, FieldScope}, names...)
+	}
+	return names
+}
+
+// parsePercent accepts a decimal 0-100 ("10", "0.5", "12.25").
+func parsePercent(s string) (float64, bool) {
+	if s == "" || len(s) > 32 || strings.ContainsAny(s, "eEinfINFxX+-_") {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(x) || x < 0 || x > 100 {
+		return 0, false
+	}
+	return x, true
+}
+
+// rateUnits are tc's rate units: *bit are bits/s, *bps are bytes/s.
+var rateUnits = []struct {
+	suffix string
+	mult   float64
+}{
+	{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1},
+	{"tbps", 8e12}, {"gbps", 8e9}, {"mbps", 8e6}, {"kbps", 8e3}, {"bps", 8},
+}
+
+// MaxRate is the highest policer rate accepted: 1 tbit/s.
+const MaxRate = 1e12
+
+// ParseRate parses a tc-style rate into bit/s: "100mbit", "1.5gbit",
+// "800kbit", "1000000" (bit/s), "10mbps" (bytes/s as in tc). Between 1 bit/s
+// and 1 tbit/s.
+func ParseRate(s string) (uint64, bool) {
+	num, mult := strings.ToLower(s), 1.0
+	for _, u := range rateUnits {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSuffix(num, u.suffix), u.mult
+			break
+		}
+	}
+	x, ok := parseUnsignedDecimal(num)
+	if !ok {
+		return 0, false
+	}
+	r := math.Round(x * mult)
+	if r < 1 || r > MaxRate {
+		return 0, false
+	}
+	return uint64(r), true
+}
+
+// FormatRate renders bit/s in the largest tc unit that keeps it exact.
+func FormatRate(r uint64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   uint64
+	}{{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}} {
+		if r%u.mult == 0 {
+			return strconv.FormatUint(r/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatUint(r, 10) + "bit"
+}
+
+// MaxBurst is the largest policer burst accepted: 1 GiB.
+const MaxBurst = 1 << 30
+
+// ParseSize parses a byte size as tc does: "15000", "15000b", "32k",
+// "32kb", "1m", "1mb" (k = 1024, m = 1024*1024). At most MaxBurst.
+func ParseSize(s string) (uint64, bool) {
+	num, mult := strings.ToLower(s), 1.0
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{{"kb", 1024}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1024}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSuffix(num, u.suffix), u.mult
+			break
+		}
+	}
+	x, ok := parseUnsignedDecimal(num)
+	if !ok {
+		return 0, false
+	}
+	b := math.Round(x * mult)
+	if b < 1 || b > MaxBurst {
+		return 0, false
+	}
+	return uint64(b), true
+}
+
+// parseUnsignedDecimal accepts "12", "1.5", "0.25" (no sign, exponent or
+// hex), so every accepted spelling is one an operator meant as a number.
+func parseUnsignedDecimal(s string) (float64, bool) {
+	if s == "" || len(s) > 24 || s[0] == '.' || s[len(s)-1] == '.' {
+		return 0, false
+	}
+	dots := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.':
+			dots++
+		case c < '0' || c > '9':
+			return 0, false
+		}
+	}
+	if dots > 1 {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	return x, err == nil
+}
+
+var protoNames = map[string]int{"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
+
+// parseProto accepts a protocol name or number 0-255.
+func parseProto(s string) (int, bool) {
+	if n, ok := protoNames[strings.ToLower(s)]; ok {
+		return n, true
+	}
+	n, ok := impDigits(s)
+	if !ok || n > 255 {
+		return 0, false
+	}
+	return n, true
+}
+
+// protoName renders a protocol number by name where it has one.
+func protoName(p int) string {
+	for name, n := range protoNames {
+		if n == p {
+			return name
+		}
+	}
+	return strconv.Itoa(p)
+}
+
+// parsePortRange accepts "N" or "N-M" with N <= M <= 65535.
+func parsePortRange(s string) (PortRange, bool) {
+	lo, hi, isRange := strings.Cut(s, "-")
+	a, ok := impDigits(lo)
+	if !ok || a > 65535 {
+		return PortRange{}, false
+	}
+	b := a
+	if isRange {
+		if b, ok = impDigits(hi); !ok || b > 65535 || b < a {
+			return PortRange{}, false
+		}
+	}
+	return PortRange{Set: true, Lo: uint16(a), Hi: uint16(b)}, true
+}
+
+const matchPrefixAllowed = "an IPv4 or IPv6 prefix such as 10.0.0.0/8 or 2001:db8::/32, or a single address"
+
+// parseMatchPrefix accepts a prefix with host bits clear, or a bare
+// address meaning /32 or /128; the reason names the canonical form.
+func parseMatchPrefix(s string) (netip.Prefix, string) {
+	var p netip.Prefix
+	if strings.Contains(s, "/") {
+		var err error
+		if p, err = netip.ParsePrefix(s); err != nil {
+			return p, "not a prefix"
+		}
+	} else {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return p, "not an address"
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, "IPv4-mapped IPv6 addresses are not supported: use the IPv4 form"
+	}
+	if m := p.Masked(); m != p {
+		return netip.Prefix{}, "prefix has host bits set: use " + m.String()
+	}
+	return p, ""
+}
+
+// impPortProblem is portProblem without depending on other files' helpers.
+func impPortProblem(name string) string {
+	switch {
+	case name == "":
+		return "port name is empty"
+	case len(name) > MaxIfnameLen:
+		return fmt.Sprintf("port name is %d bytes long: the kernel allows at most %d", len(name), MaxIfnameLen)
+	case name == "." || name == "..":
+		return fmt.Sprintf("port name cannot be %q", name)
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '/' || c == ':' || c == '|' || c <= ' ' || c == 0x7f:
+			return fmt.Sprintf("port name cannot contain %q", c)
+		}
+	}
+	return ""
+}
+
+// flowNameProblem checks an IMPAIRMENT_FLOW name: it becomes part of
+// COUNTERS_DB keys, so it stays printable and short.
+func flowNameProblem(name string) string {
+	if name == "" || len(name) > MaxFlowNameLen {
+		return fmt.Sprintf("flow name must be 1-%d bytes", MaxFlowNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Sprintf("flow name cannot contain %q: use letters, digits, '_', '-' or '.'", c)
+		}
+	}
+	return ""
+}
+
+// impDigits parses 1-9 ASCII digits (leading zeros allowed).
+func impDigits(s string) (int, bool) {
+	if s == "" || len(s) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
+}

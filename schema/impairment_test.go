@@ -1,0 +1,202 @@
+package schema
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseImpairmentValid(t *testing.T) {
+	seed := uint64(42)
+	for _, tc := range []struct {
+		key  string
+		in   Fields
+		want ImpairmentProfile
+	}{
+		{"Ethernet0", Fields{"loss": "10"}, ImpairmentProfile{Loss: 10, LossModel: LossRandom}},
+		{"Ethernet0", Fields{"loss": "0.25", "seed": "42"}, ImpairmentProfile{Loss: 0.25, LossModel: LossRandom, Seed: &seed}},
+		{"eth1", Fields{"loss_model": "gilbert", "ge_p": "1", "ge_r": "25"},
+			ImpairmentProfile{LossModel: LossGilbert, GEP: 1, GER: 25, GELossBad: 100}},
+		{"eth1", Fields{"loss_model": "gilbert", "ge_p": "1", "ge_r": "25", "ge_loss_good": "0.5", "ge_loss_bad": "80"},
+			ImpairmentProfile{LossModel: LossGilbert, GEP: 1, GER: 25, GELossGood: 0.5, GELossBad: 80}},
+		{"eth1", Fields{"loss_model": "periodic", "period": "7"}, ImpairmentProfile{LossModel: LossPeriodic, Period: 7}},
+		{"eth1", Fields{"rate": "100mbit"}, ImpairmentProfile{LossModel: LossRandom, Rate: 100e6}},
+		{"eth1", Fields{"rate": "1.5gbit", "burst": "64kb"}, ImpairmentProfile{LossModel: LossRandom, Rate: 1.5e9, Burst: 65536}},
+		{"eth1", Fields{"rate": "10mbps"}, ImpairmentProfile{LossModel: LossRandom, Rate: 80e6}},
+		{"eth1", Fields{"corrupt": "1", "NULL": "NULL"}, ImpairmentProfile{LossModel: LossRandom, Corrupt: 1}},
+		{"eth1", Fields{"NULL": "NULL"}, ImpairmentProfile{LossModel: LossRandom}},
+	} {
+		got, err := ParseImpairment(tc.key, tc.in)
+		if err != nil {
+			t.Errorf("%v: %v", tc.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got.ImpairmentProfile, tc.want) {
+			t.Errorf("%v: got %+v, want %+v", tc.in, got.ImpairmentProfile, tc.want)
+		}
+		again, err := ParseImpairment(got.Key(), got.Fields())
+		if err != nil || !reflect.DeepEqual(again, got) {
+			t.Errorf("%v: round trip via %v: %+v, %v", tc.in, got.Fields(), again, err)
+		}
+	}
+}
+
+func TestParseImpairmentErrors(t *testing.T) {
+	for _, tc := range []struct {
+		key   string
+		in    Fields
+		field string
+		msg   string
+	}{
+		{"Ethernet0", Fields{"loss": "101"}, "loss", "percentage"},
+		{"Ethernet0", Fields{"loss": "-1"}, "loss", "percentage"},
+		{"Ethernet0", Fields{"loss": "1e1"}, "loss", "percentage"},
+		{"Ethernet0", Fields{"loss": "NaN"}, "loss", "percentage"},
+		{"Ethernet0", Fields{"loss_model": "bursty"}, "loss_model", "gilbert"},
+		{"Ethernet0", Fields{"loss_model": "gilbert", "ge_p": "1"}, "ge_r", "needs ge_p and ge_r"},
+		{"Ethernet0", Fields{"ge_p": "1"}, "ge_p", "needs loss_model gilbert"},
+		{"Ethernet0", Fields{"loss_model": "gilbert", "ge_p": "1", "ge_r": "2", "loss": "3"}, "loss", "needs loss_model random"},
+		{"Ethernet0", Fields{"loss_model": "periodic"}, "period", "every Nth"},
+		{"Ethernet0", Fields{"loss_model": "periodic", "period": "0"}, "period", "every Nth"},
+		{"Ethernet0", Fields{"period": "3"}, "period", "needs loss_model periodic"},
+		{"Ethernet0", Fields{"rate": "fast"}, "rate", "mbit"},
+		{"Ethernet0", Fields{"rate": "0mbit"}, "rate", "mbit"},
+		{"Ethernet0", Fields{"burst": "10kb"}, "burst", "needs rate"},
+		{"Ethernet0", Fields{"rate": "1mbit", "burst": "100"}, "burst", "full-size frame"},
+		{"Ethernet0", Fields{"seed": "-1"}, "seed", "64-bit"},
+		{"Ethernet0", Fields{"delay": "10ms"}, "delay", UnsupportedShapingReason},
+		{"Ethernet0", Fields{"jitter": "1ms"}, "jitter", UnsupportedShapingReason},
+		{"Ethernet0", Fields{"shape": "1mbit"}, "shape", UnsupportedShapingReason},
+		{"Ethernet0", Fields{"shape_limit": "1mb"}, "shape_limit", UnsupportedShapingReason},
+		{"Ethernet0", Fields{"reorder": "5"}, "reorder", UnsupportedShapingReason},
+		{"Ethernet0", Fields{"los": "5"}, "los", "unknown field"},
+		{"", Fields{"loss": "5"}, "", "empty"},
+		{"a|b", Fields{"loss": "5"}, "", "cannot contain"},
+	} {
+		_, err := ParseImpairment(tc.key, tc.in)
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("%q %v: want a *FieldError, got %v", tc.key, tc.in, err)
+			continue
+		}
+		if fe.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%q %v: got field %q, error %q; want field %q and %q", tc.key, tc.in, fe.Field, err, tc.field, tc.msg)
+		}
+	}
+}
+
+func TestParseImpairmentFlow(t *testing.T) {
+	r, err := ParseImpairmentFlow("Ethernet0|video", Fields{
+		"src": "10.0.0.0/8", "dst": "192.0.2.1", "proto": "UDP", "sport": "1000-2000", "dport": "5004",
+		"dscp": "46", "vlan": "100", "priority": "10", "scope": "flow", "loss": "2",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Port != "Ethernet0" || r.Name != "video" || r.Src.String() != "10.0.0.0/8" || r.Dst.String() != "192.0.2.1/32" ||
+		r.Proto != 17 || r.Sport != (PortRange{true, 1000, 2000}) || r.Dport != (PortRange{true, 5004, 5004}) ||
+		r.DSCP != 46 || r.VLAN != 100 || r.Priority != 10 || r.Scope != ScopeFlow || r.Loss != 2 || r.Family() != 4 {
+		t.Fatalf("parsed %+v", r)
+	}
+	again, err := ParseImpairmentFlow(r.Key(), r.Fields())
+	if err != nil || !reflect.DeepEqual(again, r) {
+		t.Fatalf("round trip via %v: %+v, %v", r.Fields(), again, err)
+	}
+	def, err := ParseImpairmentFlow("Ethernet0|any", Fields{"NULL": "NULL"})
+	if err != nil || def.Proto != -1 || def.DSCP != -1 || def.Scope != ScopeRule || def.Impairs() {
+		t.Fatalf("defaults: %+v, %v", def, err)
+	}
+	if rec, err := Parse(TableImpairmentFlow, "Ethernet0|v6", Fields{"dst": "2001:db8::/32", "proto": "icmpv6"}); err != nil || rec.Table() != TableImpairmentFlow {
+		t.Fatalf("Parse dispatch: %v %v", rec, err)
+	}
+
+	for _, tc := range []struct {
+		key   string
+		in    Fields
+		field string
+		msg   string
+	}{
+		{"Ethernet0", Fields{}, "", "two parts"},
+		{"Ethernet0|a b", Fields{}, "", "cannot contain"},
+		{"Ethernet0|x", Fields{"src": "10.0.0.1/8"}, "src", "use 10.0.0.0/8"},
+		{"Ethernet0|x", Fields{"src": "10.0.0.0/8", "dst": "2001:db8::/32"}, "dst", "families"},
+		{"Ethernet0|x", Fields{"src": "::ffff:10.0.0.1"}, "src", "IPv4-mapped"},
+		{"Ethernet0|x", Fields{"dst": "2001:db8::/32", "proto": "icmp"}, "proto", "family"},
+		{"Ethernet0|x", Fields{"proto": "256"}, "proto", "0-255"},
+		{"Ethernet0|x", Fields{"proto": "icmp", "dport": "80"}, "dport", "tcp or udp"},
+		{"Ethernet0|x", Fields{"dport": "80"}, "dport", "tcp or udp"},
+		{"Ethernet0|x", Fields{"proto": "tcp", "dport": "90-80"}, "dport", "N-M"},
+		{"Ethernet0|x", Fields{"proto": "tcp", "sport": "70000"}, "sport", "N-M"},
+		{"Ethernet0|x", Fields{"dscp": "64"}, "dscp", "0-63"},
+		{"Ethernet0|x", Fields{"vlan": "4095"}, "vlan", "1-4094"},
+		{"Ethernet0|x", Fields{"priority": "-1"}, "priority", "0-65535"},
+		{"Ethernet0|x", Fields{"scope": "port"}, "scope", "rule or flow"},
+		{"Ethernet0|x", Fields{"delay": "5ms"}, "delay", UnsupportedShapingReason},
+	} {
+		_, err := ParseImpairmentFlow(tc.key, tc.in)
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("%q %v: want a *FieldError, got %v", tc.key, tc.in, err)
+			continue
+		}
+		if fe.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%q %v: got field %q, error %q; want field %q and %q", tc.key, tc.in, fe.Field, err, tc.field, tc.msg)
+		}
+	}
+}
+
+func TestRateAndSize(t *testing.T) {
+	for in, want := range map[string]uint64{"1": 1, "100mbit": 1e8, "1.5Gbit": 1.5e9, "800kbit": 8e5, "1tbit": 1e12, "1kbps": 8000} {
+		if got, ok := ParseRate(in); !ok || got != want {
+			t.Errorf("ParseRate(%q) = %d, %v; want %d", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "mbit", "1.2.3mbit", "-1mbit", "2tbit", "0x10", "1e6"} {
+		if got, ok := ParseRate(in); ok {
+			t.Errorf("ParseRate(%q) = %d, want an error", in, got)
+		}
+	}
+	for r, want := range map[uint64]string{1e8: "100mbit", 1500: "1500bit", 2e12: "2tbit", 1001: "1001bit"} {
+		if got := FormatRate(r); got != want {
+			t.Errorf("FormatRate(%d) = %q, want %q", r, got, want)
+		}
+	}
+	for in, want := range map[string]uint64{"1514": 1514, "32kb": 32768, "1m": 1 << 20, "1.5kb": 1536, "2000b": 2000} {
+		if got, ok := ParseSize(in); !ok || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, ok, want)
+		}
+	}
+	if DefaultBurst(1e6) != 15140 || DefaultBurst(1e9) != 1250000 {
+		t.Errorf("DefaultBurst: %d %d", DefaultBurst(1e6), DefaultBurst(1e9))
+	}
+}
+
+// FuzzParseImpairment: any input either fails with a *FieldError or gives
+// a record whose canonical fields parse back to the same record.
+func FuzzParseImpairment(f *testing.F) {
+	f.Add("Ethernet0", "loss", "10", "seed", "1", "rate", "1mbit")
+	f.Add("Ethernet0|v", "loss_model", "gilbert", "ge_p", "1", "ge_r", "2")
+	f.Add("e|v", "proto", "tcp", "dport", "1-2", "src", "10.0.0.0/8")
+	f.Add("e|v", "loss_model", "periodic", "period", "3", "burst", "2kb")
+	f.Fuzz(func(t *testing.T, key, k1, v1, k2, v2, k3, v3 string) {
+		in := Fields{k1: v1, k2: v2, k3: v3}
+		for _, table := range []string{TableImpairment, TableImpairmentFlow} {
+			rec, err := Parse(table, key, in)
+			if err != nil {
+				var fe *FieldError
+				if !errors.As(err, &fe) {
+					t.Fatalf("%s %q %v: error is not a *FieldError: %v", table, key, in, err)
+				}
+				continue
+			}
+			again, err := Parse(table, rec.Key(), rec.Fields())
+			if err != nil {
+				t.Fatalf("%s %q %v: canonical %v does not parse: %v", table, key, in, rec.Fields(), err)
+			}
+			if !reflect.DeepEqual(again, rec) {
+				t.Fatalf("%s %q %v: round trip %+v != %+v", table, key, in, again, rec)
+			}
+		}
+	})
+}
