@@ -1,0 +1,208 @@
+package schema
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// errCase is one input every parser must refuse, with fragments the
+// error text must contain (so the reason stays actionable).
+type errCase struct {
+	table, key string
+	f          Fields
+	want       []string
+}
+
+var errCases = []errCase{
+	// PORT key: kernel-legal interface names.
+	{TablePort, "", nil, []string{"PORT|: key", "interface name is empty"}},
+	{TablePort, "Ethernet0123456789", nil, []string{"18 bytes long", "at most 15"}},
+	{TablePort, ".", nil, []string{`cannot be "."`}},
+	{TablePort, "..", nil, []string{`cannot be ".."`}},
+	{TablePort, "eth/0", nil, []string{`cannot contain '/'`}},
+	{TablePort, "eth:0", nil, []string{`cannot contain ':'`}},
+	{TablePort, "eth 0", nil, []string{`cannot contain ' '`}},
+	{TablePort, "eth\t0", nil, []string{`cannot contain '\t'`}},
+	{TablePort, "eth|0", nil, []string{"cannot contain '|'", "separates"}},
+	{TablePort, "Vlan100", nil, []string{"Vlan100 is a VLAN device"}},
+	// PORT fields.
+	{TablePort, "Ethernet0", Fields{"mtu": "banana"}, []string{`PORT|Ethernet0: field "mtu": "banana" is not valid: want an integer 68-9216`}},
+	{TablePort, "Ethernet0", Fields{"mtu": "67"}, []string{`"67" is not valid`, "68-9216"}},
+	{TablePort, "Ethernet0", Fields{"mtu": "9217"}, []string{`"9217" is not valid`}},
+	{TablePort, "Ethernet0", Fields{"mtu": "-1500"}, []string{`"-1500" is not valid`}},
+	{TablePort, "Ethernet0", Fields{"mtu": ""}, []string{`field "mtu": "" is not valid`}},
+	{TablePort, "Ethernet0", Fields{"mtu": "99999999999999999999"}, []string{"68-9216"}},
+	{TablePort, "Ethernet0", Fields{"admin_status": "UP"}, []string{`field "admin_status": "UP" is not valid: want up or down`}},
+	{TablePort, "Ethernet0", Fields{"mac": "01:00:5e:00:00:01"}, []string{`field "mac"`, "multicast", "must be unicast"}},
+	{TablePort, "Ethernet0", Fields{"mac": "ff:ff:ff:ff:ff:ff"}, []string{"multicast"}},
+	{TablePort, "Ethernet0", Fields{"mac": "00:00:00:00:00:00"}, []string{"all-zero"}},
+	{TablePort, "Ethernet0", Fields{"mac": "00:11:22:33:44"}, []string{`"00:11:22:33:44" is not valid`, "48-bit"}},
+	{TablePort, "Ethernet0", Fields{"mac": "00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01"}, []string{"48-bit"}},
+	{TablePort, "Ethernet0", Fields{"speed": "100000"}, []string{`field "speed": unknown field: want one of admin_status, description, mac, mtu`}},
+	// VLAN key and fields.
+	{TableVlan, "Vlan0", nil, []string{"VLAN number 0 is out of range", "1-4094"}},
+	{TableVlan, "Vlan4095", nil, []string{"4095 is out of range"}},
+	{TableVlan, "Vlan0100", nil, []string{"VLAN|Vlan0100: key:", "use Vlan100"}},
+	{TableVlan, "vlan100", nil, []string{"use Vlan100"}},
+	{TableVlan, "VLAN100", nil, []string{"use Vlan100"}},
+	{TableVlan, "Vlan", nil, []string{"not a VLAN name", "VlanN"}},
+	{TableVlan, "Vlan1a", nil, []string{"not a VLAN name"}},
+	{TableVlan, "Ethernet0", nil, []string{"not a VLAN name"}},
+	{TableVlan, "Vlan+100", nil, []string{"not a VLAN name"}},
+	{TableVlan, "Vlan100", Fields{"vlanid": "200"}, []string{`field "vlanid"`, "does not match the key Vlan100", "want 100"}},
+	{TableVlan, "Vlan100", Fields{"vlanid": "5000"}, []string{`"5000" is not valid`, "want 100"}},
+	{TableVlan, "Vlan100", Fields{"vlanid": "x"}, []string{`"x" is not valid`}},
+	{TableVlan, "Vlan100", Fields{"mtu": "10000"}, []string{`field "mtu"`, "68-9216"}},
+	{TableVlan, "Vlan100", Fields{"mac": "33:33:00:00:00:01"}, []string{"multicast"}},
+	{TableVlan, "Vlan100", Fields{"admin_status": "on"}, []string{"up or down"}},
+	{TableVlan, "Vlan100", Fields{"members": "Ethernet0"}, []string{"unknown field", "admin_status, mac, mtu, vlanid"}},
+	// VLAN_MEMBER.
+	{TableVlanMember, "Vlan100", Fields{"tagging_mode": "tagged"}, []string{"want VlanN|port"}},
+	{TableVlanMember, "Vlan100|Ethernet0|x", Fields{"tagging_mode": "tagged"}, []string{"want VlanN|port"}},
+	{TableVlanMember, "Vlan0100|Ethernet0", Fields{"tagging_mode": "tagged"}, []string{"Vlan0100: VLAN name is not in canonical form: use Vlan100"}},
+	{TableVlanMember, "Vlan5000|Ethernet0", Fields{"tagging_mode": "tagged"}, []string{"out of range"}},
+	{TableVlanMember, "Vlan100|", Fields{"tagging_mode": "tagged"}, []string{"interface name is empty"}},
+	{TableVlanMember, "Vlan100|Vlan200", Fields{"tagging_mode": "tagged"}, []string{"is a VLAN device, not a port"}},
+	{TableVlanMember, "Vlan100|Ethernet0", nil, []string{`field "tagging_mode": required field is missing: want tagged, untagged or priority_tagged`}},
+	{TableVlanMember, "Vlan100|Ethernet0", Fields{"tagging_mode": "TAGGED"}, []string{`"TAGGED" is not valid`}},
+	{TableVlanMember, "Vlan100|Ethernet0", Fields{"tagging_mode": "tagged", "pvid": "1"}, []string{`"pvid": unknown field: want one of tagging_mode`}},
+	// INTERFACE / VLAN_INTERFACE.
+	{TableInterface, "Ethernet0|2001:DB8::1/64", nil, []string{"not in canonical form", "use 2001:db8::1/64"}},
+	{TableInterface, "Ethernet0|2001:db8:0::1/64", nil, []string{"use 2001:db8::1/64"}},
+	{TableInterface, "Ethernet0|10.0.0.1", nil, []string{"is not an address with prefix length", "10.0.0.1/24"}},
+	{TableInterface, "Ethernet0|10.0.0.1/33", nil, []string{"not an address with prefix length"}},
+	{TableInterface, "Ethernet0|010.0.0.1/24", nil, []string{"not an address with prefix length"}},
+	{TableInterface, "Ethernet0|::ffff:10.0.0.1/120", nil, []string{"IPv4-mapped", "use 10.0.0.1/24"}},
+	{TableInterface, "Ethernet0|::ffff:10.0.0.1/64", nil, []string{"IPv4-mapped", "use an IPv4 address"}},
+	{TableInterface, "Ethernet0|0.0.0.0/8", nil, []string{"unspecified"}},
+	{TableInterface, "Ethernet0|::/64", nil, []string{"unspecified"}},
+	{TableInterface, "Ethernet0|224.0.0.1/24", nil, []string{"multicast"}},
+	{TableInterface, "Ethernet0|ff02::1/64", nil, []string{"multicast"}},
+	{TableInterface, "Ethernet0|fe80::1%eth0/64", nil, []string{"not an address with prefix length"}},
+	{TableInterface, "Vlan100|10.0.0.1/24", nil, []string{"Vlan100 is a VLAN", "VLAN_INTERFACE|Vlan100|10.0.0.1/24"}},
+	{TableInterface, "Ethernet0|10.0.0.1/24|x", nil, []string{"want ifname or ifname|addr/len"}},
+	{TableInterface, "|10.0.0.1/24", nil, []string{"interface name is empty"}},
+	{TableInterface, "Ethernet0", Fields{"vrf_name": "Vrf1"}, []string{`field "vrf_name": unknown field`, "INTERFACE takes no fields"}},
+	{TableInterface, "Ethernet0|10.0.0.1/24", Fields{"NULL": "NULL", "scope": "global"}, []string{`field "scope": unknown field`}},
+	{TableVlanInterface, "Ethernet0|10.0.0.1/24", nil, []string{"Ethernet0 is not a VLAN", "INTERFACE|Ethernet0|10.0.0.1/24"}},
+	{TableVlanInterface, "Vlan0100|10.0.0.1/24", nil, []string{"use Vlan100"}},
+	{TableVlanInterface, "Vlan100|10.0.0.1/24", Fields{"x": "y"}, []string{"VLAN_INTERFACE takes no fields"}},
+	// STATIC_ROUTE key.
+	{TableStaticRoute, "10.0.0.1/8", Fields{"nexthop": "10.0.0.2"}, []string{"STATIC_ROUTE|10.0.0.1/8: key: prefix has host bits set: use 10.0.0.0/8"}},
+	{TableStaticRoute, "default|10.0.0.1/8", Fields{"nexthop": "10.0.0.2"}, []string{"host bits set: use 10.0.0.0/8"}},
+	{TableStaticRoute, "2001:DB8::/32", Fields{"ifname": "Ethernet0"}, []string{"not in canonical form: use 2001:db8::/32"}},
+	{TableStaticRoute, "2001:db8::1/32", Fields{"ifname": "Ethernet0"}, []string{"host bits set: use 2001:db8::/32"}},
+	{TableStaticRoute, "::ffff:10.0.0.0/104", Fields{"ifname": "Ethernet0"}, []string{"IPv4-mapped", "use 10.0.0.0/8"}},
+	{TableStaticRoute, "mgmt|10.0.0.0/8", Fields{"nexthop": "10.0.0.2"}, []string{`VRF "mgmt": only the default VRF is supported`}},
+	{TableStaticRoute, "|10.0.0.0/8", Fields{"nexthop": "10.0.0.2"}, []string{"only the default VRF is supported"}},
+	{TableStaticRoute, "default|10.0.0.0/8|x", nil, []string{"want prefix or default|prefix"}},
+	{TableStaticRoute, "10.0.0.0", Fields{"nexthop": "10.0.0.2"}, []string{"10.0.0.0 is not a prefix"}},
+	// STATIC_ROUTE fields.
+	{TableStaticRoute, "10.0.0.0/8", nil, []string{"the route has no next hop", "blackhole true"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "", "ifname": " "}, []string{"no next hop"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "10.0.0.1,10.0.0.2", "ifname": "Ethernet0"}, []string{"nexthop lists 2 entries but ifname 1"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "10.0.0.1,", "ifname": "Ethernet0,"}, []string{"next hop 2 is empty in both nexthop and ifname"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "10.0.0.1,,10.0.0.3"}, []string{"next hop 2 is empty"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "gw1"}, []string{`entry 1: "gw1" is not an IP address`}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "2001:db8::1"}, []string{"not of the prefix's address family"}},
+	{TableStaticRoute, "2001:db8::/32", Fields{"nexthop": "10.0.0.1"}, []string{"not of the prefix's address family"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "224.0.0.1"}, []string{"multicast"}},
+	{TableStaticRoute, "2001:db8::/32", Fields{"nexthop": "fe80::1%eth0"}, []string{"has a zone", "ifname"}},
+	{TableStaticRoute, "2001:db8::/32", Fields{"nexthop": "fe80::1"}, []string{"link-local gateway fe80::1 needs an interface"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "::ffff:10.0.0.1"}, []string{"IPv4-mapped", "use 10.0.0.1"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "0.0.0.0"}, []string{"unspecified address and the entry has no ifname"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "10.0.0.1,10.0.0.1"}, []string{"next hop 2 repeats an earlier one (via 10.0.0.1)"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"ifname": "Ethernet0,Ethernet0"}, []string{"repeats an earlier one (dev Ethernet0)"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"ifname": "eth/0"}, []string{`field "ifname"`, "entry 1: interface name cannot contain '/'"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"ifname": "Ethernet0", "distance": "256"}, []string{`field "distance": "256" is not valid: want an integer 0-255`}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"ifname": "Ethernet0", "blackhole": "yes"}, []string{`"yes" is not valid: want true or false`}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "10.0.0.1", "blackhole": "true"}, []string{`field "nexthop"`, "a blackhole route has no next hops"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"ifname": "Ethernet0", "blackhole": "true"}, []string{`field "ifname"`, "blackhole route has no next hops"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "10.0.0.1", "nexthop-vrf": "mgmt"}, []string{`field "nexthop-vrf"`, "only the default VRF is supported"}},
+	{TableStaticRoute, "10.0.0.0/8", Fields{"nexthop": "10.0.0.1", "advertise": "false"}, []string{"unknown field", "blackhole, distance, ifname, nexthop, nexthop-vrf"}},
+	// FDB.
+	{TableFDB, "Vlan100|00:11:22:33:44:AA", Fields{"port": "Ethernet0"}, []string{"MAC is not in canonical form: use Vlan100|00:11:22:33:44:aa"}},
+	{TableFDB, "Vlan100|00-11-22-33-44-55", Fields{"port": "Ethernet0"}, []string{"use Vlan100|00:11:22:33:44:55"}},
+	{TableFDB, "Vlan100|0011.2233.4455", Fields{"port": "Ethernet0"}, []string{"use Vlan100|00:11:22:33:44:55"}},
+	{TableFDB, "Vlan100|01:00:5e:00:00:01", Fields{"port": "Ethernet0"}, []string{"multicast"}},
+	{TableFDB, "Vlan100|00:00:00:00:00:00", Fields{"port": "Ethernet0"}, []string{"all-zero"}},
+	{TableFDB, "Vlan100|nomac", Fields{"port": "Ethernet0"}, []string{"nomac is not a MAC"}},
+	{TableFDB, "Vlan100", Fields{"port": "Ethernet0"}, []string{"want VlanN|mac"}},
+	{TableFDB, "Vlan0|00:11:22:33:44:55", Fields{"port": "Ethernet0"}, []string{"out of range"}},
+	{TableFDB, "Vlan100|00:11:22:33:44:55", nil, []string{`field "port": required field is missing`}},
+	{TableFDB, "Vlan100|00:11:22:33:44:55", Fields{"port": "Ethernet0", "type": "dynamic"}, []string{"only static FDB entries can be configured"}},
+	{TableFDB, "Vlan100|00:11:22:33:44:55", Fields{"port": ""}, []string{"interface name is empty"}},
+	{TableFDB, "Vlan100|00:11:22:33:44:55", Fields{"port": "Vlan100"}, []string{"is a VLAN device"}},
+	{TableFDB, "Vlan100|00:11:22:33:44:55", Fields{"port": "Ethernet0", "vni": "1"}, []string{"unknown field", "port, type"}},
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, c := range errCases {
+		t.Run(c.table+"|"+c.key, func(t *testing.T) {
+			r, err := Parse(c.table, c.key, c.f)
+			if err == nil {
+				t.Fatalf("accepted %v: Key %q Fields %v", c.f, r.Key(), r.Fields())
+			}
+			if r != nil {
+				t.Errorf("returned a record with the error: %#v", r)
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %T is not a *FieldError: %v", err, err)
+			}
+			if fe.Table != c.table || fe.Key != c.key {
+				t.Errorf("FieldError names %s|%s, want %s|%s", fe.Table, fe.Key, c.table, c.key)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, c.table+"|"+c.key+": ") {
+				t.Errorf("error %q does not start with the table and key", msg)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseUnknownTable(t *testing.T) {
+	_, err := Parse("NO_SUCH_TABLE", "x", nil)
+	if !errors.Is(err, ErrUnknownTable) {
+		t.Fatalf("got %v, want ErrUnknownTable", err)
+	}
+	for _, w := range []string{`NO_SUCH_TABLE|x`, "known tables are", "PORT", "VLAN_MEMBER"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+}
+
+func TestParseInterfaceWrongTable(t *testing.T) {
+	_, err := ParseInterface(TablePort, "Ethernet0", nil)
+	if err == nil || !strings.Contains(err.Error(), "not an interface table") {
+		t.Fatalf("got %v, want a refusal naming the interface tables", err)
+	}
+}
+
+func TestFieldErrorText(t *testing.T) {
+	cases := []struct {
+		e    FieldError
+		want string
+	}{
+		{FieldError{Table: "PORT", Key: "Ethernet0", Field: "mtu", Value: "banana", Allowed: "an integer 68-9216"},
+			`PORT|Ethernet0: field "mtu": "banana" is not valid: want an integer 68-9216`},
+		{FieldError{Table: "STATIC_ROUTE", Key: "10.0.0.1/8", Value: "10.0.0.1/8", Reason: "prefix has host bits set: use 10.0.0.0/8"},
+			`STATIC_ROUTE|10.0.0.1/8: key: prefix has host bits set: use 10.0.0.0/8`},
+		{FieldError{Table: "VLAN", Key: "Foo", Value: "Foo", Allowed: "VlanN"},
+			`VLAN|Foo: key: "Foo" is not valid: want VlanN`},
+		{FieldError{Table: "FDB", Key: "Vlan1|00:11:22:33:44:55", Field: "port", Reason: "required field is missing"},
+			`FDB|Vlan1|00:11:22:33:44:55: field "port": required field is missing`},
+	}
+	for _, c := range cases {
+		if got := c.e.Error(); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
+}
