@@ -12,6 +12,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Feature is a kernel capability a test may need; its value is the
@@ -118,7 +119,9 @@ func probeInNewNS(f Feature) error {
 		return fmt.Errorf("create probe network namespace: %w", err)
 	}
 	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
+	// Route family only: the default set includes XFRM and netfilter,
+	// whose modules a stock kernel does not load by itself.
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return fmt.Errorf("netlink handle in probe namespace: %w", err)
 	}
