@@ -85,12 +85,23 @@ func notFound(errno error) error {
 	if errno == nil {
 		return ErrNotFound
 	}
-	return &notFoundError{errno}
+	return &notFoundError{errno: errno}
 }
 
-type notFoundError struct{ errno error }
+// notFoundError matches ErrNotFound and wraps the kernel's errno; msg, when
+// set, replaces the default text.
+type notFoundError struct {
+	msg   string
+	errno error
+}
 
-func (e *notFoundError) Error() string        { return "not found (" + e.errno.Error() + ")" }
+func (e *notFoundError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return "not found (" + e.errno.Error() + ")"
+}
+
 func (e *notFoundError) Unwrap() []error      { return []error{ErrNotFound, e.errno} }
 func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 

@@ -1,0 +1,262 @@
+package netlinkmgr
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// --- bridge vlans ---
+
+type realVlans struct{ k *kernel }
+
+// vlanOp runs a bridge vlan add/del and classifies its failure: on a
+// bridge (self) or a bridge port, EOPNOTSUPP/EINVAL mean the kernel lacks
+// bridge VLAN filtering; elsewhere the link is simply not part of a bridge.
+func (k *kernel) vlanOp(op string, v BridgeVlanInfo, do func(netlink.Link) error) error {
+	k.writes.Add(1)
+	obj := fmt.Sprintf("vlan %d on %s", v.VID, v.Link)
+	if v.Self {
+		obj += " (self)"
+	}
+	if v.VID < 1 || v.VID > 4094 {
+		return opErr(op, obj, fmt.Errorf("vid %d out of range 1-4094: %w", v.VID, unix.EINVAL))
+	}
+	link, err := k.link(v.Link)
+	if err != nil {
+		return opErr(op, obj, err)
+	}
+	err = do(link)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
+		_, isBridge := link.(*netlink.Bridge)
+		switch {
+		case v.Self && !isBridge:
+			return opErr(op, obj, fmt.Errorf("%s is not a bridge (self): %w", v.Link, err))
+		case !v.Self && link.Attrs().MasterIndex == 0:
+			return opErr(op, obj, fmt.Errorf("%s is not a bridge port: %w", v.Link, err))
+		}
+		return opErr(op, obj, vlanFilteringErr(err))
+	}
+	return opErr(op, obj, mapNotFound(err))
+}
+
+// Add adds a VLAN to a bridge port (or the bridge itself with Self), or
+// updates its flags. Equivalent to:
+// bridge vlan add dev LINK vid N [pvid] [untagged] [self|master]
+func (x realVlans) Add(v BridgeVlanInfo) error {
+	return x.k.vlanOp("add", v, func(l netlink.Link) error {
+		return x.k.h.BridgeVlanAdd(l, v.VID, v.PVID, v.Untagged, v.Self, !v.Self)
+	})
+}
+
+// Del removes a VLAN; ErrNotFound when absent. Equivalent to:
+// bridge vlan del dev LINK vid N [self|master]
+func (x realVlans) Del(v BridgeVlanInfo) error {
+	return x.k.vlanOp("del", v, func(l netlink.Link) error {
+		return x.k.h.BridgeVlanDel(l, v.VID, false, false, v.Self, !v.Self)
+	})
+}
+
+// List lists VLANs by link index then VID; entries of a bridge device are
+// Self. Equivalent to: bridge vlan show [dev LINK]
+func (x realVlans) List(link string) ([]BridgeVlanInfo, error) {
+	k := x.k
+	links, err := retryDump(func() ([]netlink.Link, error) { return k.h.LinkList() })
+	if err != nil {
+		return nil, opErr("list", "bridge vlans", err)
+	}
+	byIndex := map[int32]netlink.Link{}
+	found := false
+	for _, l := range links {
+		byIndex[int32(l.Attrs().Index)] = l
+		found = found || l.Attrs().Name == link
+	}
+	if link != "" && !found {
+		return nil, opErr("list", "vlans of "+link, notFound(unix.ENODEV))
+	}
+	m, err := retryDump(func() (map[int32][]*nl.BridgeVlanInfo, error) { return k.h.BridgeVlanList() })
+	if err != nil {
+		return nil, opErr("list", "bridge vlans", err)
+	}
+	idxs := make([]int, 0, len(m))
+	for idx := range m {
+		idxs = append(idxs, int(idx))
+	}
+	sort.Ints(idxs)
+	var out []BridgeVlanInfo
+	for _, idx := range idxs {
+		l := byIndex[int32(idx)]
+		if l == nil || (link != "" && l.Attrs().Name != link) {
+			continue
+		}
+		_, self := l.(*netlink.Bridge)
+		var vs []BridgeVlanInfo
+		for _, e := range m[int32(idx)] {
+			vs = append(vs, BridgeVlanInfo{Link: l.Attrs().Name, VID: e.Vid, PVID: e.PortVID(), Untagged: e.EngressUntag(), Self: self})
+		}
+		sortVlans(vs)
+		out = append(out, vs...)
+	}
+	return out, nil
+}
+
+// --- fdb ---
+
+type realFdbs struct{ k *kernel }
+
+func (k *kernel) fdbNeigh(e FdbInfo) (*netlink.Neigh, error) {
+	l, err := k.link(e.Link)
+	if err != nil {
+		return nil, err
+	}
+	return &netlink.Neigh{
+		LinkIndex: l.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
+		State: netlink.NUD_NOARP, HardwareAddr: e.MAC, Vlan: int(e.Vlan),
+	}, nil
+}
+
+// Add adds or replaces a static entry on a bridge port. Equivalent to:
+// bridge fdb replace MAC dev LINK master static [vlan N]
+func (x realFdbs) Add(e FdbInfo) error {
+	k := x.k
+	k.writes.Add(1)
+	obj := "fdb " + e.String()
+	n, err := k.fdbNeigh(e)
+	if err != nil {
+		return opErr("add", obj, err)
+	}
+	err = k.h.NeighSet(n)
+	if err != nil && e.Vlan != 0 && errors.Is(err, unix.EINVAL) {
+		err = fmt.Errorf("vlan %d not configured on %s (bridge vlan add): %w", e.Vlan, e.Link, err)
+	}
+	return opErr("add", obj, err)
+}
+
+// Del removes an entry; ErrNotFound when absent. Equivalent to:
+// bridge fdb del MAC dev LINK master [vlan N]
+func (x realFdbs) Del(e FdbInfo) error {
+	k := x.k
+	k.writes.Add(1)
+	obj := "fdb " + e.String()
+	n, err := k.fdbNeigh(e)
+	if err != nil {
+		return opErr("del", obj, err)
+	}
+	n.State = 0
+	return opErr("del", obj, mapNotFound(k.h.NeighDel(n)))
+}
+
+// List lists AF_BRIDGE entries whose master is bridge ("" = all, including
+// ports' own "self" entries, whose Master is ""). Equivalent to:
+// bridge fdb show [br B]
+func (x realFdbs) List(bridge string) ([]FdbInfo, error) {
+	k := x.k
+	names, err := k.linkNames()
+	if err != nil {
+		return nil, opErr("list", "fdb", err)
+	}
+	if bridge != "" && !hasName(names, bridge) {
+		return nil, opErr("list", "fdb of "+bridge, notFound(unix.ENODEV))
+	}
+	ns, err := retryDump(func() ([]netlink.Neigh, error) { return k.h.NeighList(0, unix.AF_BRIDGE) })
+	if err != nil {
+		return nil, opErr("list", "fdb", err)
+	}
+	var out []FdbInfo
+	for _, n := range ns {
+		e := toFdbInfo(n, names)
+		if bridge == "" || e.Master == bridge {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func hasName(names map[int]string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func toFdbInfo(n netlink.Neigh, names map[int]string) FdbInfo {
+	return FdbInfo{
+		MAC: n.HardwareAddr, Link: names[n.LinkIndex], Master: names[n.MasterIndex], Vlan: uint16(n.Vlan),
+		Static: n.State&netlink.NUD_NOARP != 0, Local: n.State&netlink.NUD_PERMANENT != 0,
+	}
+}
+
+// --- neighbours ---
+
+type realNeighs struct{ k *kernel }
+
+// List lists IPv4 and IPv6 neighbours of link ("" = all), leaving out
+// NOARP entries as ip(8) does. Equivalent to: ip neigh show [dev LINK]
+func (x realNeighs) List(link string) ([]NeighInfo, error) {
+	k := x.k
+	names, err := k.linkNames()
+	if err != nil {
+		return nil, opErr("list", "neighbours", err)
+	}
+	idx := 0
+	if link != "" {
+		for i, n := range names {
+			if n == link {
+				idx = i
+			}
+		}
+		if idx == 0 {
+			return nil, opErr("list", "neighbours of "+link, notFound(unix.ENODEV))
+		}
+	}
+	var out []NeighInfo
+	for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+		ns, err := retryDump(func() ([]netlink.Neigh, error) { return k.h.NeighList(idx, fam) })
+		if err != nil {
+			return nil, opErr("list", "neighbours", err)
+		}
+		for _, n := range ns {
+			if n.State&netlink.NUD_NOARP != 0 || n.IP == nil {
+				continue
+			}
+			out = append(out, toNeighInfo(n, names))
+		}
+	}
+	return out, nil
+}
+
+func toNeighInfo(n netlink.Neigh, names map[int]string) NeighInfo {
+	return NeighInfo{Link: names[n.LinkIndex], IP: ipToAddr(n.IP), MAC: n.HardwareAddr, State: nudName(n.State)}
+}
+
+// nudName is ip(8)'s word for a neighbour state, lowercased.
+func nudName(s int) string {
+	switch {
+	case s&netlink.NUD_PERMANENT != 0:
+		return "permanent"
+	case s&netlink.NUD_NOARP != 0:
+		return "noarp"
+	case s&netlink.NUD_REACHABLE != 0:
+		return "reachable"
+	case s&netlink.NUD_STALE != 0:
+		return "stale"
+	case s&netlink.NUD_DELAY != 0:
+		return "delay"
+	case s&netlink.NUD_PROBE != 0:
+		return "probe"
+	case s&netlink.NUD_FAILED != 0:
+		return "failed"
+	case s&netlink.NUD_INCOMPLETE != 0:
+		return "incomplete"
+	}
+	return "none"
+}

@@ -1,0 +1,278 @@
+package netlinkmgr
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+type realLinks struct{ k *kernel }
+
+// Add creates a link with its set fields in one RTM_NEWLINK (the alias
+// needs a second request). Equivalent to:
+//
+//	ip link add NAME [mtu N] [address M] [up] [master B] type bridge [vlan_filtering 0|1] [vlan_default_pvid N]
+//	ip link add NAME type veth peer name PEER
+//	ip link add link PARENT name NAME type vlan id ID
+//	ip link add NAME type dummy
+func (x realLinks) Add(l LinkInfo) error {
+	k := x.k
+	k.writes.Add(1)
+	obj := "link " + l.Name
+	if l.Kind != "" {
+		obj += " type " + l.Kind
+	}
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = l.Name
+	if l.MTU != nil {
+		attrs.MTU = *l.MTU
+	}
+	if l.MAC != nil {
+		attrs.HardwareAddr = l.MAC
+	}
+	if l.AdminUp != nil && *l.AdminUp {
+		attrs.Flags |= net.FlagUp
+	}
+	if l.Master != nil && *l.Master != "" {
+		m, err := k.link(*l.Master)
+		if err != nil {
+			return opErr("add", obj, fmt.Errorf("master %s: %w", *l.Master, err))
+		}
+		attrs.MasterIndex = m.Attrs().Index
+	}
+	var link netlink.Link
+	vlanOpts := false
+	switch l.Kind {
+	case "bridge":
+		br := &netlink.Bridge{LinkAttrs: attrs}
+		if l.Bridge != nil {
+			br.VlanFiltering, br.VlanDefaultPVID = l.Bridge.VlanFiltering, l.Bridge.DefaultPVID
+			vlanOpts = br.VlanFiltering != nil || br.VlanDefaultPVID != nil
+		}
+		link = br
+	case "veth":
+		if l.Veth == nil || l.Veth.PeerName == "" {
+			return opErr("add", obj, fmt.Errorf("veth needs a peer name: %w", unix.EINVAL))
+		}
+		link = &netlink.Veth{LinkAttrs: attrs, PeerName: l.Veth.PeerName}
+	case "vlan":
+		if l.Vlan == nil || l.Vlan.ID < 1 || l.Vlan.ID > 4094 {
+			return opErr("add", obj, fmt.Errorf("vlan needs an id 1-4094: %w", unix.EINVAL))
+		}
+		p, err := k.link(l.Vlan.Parent)
+		if err != nil {
+			return opErr("add", obj, fmt.Errorf("parent %s: %w", l.Vlan.Parent, err))
+		}
+		attrs.ParentIndex = p.Attrs().Index
+		link = &netlink.Vlan{LinkAttrs: attrs, VlanId: l.Vlan.ID, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q}
+	case "dummy":
+		link = &netlink.Dummy{LinkAttrs: attrs}
+	case "":
+		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
+	default:
+		link = &netlink.GenericLink{LinkAttrs: attrs, LinkType: l.Kind}
+	}
+	if err := k.h.LinkAdd(link); err != nil {
+		if vlanOpts {
+			if _, missing := MissingFeature(mapLinkAddErr(l.Kind, err)); !missing {
+				err = mapLinkAddErr(l.Kind, vlanFilteringErr(err))
+				return opErr("add", obj, err)
+			}
+		}
+		return opErr("add", obj, mapLinkAddErr(l.Kind, err))
+	}
+	if l.Alias != nil && *l.Alias != "" {
+		if err := k.h.LinkSetAlias(link, *l.Alias); err != nil {
+			return opErr("set", "link "+l.Name+" alias", err)
+		}
+	}
+	return nil
+}
+
+// Set changes the set fields of an existing link, one request per field;
+// admin down goes first and admin up last, so a link comes up configured.
+// Equivalent to:
+//
+//	ip link set NAME [down] [mtu N] [address M] [master B|nomaster] [alias A] [up]
+//	ip link set NAME type bridge [vlan_filtering 0|1] [vlan_default_pvid N]
+func (x realLinks) Set(l LinkInfo) error {
+	k := x.k
+	if l.setString() == "" {
+		return nil
+	}
+	k.writes.Add(1)
+	link, err := k.link(l.Name)
+	if err != nil {
+		return opErr("set", "link "+l.Name, err)
+	}
+	fail := func(what string, err error) error { return opErr("set", "link "+l.Name+" "+what, err) }
+	if l.AdminUp != nil && !*l.AdminUp {
+		if err := k.h.LinkSetDown(link); err != nil {
+			return fail("down", err)
+		}
+	}
+	if l.MTU != nil {
+		if err := k.h.LinkSetMTU(link, *l.MTU); err != nil {
+			return fail(fmt.Sprintf("mtu %d", *l.MTU), err)
+		}
+	}
+	if l.MAC != nil {
+		if err := k.h.LinkSetHardwareAddr(link, l.MAC); err != nil {
+			return fail("address "+l.MAC.String(), err)
+		}
+	}
+	if l.Master != nil {
+		if *l.Master == "" {
+			if err := k.h.LinkSetNoMaster(link); err != nil {
+				return fail("nomaster", err)
+			}
+		} else {
+			m, err := k.link(*l.Master)
+			if err != nil {
+				return fail("master "+*l.Master, err)
+			}
+			if err := k.h.LinkSetMasterByIndex(link, m.Attrs().Index); err != nil {
+				return fail("master "+*l.Master, err)
+			}
+		}
+	}
+	if l.Alias != nil {
+		if err := k.h.LinkSetAlias(link, *l.Alias); err != nil {
+			return fail("alias", err)
+		}
+	}
+	if b := l.Bridge; b != nil {
+		if _, ok := link.(*netlink.Bridge); !ok && (b.VlanFiltering != nil || b.DefaultPVID != nil) {
+			return fail("type bridge", fmt.Errorf("not a bridge (kind %s): %w", link.Type(), unix.EOPNOTSUPP))
+		}
+		if b.VlanFiltering != nil {
+			if err := k.h.BridgeSetVlanFiltering(link, *b.VlanFiltering); err != nil {
+				return fail("vlan_filtering "+boolDigit(*b.VlanFiltering), vlanFilteringErr(err))
+			}
+		}
+		if b.DefaultPVID != nil {
+			if err := k.h.BridgeSetVlanDefaultPVID(link, *b.DefaultPVID); err != nil {
+				return fail(fmt.Sprintf("vlan_default_pvid %d", *b.DefaultPVID), vlanFilteringErr(err))
+			}
+		}
+	}
+	if l.AdminUp != nil && *l.AdminUp {
+		if err := k.h.LinkSetUp(link); err != nil {
+			return fail("up", err)
+		}
+	}
+	return nil
+}
+
+// Del deletes a link (a veth takes its peer along). Equivalent to: ip link del NAME
+func (x realLinks) Del(name string) error {
+	k := x.k
+	k.writes.Add(1)
+	link, err := k.link(name)
+	if err != nil {
+		return opErr("del", "link "+name, err)
+	}
+	if err := k.h.LinkDel(link); err != nil {
+		return opErr("del", "link "+name, mapNotFound(err))
+	}
+	return nil
+}
+
+// Get returns one link. Equivalent to: ip -d -s link show NAME
+func (x realLinks) Get(name string) (LinkInfo, error) {
+	k := x.k
+	link, err := k.link(name)
+	if err != nil {
+		return LinkInfo{}, opErr("get", "link "+name, err)
+	}
+	a := link.Attrs()
+	names := map[int]string{a.Index: a.Name}
+	for _, idx := range []int{a.MasterIndex, a.ParentIndex} {
+		if idx != 0 && names[idx] == "" {
+			if o, err := k.h.LinkByIndex(idx); err == nil {
+				names[idx] = o.Attrs().Name
+			}
+		}
+	}
+	return toLinkInfo(link, names), nil
+}
+
+// List returns all links by index. Equivalent to: ip -d -s link show
+func (x realLinks) List() ([]LinkInfo, error) {
+	links, err := retryDump(func() ([]netlink.Link, error) { return x.k.h.LinkList() })
+	if err != nil {
+		return nil, opErr("list", "links", err)
+	}
+	names := make(map[int]string, len(links))
+	for _, l := range links {
+		names[l.Attrs().Index] = l.Attrs().Name
+	}
+	out := make([]LinkInfo, 0, len(links))
+	for _, l := range links {
+		out = append(out, toLinkInfo(l, names))
+	}
+	return out, nil
+}
+
+// toLinkInfo converts a netlink link; names resolves master/parent indexes.
+func toLinkInfo(link netlink.Link, names map[int]string) LinkInfo {
+	a := link.Attrs()
+	mtu, up, master, alias := a.MTU, a.Flags&net.FlagUp != 0, names[a.MasterIndex], a.Alias
+	l := LinkInfo{
+		Name: a.Name, Index: a.Index, Kind: link.Type(),
+		MTU: &mtu, MAC: append(net.HardwareAddr(nil), a.HardwareAddr...), AdminUp: &up,
+		Master: &master, Alias: &alias,
+		OperState: operStateName(a.OperState), MasterIdx: a.MasterIndex, ParentIdx: a.ParentIndex,
+	}
+	if l.Kind == "device" {
+		l.Kind = ""
+	}
+	l.OperUp = a.OperState == netlink.OperUp ||
+		(a.OperState == netlink.OperUnknown && a.RawFlags&unix.IFF_RUNNING != 0)
+	switch t := link.(type) {
+	case *netlink.Bridge:
+		vf := t.VlanFiltering != nil && *t.VlanFiltering
+		l.Bridge = &BridgeOptions{VlanFiltering: &vf}
+		if t.VlanDefaultPVID != nil {
+			pvid := *t.VlanDefaultPVID
+			l.Bridge.DefaultPVID = &pvid
+		}
+	case *netlink.Vlan:
+		l.Vlan = &VlanOptions{ID: t.VlanId}
+		if a.NetNsID < 0 {
+			l.Vlan.Parent = names[a.ParentIndex]
+		}
+	case *netlink.Veth:
+		if p := names[a.ParentIndex]; p != "" && a.NetNsID < 0 {
+			l.Veth = &VethOptions{PeerName: p}
+		}
+	}
+	if s := a.Statistics; s != nil {
+		l.Stats = &LinkStats{
+			RxPackets: s.RxPackets, TxPackets: s.TxPackets, RxBytes: s.RxBytes, TxBytes: s.TxBytes,
+			RxErrors: s.RxErrors, TxErrors: s.TxErrors, RxDropped: s.RxDropped, TxDropped: s.TxDropped,
+		}
+	}
+	return l
+}
+
+// operStateName is iproute2's operstate word, lowercased (RFC 2863).
+func operStateName(s netlink.LinkOperState) string {
+	switch s {
+	case netlink.OperNotPresent:
+		return "notpresent"
+	case netlink.OperDown:
+		return "down"
+	case netlink.OperLowerLayerDown:
+		return "lowerlayerdown"
+	case netlink.OperTesting:
+		return "testing"
+	case netlink.OperDormant:
+		return "dormant"
+	case netlink.OperUp:
+		return "up"
+	}
+	return "unknown"
+}

@@ -1,0 +1,235 @@
+package netlinkmgr
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// --- conversions ---
+
+func prefixToIPNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// ipToAddr converts a net.IP, unmapping 16-byte IPv4 forms.
+func ipToAddr(ip net.IP) netip.Addr {
+	if v4 := ip.To4(); v4 != nil {
+		a, _ := netip.AddrFromSlice(v4)
+		return a
+	}
+	a, _ := netip.AddrFromSlice(ip)
+	return a
+}
+
+func ipNetToPrefix(n *net.IPNet) netip.Prefix {
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(ipToAddr(n.IP), ones)
+}
+
+// --- addrs ---
+
+type realAddrs struct{ k *kernel }
+
+// Add adds an address, replacing an equal one. Equivalent to:
+// ip addr replace PREFIX dev LINK
+func (x realAddrs) Add(a AddrInfo) error {
+	k := x.k
+	k.writes.Add(1)
+	obj := "address " + a.String()
+	if !a.Prefix.IsValid() {
+		return opErr("add", obj, fmt.Errorf("invalid prefix: %w", unix.EINVAL))
+	}
+	link, err := k.link(a.Link)
+	if err != nil {
+		return opErr("add", obj, err)
+	}
+	return opErr("add", obj, k.h.AddrReplace(link, &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)}))
+}
+
+// Del removes an address; ErrNotFound when absent. Equivalent to:
+// ip addr del PREFIX dev LINK
+func (x realAddrs) Del(a AddrInfo) error {
+	k := x.k
+	k.writes.Add(1)
+	obj := "address " + a.String()
+	link, err := k.link(a.Link)
+	if err != nil {
+		return opErr("del", obj, err)
+	}
+	return opErr("del", obj, mapNotFound(k.h.AddrDel(link, &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)})))
+}
+
+// List lists IPv4 and IPv6 addresses (including IPv6 link-local ones) of
+// link, "" = all links. Equivalent to: ip addr show [dev LINK]
+func (x realAddrs) List(link string) ([]AddrInfo, error) {
+	k := x.k
+	var l netlink.Link
+	names := map[int]string{}
+	var err error
+	if link != "" {
+		if l, err = k.link(link); err != nil {
+			return nil, opErr("list", "addresses of "+link, err)
+		}
+		names[l.Attrs().Index] = link
+	} else if names, err = k.linkNames(); err != nil {
+		return nil, opErr("list", "addresses", err)
+	}
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return k.h.AddrList(l, netlink.FAMILY_ALL) })
+	if err != nil {
+		return nil, opErr("list", "addresses", err)
+	}
+	out := make([]AddrInfo, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, AddrInfo{Link: names[a.LinkIndex], Prefix: ipNetToPrefix(a.IPNet)})
+	}
+	return out, nil
+}
+
+// --- routes ---
+
+type realRoutes struct{ k *kernel }
+
+// toNetlinkRoute builds the request; hops resolve their link names.
+func (k *kernel) toNetlinkRoute(r RouteInfo) (*netlink.Route, error) {
+	nr := &netlink.Route{
+		Dst:      prefixToIPNet(r.Dst),
+		Table:    tableOf(r.Table),
+		Protocol: netlink.RouteProtocol(r.Protocol),
+		Priority: r.Metric,
+		Family:   unix.AF_INET,
+	}
+	if r.Dst.Addr().Is6() {
+		nr.Family = unix.AF_INET6
+	}
+	if r.Blackhole {
+		nr.Type = unix.RTN_BLACKHOLE
+		return nr, nil
+	}
+	hops := make([]*netlink.NexthopInfo, 0, len(r.NextHops))
+	gw := false
+	for _, h := range r.NextHops {
+		nh := &netlink.NexthopInfo{}
+		if h.Link != "" {
+			l, err := k.link(h.Link)
+			if err != nil {
+				return nil, fmt.Errorf("nexthop dev %s: %w", h.Link, err)
+			}
+			nh.LinkIndex = l.Attrs().Index
+		}
+		if h.Gateway.IsValid() {
+			nh.Gw, gw = net.IP(h.Gateway.AsSlice()), true
+		}
+		if h.Weight > 1 {
+			nh.Hops = h.Weight - 1
+		}
+		hops = append(hops, nh)
+	}
+	switch len(hops) {
+	case 0:
+		return nil, fmt.Errorf("need next hops or blackhole: %w", unix.EINVAL)
+	case 1:
+		nr.LinkIndex, nr.Gw = hops[0].LinkIndex, hops[0].Gw
+		if !gw && nr.Family == unix.AF_INET {
+			nr.Scope = netlink.SCOPE_LINK // as ip(8) does for a device route
+		}
+	default:
+		nr.MultiPath = hops
+	}
+	return nr, nil
+}
+
+// Replace installs or replaces the route with the same table, destination
+// and metric (several next hops = ECMP). Equivalent to:
+//
+//	ip route replace [blackhole] DST [via GW dev L | nexthop via GW dev L weight W ...] proto P metric M table T
+func (x realRoutes) Replace(r RouteInfo) error {
+	k := x.k
+	k.writes.Add(1)
+	obj := r.object()
+	if !r.Dst.IsValid() {
+		return opErr("replace", obj, fmt.Errorf("invalid destination: %w", unix.EINVAL))
+	}
+	if r.Dst.Addr().Is4() && r.Dst.Masked() != r.Dst {
+		return opErr("replace", obj, fmt.Errorf("invalid prefix for given prefix length (use %s): %w", r.Dst.Masked(), unix.EINVAL))
+	}
+	if r.Blackhole && len(r.NextHops) > 0 {
+		return opErr("replace", obj, fmt.Errorf("need next hops or blackhole (not both): %w", unix.EINVAL))
+	}
+	nr, err := k.toNetlinkRoute(r)
+	if err != nil {
+		return opErr("replace", obj, err)
+	}
+	return opErr("replace", obj, k.h.RouteReplace(nr))
+}
+
+// Del deletes the first route matching destination, table, and (when
+// non-zero) protocol and metric; ErrNotFound when none. Next hops are not
+// compared. Equivalent to: ip route del DST [proto P] [metric M] table T
+func (x realRoutes) Del(r RouteInfo) error {
+	k := x.k
+	k.writes.Add(1)
+	nr := &netlink.Route{
+		Dst: prefixToIPNet(r.Dst.Masked()), Table: tableOf(r.Table),
+		Protocol: netlink.RouteProtocol(r.Protocol), Priority: r.Metric,
+	}
+	return opErr("del", r.object(), mapNotFound(k.h.RouteDel(nr)))
+}
+
+// List lists the routes of one table (0 = main), optionally of one
+// protocol and family, kernel (proto kernel) routes included. Equivalent
+// to: ip [-4|-6] route show table T [proto P]
+func (x realRoutes) List(f RouteFilter) ([]RouteInfo, error) {
+	k := x.k
+	names, err := k.linkNames()
+	if err != nil {
+		return nil, opErr("list", "routes", err)
+	}
+	fam := netlink.FAMILY_ALL
+	if f.Family != 0 {
+		fam = f.Family
+	}
+	filter := &netlink.Route{Table: tableOf(f.Table), Protocol: netlink.RouteProtocol(f.Protocol)}
+	mask := netlink.RT_FILTER_TABLE
+	if f.Protocol != 0 {
+		mask |= netlink.RT_FILTER_PROTOCOL
+	}
+	routes, err := retryDump(func() ([]netlink.Route, error) { return k.h.RouteListFiltered(fam, filter, mask) })
+	if err != nil {
+		return nil, opErr("list", fmt.Sprintf("routes of table %d", tableOf(f.Table)), err)
+	}
+	out := make([]RouteInfo, 0, len(routes))
+	for _, r := range routes {
+		out = append(out, toRouteInfo(r, names))
+	}
+	return out, nil
+}
+
+// toRouteInfo converts a netlink route; names resolves link indexes.
+func toRouteInfo(r netlink.Route, names map[int]string) RouteInfo {
+	ri := RouteInfo{
+		Table: r.Table, Protocol: int(r.Protocol), Metric: r.Priority,
+		Blackhole: r.Type == unix.RTN_BLACKHOLE,
+	}
+	if r.Dst != nil {
+		ri.Dst = ipNetToPrefix(r.Dst)
+	} else if r.Family == unix.AF_INET6 {
+		ri.Dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	} else {
+		ri.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
+	if ri.Blackhole {
+		return ri
+	}
+	if len(r.MultiPath) > 0 {
+		for _, h := range r.MultiPath {
+			ri.NextHops = append(ri.NextHops, NextHop{Gateway: ipToAddr(h.Gw), Link: names[h.LinkIndex], Weight: h.Hops + 1})
+		}
+	} else if r.Gw != nil || r.LinkIndex != 0 {
+		ri.NextHops = []NextHop{{Gateway: ipToAddr(r.Gw), Link: names[r.LinkIndex], Weight: 1}}
+	}
+	return ri
+}

@@ -1,0 +1,332 @@
+package netlinkmgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Watch subscribes to the namespace's link, IPv4/IPv6 address, route and
+// neighbour groups (the last carries AF_BRIDGE FDB entries too). Equivalent
+// to: ip monitor link address route neigh; bridge monitor fdb.
+//
+// Delivery: one channel, kernel order within each object kind (links,
+// addresses, routes and neighbours come from separate sockets, so there is
+// no order across kinds). Every event carries the whole object; Deleted
+// marks RTM_DEL*. FDB entries arrive as EventFdb, never as EventNeigh;
+// NOARP neighbours and AF_BRIDGE link messages (port state chatter) are
+// left out; routes of every table are delivered.
+//
+// Overflow: when a socket reports ENOBUFS (the consumer or this goroutine
+// fell behind and the kernel dropped messages) all sockets are reopened,
+// EventResync is sent, then the complete current state as non-deleted
+// events, then EventSynced. A consumer should drop (or mark) its view on
+// EventResync and sweep what was not re-listed on EventSynced. Events read
+// from the new sockets while listing follow the listing, so replaying them
+// in order converges on the kernel's state.
+func (k *kernel) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, error) {
+	w := &watcher{k: k, opts: opts, out: make(chan Event, 128), names: map[int]string{}, force: true}
+	subs, err := w.subscribe()
+	if err != nil {
+		return nil, opErr("watch", "network namespace "+k.nsName, err)
+	}
+	go w.run(ctx, subs)
+	return w.out, nil
+}
+
+type watcher struct {
+	k     *kernel
+	opts  WatchOptions
+	out   chan Event
+	names map[int]string // ifindex → name; entries are kept after deletion
+	force bool           // SO_RCVBUFFORCE allowed (CAP_NET_ADMIN)
+}
+
+// subscription is one set of sockets; closing done closes them.
+type subscription struct {
+	once   sync.Once
+	done   chan struct{}
+	links  chan netlink.LinkUpdate
+	addrs  chan netlink.AddrUpdate
+	routes chan netlink.RouteUpdate
+	neighs chan netlink.NeighUpdate
+}
+
+// subBuffer is how many parsed messages each socket's reader may queue
+// while the consumer is busy, before the socket itself starts filling.
+const subBuffer = 1024
+
+func (w *watcher) subscribe() (*subscription, error) {
+	s, err := w.trySubscribe()
+	if err != nil && w.force && errors.Is(err, unix.EPERM) {
+		w.force = false // no CAP_NET_ADMIN: the size is capped at net.core.rmem_max
+		s, err = w.trySubscribe()
+	}
+	return s, err
+}
+
+func (w *watcher) trySubscribe() (*subscription, error) {
+	s := &subscription{
+		done:   make(chan struct{}),
+		links:  make(chan netlink.LinkUpdate, subBuffer),
+		addrs:  make(chan netlink.AddrUpdate, subBuffer),
+		routes: make(chan netlink.RouteUpdate, subBuffer),
+		neighs: make(chan netlink.NeighUpdate, subBuffer),
+	}
+	ns := &w.k.ns
+	size, force := w.opts.RecvBuffer, w.force && w.opts.RecvBuffer > 0
+	// Receive errors (ENOBUFS above all) end the library's reader, which
+	// closes its channel: run notices the close and resyncs.
+	ignore := func(error) {}
+	err := netlink.LinkSubscribeWithOptions(s.links, s.done, netlink.LinkSubscribeOptions{
+		Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
+	if err == nil {
+		err = netlink.AddrSubscribeWithOptions(s.addrs, s.done, netlink.AddrSubscribeOptions{
+			Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
+	}
+	if err == nil {
+		err = netlink.RouteSubscribeWithOptions(s.routes, s.done, netlink.RouteSubscribeOptions{
+			Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
+	}
+	if err == nil {
+		err = netlink.NeighSubscribeWithOptions(s.neighs, s.done, netlink.NeighSubscribeOptions{
+			Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
+	}
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+	return s, nil
+}
+
+// close stops the readers and drains their channels so none stays blocked.
+func (s *subscription) close() {
+	if s == nil {
+		return
+	}
+	s.once.Do(func() { s.stop() })
+}
+
+func (s *subscription) stop() {
+	close(s.done)
+	go func() {
+		for range s.links {
+		}
+	}()
+	go func() {
+		for range s.addrs {
+		}
+	}()
+	go func() {
+		for range s.routes {
+		}
+	}()
+	go func() {
+		for range s.neighs {
+		}
+	}()
+}
+
+func (w *watcher) run(ctx context.Context, s *subscription) {
+	defer close(w.out)
+	defer func() { s.close() }()
+	if w.opts.ListExisting {
+		if !w.relist(ctx) || !w.send(ctx, Event{Kind: EventSynced}) {
+			return
+		}
+	}
+	for {
+		ok := true
+		select {
+		case <-ctx.Done():
+			return
+		case u, open := <-s.links:
+			if ok = open; open && u.IfInfomsg.Family != unix.AF_BRIDGE {
+				ok = w.linkEvent(ctx, u)
+			} else if open {
+				continue
+			}
+		case u, open := <-s.addrs:
+			if ok = open; open {
+				a := AddrInfo{Link: w.name(u.LinkIndex), Prefix: ipNetToPrefix(&u.LinkAddress)}
+				ok = w.send(ctx, Event{Kind: EventAddr, Deleted: !u.NewAddr, Addr: &a})
+			}
+		case u, open := <-s.routes:
+			if ok = open; open && u.Route.Flags&unix.RTM_F_CLONED == 0 {
+				r := toRouteInfo(u.Route, w.names)
+				w.fillHopNames(&r, u.Route)
+				ok = w.send(ctx, Event{Kind: EventRoute, Deleted: u.Type == unix.RTM_DELROUTE, Route: &r})
+			} else if open {
+				continue
+			}
+		case u, open := <-s.neighs:
+			if ok = open; open {
+				ok = w.neighEvent(ctx, u)
+			}
+		}
+		if ok {
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// A reader ended: the kernel dropped messages (ENOBUFS) or the
+		// socket failed. Start over on fresh sockets.
+		s.close()
+		if s = w.resubscribe(ctx); s == nil {
+			return
+		}
+		if !w.send(ctx, Event{Kind: EventResync}) || !w.relist(ctx) || !w.send(ctx, Event{Kind: EventSynced}) {
+			return
+		}
+	}
+}
+
+// resubscribe retries until it has sockets again or ctx is done.
+func (w *watcher) resubscribe(ctx context.Context) *subscription {
+	for delay := time.Millisecond; ; delay = min(2*delay, time.Second) {
+		if s, err := w.subscribe(); err == nil {
+			return s
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+	}
+}
+
+func (w *watcher) send(ctx context.Context, ev Event) bool {
+	select {
+	case w.out <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// name resolves an ifindex, asking the kernel for indexes not seen yet.
+func (w *watcher) name(idx int) string {
+	if idx == 0 {
+		return ""
+	}
+	if n, ok := w.names[idx]; ok {
+		return n
+	}
+	if l, err := w.k.h.LinkByIndex(idx); err == nil {
+		w.names[idx] = l.Attrs().Name
+		return l.Attrs().Name
+	}
+	return ""
+}
+
+func (w *watcher) fillHopNames(r *RouteInfo, nr netlink.Route) {
+	if len(nr.MultiPath) > 0 {
+		for i, h := range nr.MultiPath {
+			if i < len(r.NextHops) {
+				r.NextHops[i].Link = w.name(h.LinkIndex)
+			}
+		}
+	} else if len(r.NextHops) == 1 {
+		r.NextHops[0].Link = w.name(nr.LinkIndex)
+	}
+}
+
+func (w *watcher) linkEvent(ctx context.Context, u netlink.LinkUpdate) bool {
+	a := u.Link.Attrs()
+	w.names[a.Index] = a.Name
+	w.name(a.MasterIndex)
+	w.name(a.ParentIndex)
+	l := toLinkInfo(u.Link, w.names)
+	return w.send(ctx, Event{Kind: EventLink, Deleted: u.Header.Type == unix.RTM_DELLINK, Link: &l})
+}
+
+func (w *watcher) neighEvent(ctx context.Context, u netlink.NeighUpdate) bool {
+	del := u.Type == unix.RTM_DELNEIGH
+	w.name(u.LinkIndex)
+	w.name(u.MasterIndex)
+	if u.Family == unix.AF_BRIDGE {
+		e := toFdbInfo(u.Neigh, w.names)
+		return w.send(ctx, Event{Kind: EventFdb, Deleted: del, Fdb: &e})
+	}
+	if u.IP == nil || (u.State&netlink.NUD_NOARP != 0 && !del) {
+		return true
+	}
+	n := toNeighInfo(u.Neigh, w.names)
+	return w.send(ctx, Event{Kind: EventNeigh, Deleted: del, Neigh: &n})
+}
+
+// relist sends the namespace's whole state as non-deleted events.
+func (w *watcher) relist(ctx context.Context) bool {
+	evs, err := w.snapshot()
+	for err != nil {
+		// Dumps only fail on a broken socket; keep trying until ctx ends.
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+		evs, err = w.snapshot()
+	}
+	for _, ev := range evs {
+		if !w.send(ctx, ev) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *watcher) snapshot() ([]Event, error) {
+	h := w.k.h
+	links, err := retryDump(func() ([]netlink.Link, error) { return h.LinkList() })
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		w.names[l.Attrs().Index] = l.Attrs().Name
+	}
+	var evs []Event
+	for _, l := range links {
+		li := toLinkInfo(l, w.names)
+		evs = append(evs, Event{Kind: EventLink, Link: &li})
+	}
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return h.AddrList(nil, netlink.FAMILY_ALL) })
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		ai := AddrInfo{Link: w.names[a.LinkIndex], Prefix: ipNetToPrefix(a.IPNet)}
+		evs = append(evs, Event{Kind: EventAddr, Addr: &ai})
+	}
+	routes, err := retryDump(func() ([]netlink.Route, error) {
+		return h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range routes {
+		ri := toRouteInfo(r, w.names)
+		evs = append(evs, Event{Kind: EventRoute, Route: &ri})
+	}
+	for _, fam := range []int{unix.AF_INET, unix.AF_INET6, unix.AF_BRIDGE} {
+		ns, err := retryDump(func() ([]netlink.Neigh, error) { return h.NeighList(0, fam) })
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range ns {
+			if fam == unix.AF_BRIDGE {
+				e := toFdbInfo(n, w.names)
+				evs = append(evs, Event{Kind: EventFdb, Fdb: &e})
+			} else if n.IP != nil && n.State&netlink.NUD_NOARP == 0 {
+				ni := toNeighInfo(n, w.names)
+				evs = append(evs, Event{Kind: EventNeigh, Neigh: &ni})
+			}
+		}
+	}
+	return evs, nil
+}
