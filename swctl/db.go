@@ -1,0 +1,156 @@
+package swctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// DB hands out one Redis client per database number, all to the server
+// named by the --redis URL (the same forms the daemons accept).
+type DB struct {
+	URL     string
+	opts    *redis.Options
+	clients map[int]*redis.Client
+}
+
+// Dial parses url ("redis://[user:pass@]host:port", "unix:///path/redis.sock")
+// and checks that the server answers.
+func Dial(url string) (*DB, error) {
+	u := url
+	if !strings.Contains(u, "://") {
+		return nil, fmt.Errorf("--redis %q: want redis://[user:pass@]host:port or unix:///path/redis.sock", url)
+	}
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		return nil, fmt.Errorf("--redis %q: %v", url, err)
+	}
+	// One attempt, short timeouts: a CLI should fail fast and say why.
+	opts.MaxRetries = 1
+	opts.DialTimeout = 3 * time.Second
+	opts.ReadTimeout = 10 * time.Second
+	opts.WriteTimeout = 10 * time.Second
+	opts.PoolSize = 4
+	d := &DB{URL: url, opts: opts, clients: map[int]*redis.Client{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.Client(schema.ConfigDB).Ping(ctx).Err(); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("cannot reach Redis at %s: %v (is redis-server running? set --redis or $%s)", url, err, EnvRedis)
+	}
+	return d, nil
+}
+
+// Client returns the client of database n (cached).
+func (d *DB) Client(n int) *redis.Client {
+	if c, ok := d.clients[n]; ok {
+		return c
+	}
+	o := *d.opts
+	o.DB = n
+	c := redis.NewClient(&o)
+	d.clients[n] = c
+	return c
+}
+
+// Close closes every client.
+func (d *DB) Close() {
+	for _, c := range d.clients {
+		c.Close()
+	}
+	d.clients = map[int]*redis.Client{}
+}
+
+// Config, State and Counters are the clients of CONFIG_DB, STATE_DB and COUNTERS_DB.
+func (d *DB) Config() *redis.Client   { return d.Client(schema.ConfigDB) }
+func (d *DB) State() *redis.Client    { return d.Client(schema.StateDB) }
+func (d *DB) Counters() *redis.Client { return d.Client(schema.CountersDB) }
+
+// scanKeys returns every key matching pattern, sorted.
+func scanKeys(ctx context.Context, c *redis.Client, pattern string) ([]string, error) {
+	var keys []string
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("scan %s: %w", pattern, err)
+	}
+	sort.Strings(keys)
+	// SCAN may return a key twice while the keyspace is rehashing.
+	out := keys[:0]
+	for i, k := range keys {
+		if i == 0 || k != keys[i-1] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// globEscape quotes the glob metacharacters of a table name for SCAN MATCH.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(s)
+}
+
+// readTable returns every hash of a table, by the key after "TABLE"+sep,
+// with the NULL placeholder removed. Keys that are not hashes are skipped.
+func readTable(ctx context.Context, c *redis.Client, table, sep string) (map[string]map[string]string, error) {
+	keys, err := scanKeys(ctx, c, globEscape(table+sep)+"*")
+	if err != nil {
+		return nil, err
+	}
+	return readHashes(ctx, c, keys, table+sep)
+}
+
+// readHashes reads keys in one pipeline; the result is indexed by key
+// without prefix. Keys that vanished or are not hashes are left out.
+func readHashes(ctx context.Context, c *redis.Client, keys []string, prefix string) (map[string]map[string]string, error) {
+	out := make(map[string]map[string]string, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(keys))
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HGetAll(ctx, k)
+		}
+		return nil
+	})
+	if err != nil && !isWrongType(err) {
+		return nil, fmt.Errorf("read %s*: %w", prefix, err)
+	}
+	for i, k := range keys {
+		h, err := cmds[i].Result()
+		if err != nil || len(h) == 0 {
+			continue
+		}
+		delete(h, schema.NullField)
+		out[strings.TrimPrefix(k, prefix)] = h
+	}
+	return out, nil
+}
+
+func isWrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
+}
+
+// readConfig reads every known CONFIG_DB table: table → key → fields.
+func readConfig(ctx context.Context, db *DB, tables []string) (map[string]map[string]map[string]string, error) {
+	out := map[string]map[string]map[string]string{}
+	for _, t := range tables {
+		h, err := readTable(ctx, db.Config(), t, schema.ConfigSep)
+		if err != nil {
+			return nil, err
+		}
+		out[t] = h
+	}
+	return out, nil
+}

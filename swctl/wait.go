@@ -1,0 +1,167 @@
+package swctl
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// keyStatus is the outcome of one CONFIG_DB key as STATE_DB holds it.
+type keyStatus struct {
+	Table  string `json:"table"`
+	Key    string `json:"key"`
+	State  string `json:"state"` // ok, pending, error, or "" when there is no result yet
+	Reason string `json:"reason"`
+}
+
+// daemonFor names the daemon that writes the results of table.
+func daemonFor(table string) string {
+	if strings.HasPrefix(table, schema.TableImpairment) {
+		return "impaird"
+	}
+	return "orchagent"
+}
+
+// statuses reads, for every CONFIG_DB key of the known tables, its result
+// (schema.ResultKey) from STATE_DB, in table dependency order.
+func statuses(ctx context.Context, db *DB) ([]keyStatus, error) {
+	var out []keyStatus
+	for _, t := range knownTables() {
+		prefix := t + schema.ConfigSep
+		keys, err := scanKeys(ctx, db.Config(), globEscape(prefix)+"*")
+		if err != nil {
+			return nil, err
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		for i := range keys {
+			keys[i] = strings.TrimPrefix(keys[i], prefix)
+		}
+		sortNatural(keys)
+		cmds := make([]*redis.SliceCmd, len(keys))
+		_, err = db.State().Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys {
+				cmds[i] = p.HMGet(ctx, schema.ResultKey(t, k), schema.FieldState, schema.FieldReason)
+			}
+			return nil
+		})
+		if err != nil && !isWrongType(err) {
+			return nil, fmt.Errorf("read STATE_DB results of %s: %w", t, err)
+		}
+		for i, k := range keys {
+			st := keyStatus{Table: t, Key: k}
+			if vals, err := cmds[i].Result(); err == nil {
+				st.State, _ = vals[0].(string)
+				st.Reason, _ = vals[1].(string)
+			}
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+func (s keyStatus) done() bool {
+	return s.State == string(schema.StateOK) || s.State == string(schema.StateError)
+}
+
+// line describes a key that is not ok, for humans.
+func (s keyStatus) line() string {
+	k := schema.ConfigKey(s.Table, s.Key)
+	switch s.State {
+	case "":
+		return fmt.Sprintf("%s: no result yet (is %s running?)", k, daemonFor(s.Table))
+	case string(schema.StateOK):
+		return k + ": ok"
+	}
+	if s.Reason == "" {
+		return k + ": " + s.State
+	}
+	return fmt.Sprintf("%s: %s: %s", k, s.State, s.Reason)
+}
+
+func waitCommand() *Command {
+	c := &Command{
+		Name:    "wait",
+		Summary: "wait until the daemons have a result for every CONFIG_DB entry",
+		Long: `Wait until every entry of switchyard's CONFIG_DB tables has a result in
+STATE_DB (T_TABLE|key) that is not pending. Exits 0 when all are ok; prints
+the entries in error and exits 1 otherwise. On timeout it prints what is still
+pending (and what it waits for) or has no result at all, and exits 1.`,
+		Examples: []string{
+			"swctl config load demo/routed.json && swctl wait",
+			"swctl wait --timeout 2m",
+		},
+	}
+	c.Setup = func(fs *flag.FlagSet) Runner {
+		timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+		return func(ctx context.Context, e *Env, args []string) error {
+			if err := wantArgs(c, args, 0, 0); err != nil {
+				return err
+			}
+			if *timeout <= 0 {
+				return usagef(c, "--timeout must be positive")
+			}
+			db, err := e.DB()
+			if err != nil {
+				return err
+			}
+			return wait(ctx, e, db, *timeout)
+		}
+	}
+	return c
+}
+
+func wait(ctx context.Context, e *Env, db *DB, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		sts, err := statuses(ctx, db)
+		if err != nil {
+			return err
+		}
+		var waiting, failed []keyStatus
+		for _, s := range sts {
+			switch {
+			case !s.done():
+				waiting = append(waiting, s)
+			case s.State == string(schema.StateError):
+				failed = append(failed, s)
+			}
+		}
+		if len(waiting) == 0 {
+			if len(failed) == 0 {
+				fmt.Fprintf(e.Stdout, "all %d entries applied\n", len(sts))
+				return nil
+			}
+			fmt.Fprintf(e.Stderr, "swctl wait: %d of %d entries failed:\n", len(failed), len(sts))
+			for _, s := range failed {
+				fmt.Fprintf(e.Stderr, "  %s\n", s.line())
+			}
+			return quietError{fmt.Errorf("%d entries failed", len(failed))}
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(e.Stderr, "swctl wait: timed out after %v: %d of %d entries not applied yet:\n",
+				timeout, len(waiting), len(sts))
+			for _, s := range waiting {
+				fmt.Fprintf(e.Stderr, "  %s\n", s.line())
+			}
+			for _, s := range failed {
+				fmt.Fprintf(e.Stderr, "  %s\n", s.line())
+			}
+			return quietError{fmt.Errorf("timed out")}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
