@@ -1,5 +1,7 @@
 package schema
 
+import "strconv"
+
 // ParseFDB parses a static FDB entry: key "VlanN|mac" with the MAC in
 // canonical form (lowercase, colon-separated), field port (required) and
 // optional type, which may only be "static".
@@ -15,7 +17,7 @@ func ParseFDB(key string, f Fields) (FDB, error) {
 	}
 	mac, ok := parseMAC(parts[1])
 	if !ok {
-		return FDB{}, keyError(t, key, parts[1]+" is not a MAC", "a lowercase colon-separated MAC, e.g. Vlan100|00:11:22:33:44:55")
+		return FDB{}, keyError(t, key, strconv.Quote(parts[1])+" is not a MAC", "a lowercase colon-separated MAC, e.g. Vlan100|00:11:22:33:44:55")
 	}
 	if p := unicastProblem(mac); p != "" {
 		return FDB{}, keyError(t, key, p, "")

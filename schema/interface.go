@@ -2,6 +2,7 @@ package schema
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -41,7 +42,7 @@ func ParseInterface(table, key string, f Fields) (Interface, error) {
 		p, problem, allowed := parseIfAddr(parts[1])
 		if problem != "" || allowed != "" {
 			if problem == "" {
-				problem = parts[1] + " is not an address with prefix length"
+				problem = strconv.Quote(parts[1]) + " is not an address with prefix length"
 			}
 			return Interface{}, keyError(table, key, problem, allowed)
 		}

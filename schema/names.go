@@ -26,6 +26,13 @@ const vlanPrefix = "Vlan"
 // ["Vlan100", "Ethernet0"]. An empty key gives [""].
 func SplitKey(key string) []string { return strings.Split(key, ConfigSep) }
 
+// SplitTableKey splits a full CONFIG_DB or STATE_DB key at its first "|":
+// "VLAN_MEMBER|Vlan100|Ethernet0" gives "VLAN_MEMBER", "Vlan100|Ethernet0".
+// ok is false when there is no separator (e.g. CONFIG_DB_INITIALIZED).
+func SplitTableKey(full string) (table, key string, ok bool) {
+	return strings.Cut(full, ConfigSep)
+}
+
 // VlanName is the canonical name of VLAN id: VlanName(100) = "Vlan100".
 func VlanName(id int) string { return vlanPrefix + strconv.Itoa(id) }
 

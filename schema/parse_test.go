@@ -130,6 +130,12 @@ func TestNames(t *testing.T) {
 	if got := SplitKey(""); !slices.Equal(got, []string{""}) {
 		t.Errorf("SplitKey(\"\") = %q", got)
 	}
+	if tb, k, ok := SplitTableKey("VLAN_MEMBER|Vlan100|Ethernet0"); !ok || tb != TableVlanMember || k != "Vlan100|Ethernet0" {
+		t.Errorf("SplitTableKey = %q, %q, %v", tb, k, ok)
+	}
+	if _, _, ok := SplitTableKey(KeyConfigDBInitialized); ok {
+		t.Errorf("SplitTableKey(%q) found a table", KeyConfigDBInitialized)
+	}
 	for id := MinVlanID; id <= MaxVlanID; id++ {
 		n, err := ParseVlanName(VlanName(id))
 		if err != nil || n != id {

@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -32,7 +33,7 @@ func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 	p, problem, allowed := parseRoutePrefix(pfx)
 	if problem != "" || allowed != "" {
 		if problem == "" {
-			problem = pfx + " is not a prefix"
+			problem = strconv.Quote(pfx) + " is not a prefix"
 		}
 		return StaticRoute{}, keyError(t, key, problem, allowed)
 	}
