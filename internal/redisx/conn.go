@@ -1,0 +1,183 @@
+package redisx
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultURL is the Redis a daemon uses when --redis is empty.
+const DefaultURL = "redis://127.0.0.1:6379"
+
+// Conn is one Redis server as named by a --redis URL. It hands out one
+// client (with its own connection pool) per DB number, because switchyard
+// picks the DB per table (CONFIG_DB 4, STATE_DB 6, ...).
+type Conn struct {
+	url  string // redacted, for messages
+	base redis.Options
+
+	mu      sync.Mutex
+	clients map[int]*redis.Client
+}
+
+// Connect parses a --redis URL and returns a Conn. It does not dial: the
+// first command does (use Ping to fail fast). Accepted forms:
+//
+//	redis://host:port                 (port defaults to 6379, host to 127.0.0.1)
+//	redis://:password@host:port       (password only: the "default" user)
+//	redis://user:password@host:port   (ACL user)
+//	rediss://...                      (the same over TLS)
+//	unix:///path/redis.sock           (also unix://user:pass@/path.sock)
+//	unix:///path/redis.sock?password=secret[&user=name]
+//
+// An empty url is DefaultURL. A /N database path is an error: the daemon
+// chooses the DB per table (Conn.DB), so a URL cannot name one.
+func Connect(rawURL string) (*Conn, error) {
+	if rawURL == "" {
+		rawURL = DefaultURL
+	}
+	opts, redacted, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{url: redacted, base: *opts, clients: map[int]*redis.Client{}}, nil
+}
+
+// DB returns the client for database n, creating it on first use; the same
+// client is returned for the same n until Close.
+func (c *Conn) DB(n int) *redis.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.clients[n]; ok {
+		return cl
+	}
+	o := c.base
+	o.DB = n
+	cl := redis.NewClient(&o)
+	c.clients[n] = cl
+	return cl
+}
+
+// Ping checks that the server answers (on DB 0), naming the URL when not.
+func (c *Conn) Ping(ctx context.Context) error {
+	if err := c.DB(0).Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: %w", c.url, err)
+	}
+	return nil
+}
+
+// String is the URL with any password replaced by "xxxxx".
+func (c *Conn) String() string { return c.url }
+
+// Close closes every client handed out by DB.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for n, cl := range c.clients {
+		if err := cl.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close redis db %d: %w", n, err))
+		}
+		delete(c.clients, n)
+	}
+	return errors.Join(errs...)
+}
+
+// parseURL turns a --redis URL into client options (DB left 0) and a
+// redacted form of the URL for messages.
+func parseURL(raw string) (*redis.Options, string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the URL, password included: say it ourselves.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, "", fmt.Errorf("redis url: %v (want redis://[user:pass@]host:port or unix:///path/redis.sock)", err)
+	}
+	redacted := u.Redacted()
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("redis url %q: %s", redacted, fmt.Sprintf(format, a...))
+	}
+	o := &redis.Options{
+		DialTimeout:  5 * time.Second,
+		ReadTimeout:  10 * time.Second,
+		WriteTimeout: 10 * time.Second,
+	}
+	if u.User != nil {
+		pw, hasPW := u.User.Password()
+		if !hasPW {
+			return nil, "", bad("user info without ':' is ambiguous; write redis://:PASSWORD@host for a password or redis://USER:PASSWORD@host for an ACL user")
+		}
+		o.Username, o.Password = u.User.Username(), pw
+	}
+	q := u.Query()
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Opaque != "" {
+			return nil, "", bad("missing // after %s:", u.Scheme)
+		}
+		if p := strings.TrimPrefix(u.Path, "/"); p != "" {
+			return nil, "", bad("path %q: the daemon picks the DB number per table, drop /%s from the URL", u.Path, p)
+		}
+		if len(q) > 0 {
+			return nil, "", bad("query parameters are not supported on %s:// URLs", u.Scheme)
+		}
+		host, port := u.Hostname(), u.Port()
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		if port == "" {
+			if strings.HasSuffix(u.Host, ":") {
+				return nil, "", bad("empty port")
+			}
+			port = "6379"
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, "", bad("port %q is not a number in 1-65535", port)
+		}
+		o.Network, o.Addr = "tcp", net.JoinHostPort(host, port)
+		if u.Scheme == "rediss" {
+			o.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		}
+	case "unix":
+		if u.Host != "" {
+			return nil, "", bad("host %q in a unix URL; the socket path must be absolute: unix:///path/redis.sock", u.Host)
+		}
+		if u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+			return nil, "", bad("the socket path must be absolute: unix:///path/redis.sock")
+		}
+		for k, v := range q {
+			switch k {
+			case "password":
+				o.Password = v[0]
+			case "user", "username":
+				o.Username = v[0]
+			case "db":
+				return nil, "", bad("db parameter: the daemon picks the DB number per table, drop it")
+			default:
+				return nil, "", bad("unknown query parameter %q (want password, user)", k)
+			}
+		}
+		if q.Has("password") {
+			ru := *u
+			ru.RawQuery = ""
+			redacted = ru.Redacted() + "?password=xxxxx"
+		}
+		o.Network, o.Addr = "unix", u.Path
+	case "":
+		return nil, "", bad("no scheme; want redis://host:port or unix:///path/redis.sock")
+	default:
+		return nil, "", bad("unsupported scheme %q; want redis://, rediss:// or unix://", u.Scheme)
+	}
+	return o, redacted, nil
+}

@@ -1,0 +1,295 @@
+package redisx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NullField is SONiC's placeholder field of a key that has no fields
+// ("NULL" = "NULL"); readers ignore it.
+const NullField = "NULL"
+
+// Event is a changed key's current state, as delivered by Events.
+type Event struct {
+	Table, Key string
+	Fields     map[string]string // current hash without NULL; nil when Deleted
+	Deleted    bool
+	// Value is the value of a plain string key (Table ""); Fields is nil
+	// then. A plain key holding a hash fills Fields instead.
+	Value string
+	// Err is set when the key exists but cannot be read as a hash (e.g.
+	// WRONGTYPE); the consumer reports it. Connection failures are not
+	// delivered: the key is read again once Redis answers.
+	Err error
+}
+
+// readBatch is how many dirty keys are read in one pipeline.
+const readBatch = 512
+
+// Events is the coalescing convenience on top of Watcher: it runs the
+// watcher until ctx is done and delivers each changed key's *current* hash
+// (or Deleted) once per burst — any number of notifications of a key
+// queued while it waits give one read of its latest state. Keys are
+// delivered in the order they first became dirty. The channel is closed
+// when ctx is done.
+//
+// In this mode WatchOptions.OnSync runs once every key found by the scan
+// has been handed to the channel (not merely noticed).
+func (w *Watcher) Events(ctx context.Context) <-chan Event {
+	out := make(chan Event)
+	co := newCoalescer()
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer co.close()
+		if err := w.run(ctx, func(ch Change) { co.mark(ch) }, func(context.Context) { co.barrier() }); err != nil {
+			w.report(err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		defer cancel()
+		w.deliver(ctx, co, out)
+	}()
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	return out
+}
+
+// deliver reads dirty keys in pipelined batches and sends their events.
+func (w *Watcher) deliver(ctx context.Context, co *coalescer, out chan<- Event) {
+	retry := newBackoff()
+	for {
+		items, ok := co.take(ctx, readBatch)
+		if !ok {
+			return
+		}
+		events, err := w.read(ctx, items)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.report(fmt.Errorf("read changed keys of db %d: %w", w.opts.DB, err))
+			co.requeue(items)
+			if !retry.sleep(ctx) {
+				return
+			}
+			continue
+		}
+		retry.reset()
+		for i, it := range items {
+			if it.sync {
+				if w.opts.OnSync != nil {
+					w.opts.OnSync(ctx)
+				}
+				continue
+			}
+			select {
+			case out <- events[i]:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// read fetches the current state of items in one pipeline; events[i]
+// belongs to items[i] (zero for barriers). A connection error fails the
+// whole batch; per-key errors land in Event.Err.
+func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
+	pipe := w.c.Pipeline()
+	cmds := make([]redis.Cmder, len(items))
+	for i, it := range items {
+		switch {
+		case it.sync:
+		case it.ch.Table == "":
+			cmds[i] = pipe.Get(ctx, it.ch.Key)
+		default:
+			cmds[i] = pipe.HGetAll(ctx, it.ch.Table+w.opts.Separator+it.ch.Key)
+		}
+	}
+	_, _ = pipe.Exec(ctx) // errors are per command, below
+	for _, cmd := range cmds {
+		if cmd == nil {
+			continue
+		}
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) && !isServerError(err) {
+			return nil, err // connection trouble: retry the whole batch
+		}
+	}
+	events := make([]Event, len(items))
+	for i, it := range items {
+		if it.sync {
+			continue
+		}
+		ev := Event{Table: it.ch.Table, Key: it.ch.Key}
+		switch cmd := cmds[i].(type) {
+		case *redis.StringCmd:
+			v, err := cmd.Result()
+			switch {
+			case errors.Is(err, redis.Nil):
+				ev.Deleted = true
+			case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+				f, ok, err := ReadHash(ctx, w.c, it.ch.Key)
+				if err != nil && !isServerError(err) {
+					return nil, err
+				}
+				ev.Fields, ev.Deleted, ev.Err = f, !ok && err == nil, err
+			case err != nil:
+				ev.Err = fmt.Errorf("get %s: %w", it.ch.Key, err)
+			default:
+				ev.Value = v
+			}
+		case *redis.MapStringStringCmd:
+			h, err := cmd.Result()
+			switch {
+			case err != nil:
+				ev.Err = fmt.Errorf("hgetall %s%s%s: %w", it.ch.Table, w.opts.Separator, it.ch.Key, err)
+			case len(h) == 0:
+				ev.Deleted = true
+			default:
+				delete(h, NullField)
+				ev.Fields = h
+			}
+		}
+		events[i] = ev
+	}
+	return events, nil
+}
+
+// ReadHash returns a key's hash without the NULL placeholder; ok=false if
+// the key is absent. A key holding only NULL gives an empty map and ok.
+func ReadHash(ctx context.Context, c *redis.Client, key string) (map[string]string, bool, error) {
+	h, err := c.HGetAll(ctx, key).Result()
+	if err != nil {
+		return nil, false, fmt.Errorf("hgetall %s: %w", key, err)
+	}
+	if len(h) == 0 {
+		return nil, false, nil
+	}
+	delete(h, NullField)
+	return h, true, nil
+}
+
+// item is a dirty key or a sync barrier in the coalescer's FIFO.
+type item struct {
+	ch   Change
+	sync bool
+}
+
+// coalescer is a dirty set plus FIFO: a key is queued once however often
+// it is marked until it is taken.
+type coalescer struct {
+	mu     sync.Mutex
+	fifo   []item
+	dirty  map[Change]struct{}
+	wake   chan struct{} // cap 1
+	closed bool
+}
+
+func newCoalescer() *coalescer {
+	return &coalescer{dirty: map[Change]struct{}{}, wake: make(chan struct{}, 1)}
+}
+
+func (c *coalescer) mark(ch Change) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.dirty[ch]; ok {
+		return
+	}
+	c.dirty[ch] = struct{}{}
+	c.fifo = append(c.fifo, item{ch: ch})
+	c.signal()
+}
+
+// barrier queues a sync marker behind every key marked so far.
+func (c *coalescer) barrier() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fifo = append(c.fifo, item{sync: true})
+	c.signal()
+}
+
+// requeue puts items back in front (after a failed read), keeping their
+// order; a key marked again meanwhile moves up rather than being queued
+// twice, so a barrier still follows every key marked before it.
+func (c *coalescer) requeue(items []item) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	again := map[Change]bool{}
+	for _, it := range items {
+		if !it.sync {
+			if _, ok := c.dirty[it.ch]; ok {
+				again[it.ch] = true
+			}
+			c.dirty[it.ch] = struct{}{}
+		}
+	}
+	fifo := append([]item(nil), items...)
+	for _, it := range c.fifo {
+		if !it.sync && again[it.ch] {
+			continue
+		}
+		fifo = append(fifo, it)
+	}
+	c.fifo = fifo
+	c.signal()
+}
+
+func (c *coalescer) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *coalescer) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.signal()
+}
+
+// take waits for up to max items; ok=false when ctx is done or closed.
+func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, false
+		}
+		if n := len(c.fifo); n > 0 {
+			if n > max {
+				n = max
+			}
+			items := make([]item, n)
+			copy(items, c.fifo)
+			c.fifo = c.fifo[n:]
+			if len(c.fifo) == 0 {
+				c.fifo = nil
+			}
+			for _, it := range items {
+				if !it.sync {
+					delete(c.dirty, it.ch)
+				}
+			}
+			c.mu.Unlock()
+			return items, true
+		}
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-c.wake:
+		}
+	}
+}

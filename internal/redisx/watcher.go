@@ -1,0 +1,370 @@
+package redisx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Change says a key of a watched table may have changed (level-triggered:
+// the consumer re-reads the key). Key is the part after "TABLE|"; for a
+// plain key of WatchOptions.Keys, Table is "" and Key the whole key.
+type Change struct{ Table, Key string }
+
+// WatchOptions configures a Watcher.
+type WatchOptions struct {
+	DB     int                       // database whose __keyspace@N__ channels are watched
+	Tables []string                  // table names; keys are TABLE<Separator>KEY
+	Keys   []string                  // plain keys, reported with Table ""
+	OnSync func(ctx context.Context) // called after each full (re)scan completes
+
+	// Separator between table and key; default "|" (CONFIG_DB, STATE_DB).
+	// APPL_DB and COUNTERS_DB use ":".
+	Separator string
+	// OnError, when set, is told about transient failures (disconnects,
+	// failed scans); the watcher keeps retrying on its own.
+	OnError func(err error)
+	// RunIDInterval is how often INFO server run_id is polled to notice a
+	// restarted Redis (default 1s).
+	RunIDInterval time.Duration
+}
+
+// Watcher watches tables of one DB: PSUBSCRIBE __keyspace@N__:TABLE|* first,
+// then SCAN TABLE|*, calling notify for every key seen; after a disconnect
+// or a Redis restart (run_id change) it resubscribes and rescans, and also
+// notifies keys it knew that are now gone. A Watcher runs once at a time.
+type Watcher struct {
+	c        *redis.Client
+	opts     WatchOptions
+	prefix   string            // "__keyspace@N__:"
+	patterns map[string]string // PSUBSCRIBE pattern -> table
+	channels []string          // SUBSCRIBE channels of the plain keys
+	rescan   chan struct{}     // cap 1: a (re)scan is wanted
+
+	mu    sync.Mutex
+	known map[string]knownKey // full key -> what we know of it
+	epoch uint64              // incremented when a scan starts
+
+	emitMu sync.Mutex // serializes notify calls
+}
+
+// knownKey is a table key seen by a scan or a notification.
+type knownKey struct {
+	table string
+	epoch uint64 // scan epoch in which it was last seen or touched
+}
+
+// NewWatcher returns a Watcher of opts.Tables and opts.Keys in c's server
+// (c's own DB number does not matter: opts.DB names the watched DB).
+func NewWatcher(c *redis.Client, opts WatchOptions) *Watcher {
+	if opts.Separator == "" {
+		opts.Separator = "|"
+	}
+	if opts.RunIDInterval <= 0 {
+		opts.RunIDInterval = time.Second
+	}
+	w := &Watcher{
+		c:        c,
+		opts:     opts,
+		prefix:   fmt.Sprintf("__keyspace@%d__:", opts.DB),
+		patterns: map[string]string{},
+		rescan:   make(chan struct{}, 1),
+		known:    map[string]knownKey{},
+	}
+	for _, t := range opts.Tables {
+		w.patterns[w.prefix+escapeGlob(t+opts.Separator)+"*"] = t
+	}
+	for _, k := range opts.Keys {
+		w.channels = append(w.channels, w.prefix+k)
+	}
+	return w
+}
+
+// Run watches until ctx is done, calling notify (never concurrently) for
+// every key found by a scan, every keyspace notification and every known
+// key gone after a rescan. Notifications of one key may repeat: the
+// consumer re-reads the key and acts on its current state. It returns nil
+// when ctx is done, an error only when there is nothing to watch.
+//
+// Keyspace notifications must be on (EnsureKeyspaceEvents with
+// WatchClasses); without them only the scans report changes.
+func (w *Watcher) Run(ctx context.Context, notify func(Change)) error {
+	return w.run(ctx, notify, w.opts.OnSync)
+}
+
+func (w *Watcher) run(ctx context.Context, notify func(Change), onSync func(context.Context)) error {
+	total := len(w.patterns) + len(w.channels)
+	if total == 0 {
+		return errors.New("redis watcher: no tables and no keys to watch")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	ps := w.c.Subscribe(ctx)
+	// go-redis remembers the channels even when this first attempt fails
+	// and subscribes them on every (re)connect; the confirmations of that
+	// come through Receive below and trigger the scan.
+	if len(w.channels) > 0 {
+		if err := ps.Subscribe(ctx, w.channels...); err != nil {
+			w.report(fmt.Errorf("subscribe %s: %w", strings.Join(w.channels, " "), err))
+		}
+	}
+	patterns := make([]string, 0, len(w.patterns))
+	for p := range w.patterns {
+		patterns = append(patterns, p)
+	}
+	if err := ps.PSubscribe(ctx, patterns...); err != nil {
+		w.report(fmt.Errorf("psubscribe %s: %w", strings.Join(patterns, " "), err))
+	}
+
+	emit := func(ch Change) {
+		w.emitMu.Lock()
+		defer w.emitMu.Unlock()
+		notify(ch)
+	}
+
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { // unblocks Receive, which has no deadline
+		defer wg.Done()
+		<-ctx.Done()
+		ps.Close()
+	}()
+	go func() {
+		defer wg.Done()
+		w.scanLoop(ctx, emit, onSync)
+	}()
+	go func() {
+		defer wg.Done()
+		w.pollLoop(ctx, ps)
+	}()
+	w.receiveLoop(ctx, ps, total, emit)
+	cancel()
+	wg.Wait()
+	return nil
+}
+
+// receiveLoop reads the subscription. Every complete (re)subscription —
+// the confirmation whose count reaches all our channels — asks for a
+// rescan, since go-redis resubscribes silently after a reconnect and
+// whatever happened meanwhile was not notified.
+func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, emit func(Change)) {
+	retry := newBackoff()
+	for {
+		msg, err := ps.Receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.report(fmt.Errorf("keyspace subscription db %d: %w", w.opts.DB, err))
+			if !retry.sleep(ctx) {
+				return
+			}
+			continue
+		}
+		retry.reset()
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if (m.Kind == "subscribe" || m.Kind == "psubscribe") && m.Count == total {
+				w.requestRescan()
+			}
+		case *redis.Message:
+			w.handle(m, emit)
+		}
+	}
+}
+
+// handle turns one keyspace notification into a Change.
+func (w *Watcher) handle(m *redis.Message, emit func(Change)) {
+	key, ok := strings.CutPrefix(m.Channel, w.prefix)
+	if !ok {
+		return
+	}
+	if m.Pattern == "" {
+		emit(Change{Key: key})
+		return
+	}
+	table, ok := w.patterns[m.Pattern]
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	switch m.Payload {
+	case "del", "expired", "evicted", "rename_from", "move_from":
+		delete(w.known, key)
+	default:
+		w.known[key] = knownKey{table: table, epoch: w.epoch}
+	}
+	w.mu.Unlock()
+	emit(Change{Table: table, Key: key[len(table)+len(w.opts.Separator):]})
+}
+
+func (w *Watcher) requestRescan() {
+	select {
+	case w.rescan <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// scanLoop runs a full scan whenever one is requested, retrying failures.
+func (w *Watcher) scanLoop(ctx context.Context, emit func(Change), onSync func(context.Context)) {
+	retry := newBackoff()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.rescan:
+		}
+		if err := w.scan(ctx, emit); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.report(fmt.Errorf("rescan db %d: %w", w.opts.DB, err))
+			if !retry.sleep(ctx) {
+				return
+			}
+			w.requestRescan()
+			continue
+		}
+		retry.reset()
+		if onSync != nil {
+			onSync(ctx)
+		}
+	}
+}
+
+// scan notifies every existing key of the tables, every plain key, and
+// every known key neither seen by this scan nor touched by a notification
+// since it began (deleted while we were not listening).
+func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
+	w.mu.Lock()
+	w.epoch++
+	epoch := w.epoch
+	w.mu.Unlock()
+	for _, table := range w.opts.Tables {
+		prefix := table + w.opts.Separator
+		match := escapeGlob(prefix) + "*"
+		var cursor uint64
+		for {
+			keys, next, err := w.c.Scan(ctx, cursor, match, 1000).Result()
+			if err != nil {
+				return fmt.Errorf("scan %s: %w", match, err)
+			}
+			w.mu.Lock()
+			for _, k := range keys {
+				w.known[k] = knownKey{table: table, epoch: epoch}
+			}
+			w.mu.Unlock()
+			for _, k := range keys {
+				emit(Change{Table: table, Key: k[len(prefix):]})
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	for _, k := range w.opts.Keys {
+		emit(Change{Key: k})
+	}
+	var gone []Change
+	w.mu.Lock()
+	for k, kk := range w.known {
+		if kk.epoch < epoch {
+			delete(w.known, k)
+			gone = append(gone, Change{Table: kk.table, Key: k[len(kk.table)+len(w.opts.Separator):]})
+		}
+	}
+	w.mu.Unlock()
+	for _, ch := range gone {
+		emit(ch)
+	}
+	return nil
+}
+
+// pollLoop notices a restarted Redis by its run_id and checks the
+// subscription connection with PING (a dead one is then replaced, which
+// resubscribes and rescans).
+func (w *Watcher) pollLoop(ctx context.Context, ps *redis.PubSub) {
+	t := time.NewTicker(w.opts.RunIDInterval)
+	defer t.Stop()
+	last := ""
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		id, err := RunID(ctx, w.c)
+		if err == nil {
+			if last != "" && id != last {
+				w.requestRescan()
+			}
+			last = id
+		}
+		if n%5 == 4 {
+			_ = ps.Ping(ctx) // a failure reconnects; Receive reports it
+		}
+	}
+}
+
+// RunID returns the server's INFO server run_id, which changes whenever
+// redis-server restarts.
+func RunID(ctx context.Context, c *redis.Client) (string, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return "", fmt.Errorf("info server: %w", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", errors.New("info server: no run_id")
+}
+
+func (w *Watcher) report(err error) {
+	if w.opts.OnError != nil {
+		w.opts.OnError(err)
+	}
+}
+
+// escapeGlob quotes the Redis glob characters of s.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// backoff is the retry delay of the watcher's loops: 50ms doubling to 2s.
+type backoff struct{ d time.Duration }
+
+func newBackoff() *backoff { return &backoff{d: 50 * time.Millisecond} }
+
+func (b *backoff) reset() { b.d = 50 * time.Millisecond }
+
+// sleep waits the current delay (false when ctx is done) and doubles it.
+func (b *backoff) sleep(ctx context.Context) bool {
+	t := time.NewTimer(b.d)
+	defer t.Stop()
+	if b.d < 2*time.Second {
+		b.d *= 2
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
