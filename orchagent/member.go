@@ -1,0 +1,159 @@
+package orchagent
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// applyMember enslaves the port to Bridge and gives it vid N (pvid
+// untagged unless tagged), removing vid 1. It waits for its VLAN key to be
+// ok and for the port's netdev; when the VLAN goes away it takes the port
+// out of the VLAN and waits again.
+func (o *Orch) applyMember(key string, f schema.Fields) outcome {
+	vlanName, portName, _ := strings.Cut(key, schema.ConfigSep)
+	refs := []string{schema.ConfigKey(schema.TableVlan, vlanName), resLink(portName), resBrPort(portName)}
+	m, err := schema.ParseVlanMember(key, f)
+	if err != nil {
+		return errorOut(err, refs)
+	}
+	vlanKey := schema.ConfigKey(schema.TableVlan, m.Vlan)
+	if !o.resultOK(vlanKey) {
+		if err := o.unbindMember(key, m.VID, m.Port); err != nil {
+			return kernelOut(err, refs)
+		}
+		return pendingOut("waiting for "+vlanKey, refs)
+	}
+	if m.Port == BridgeName || isVlanName(m.Port) {
+		return errorOut(fmt.Errorf("VLAN_MEMBER|%s: %s cannot be a VLAN member", key, m.Port), refs)
+	}
+	untagged := m.Tagging != schema.Tagged
+	if untagged {
+		for _, other := range o.cfg.memberKeys(m.Port) {
+			if other == key {
+				continue
+			}
+			of, ok := o.cfg.get(schema.TableVlanMember, other)
+			if ok && of[schema.FieldTaggingMode] != string(schema.Tagged) {
+				refs = append(refs, schema.ConfigKey(schema.TableVlanMember, other))
+				return errorOut(fmt.Errorf("VLAN_MEMBER|%s: %s is already an untagged member in VLAN_MEMBER|%s and a port has one untagged VLAN: make one of them tagged",
+					key, m.Port, other), refs)
+			}
+		}
+	}
+	port, ok, err := o.getLink(m.Port)
+	if err != nil {
+		return kernelOut(err, refs)
+	}
+	if !ok {
+		return pendingOut(waitingForLink(m.Port), refs)
+	}
+	br, brOK, err := o.getLink(BridgeName)
+	if err != nil {
+		return kernelOut(err, refs)
+	}
+	if !brOK {
+		return pendingOut("waiting for "+vlanKey, refs)
+	}
+	if port.MasterIdx != br.Index {
+		if port.MasterIdx != 0 {
+			return errorOut(fmt.Errorf("VLAN_MEMBER|%s: %s is enslaved to another master (ifindex %d), not %s: release it first",
+				key, m.Port, port.MasterIdx, BridgeName), refs)
+		}
+		master := BridgeName
+		if err := o.act(schema.TableVlanMember, key, "enslave "+m.Port+" to "+BridgeName, func() error {
+			return o.k.Links().Set(netlinkmgr.LinkInfo{Name: m.Port, Master: &master})
+		}); err != nil {
+			return kernelOut(err, refs)
+		}
+	}
+	vl, err := o.k.BridgeVlans().List(m.Port)
+	if err != nil {
+		return kernelOut(err, refs)
+	}
+	vid := uint16(m.VID)
+	var have *netlinkmgr.BridgeVlanInfo
+	vid1 := false
+	for i := range vl {
+		if vl[i].Link != m.Port {
+			continue
+		}
+		switch vl[i].VID {
+		case vid:
+			have = &vl[i]
+		case 1:
+			vid1 = true
+		}
+	}
+	if have == nil || have.PVID != untagged || have.Untagged != untagged {
+		mode := "tagged"
+		if untagged {
+			mode = "pvid untagged"
+		}
+		if err := o.act(schema.TableVlanMember, key, fmt.Sprintf("add vid %d %s on %s", vid, mode, m.Port), func() error {
+			return o.k.BridgeVlans().Add(netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: vid, PVID: untagged, Untagged: untagged})
+		}); err != nil {
+			return kernelOut(err, refs)
+		}
+	}
+	if vid1 && vid != 1 && !o.configured(schema.TableVlanMember, "Vlan1|"+m.Port) {
+		if err := o.act(schema.TableVlanMember, key, "delete vid 1 from "+m.Port, func() error {
+			return ignoreNotFound(o.k.BridgeVlans().Del(netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: 1}))
+		}); err != nil {
+			return kernelOut(err, refs)
+		}
+	}
+	return okOut(refs)
+}
+
+// removeMember takes the port out of the VLAN.
+func (o *Orch) removeMember(key string) outcome {
+	vlanName, portName, ok := strings.Cut(key, schema.ConfigSep)
+	id, err := schema.ParseVlanName(vlanName)
+	if !ok || err != nil {
+		return okOut(nil)
+	}
+	if err := o.unbindMember(key, id, portName); err != nil {
+		return kernelOut(err, nil)
+	}
+	return okOut(nil)
+}
+
+// unbindMember removes vid from port and, when no other VLAN_MEMBER key
+// names the port, releases it from Bridge.
+func (o *Orch) unbindMember(key string, vid int, port string) error {
+	l, ok, err := o.getLink(port)
+	if err != nil || !ok {
+		return err
+	}
+	br, brOK, err := o.getLink(BridgeName)
+	if err != nil || !brOK || l.MasterIdx != br.Index {
+		return err
+	}
+	vl, err := o.k.BridgeVlans().List(port)
+	if err != nil {
+		if _, missing := netlinkmgr.MissingFeature(err); !missing {
+			return err
+		}
+	}
+	for _, v := range vl {
+		if v.Link == port && int(v.VID) == vid {
+			if err := o.act(schema.TableVlanMember, key, fmt.Sprintf("delete vid %d from %s", vid, port), func() error {
+				return ignoreNotFound(o.k.BridgeVlans().Del(netlinkmgr.BridgeVlanInfo{Link: port, VID: uint16(vid)}))
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, other := range o.cfg.memberKeys(port) {
+		if other != key {
+			return nil
+		}
+	}
+	none := ""
+	return o.act(schema.TableVlanMember, key, "release "+port+" from "+BridgeName, func() error {
+		return o.k.Links().Set(netlinkmgr.LinkInfo{Name: port, Master: &none})
+	})
+}

@@ -1,0 +1,318 @@
+package orchagent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// BridgeName is the one VLAN-filtering bridge orchagent creates and owns.
+const BridgeName = "Bridge"
+
+// sweepKey is the queue key of the stale-object sweep; it cannot clash
+// with a "TABLE|key" key.
+const sweepKey = "@sweep"
+
+// ResultSink receives the outcome of each CONFIG_DB key. The daemon's
+// implementation writes STATE_DB through redisx.StateWriter.
+type ResultSink interface {
+	SetResult(table, key string, r schema.Result)
+	DeleteResult(table, key string)
+}
+
+// Options configures an Orch.
+type Options struct {
+	Kernel netlinkmgr.Kernel
+	// Results receives outcomes; nil keeps them in memory only (Result).
+	Results ResultSink
+	// Log receives one line per kernel change; nil discards.
+	Log *logrus.Entry
+	// Enqueue re-queues a key ("TABLE|key") whose inputs changed; nil
+	// collects them for Drain (unit tests drive the loop by hand).
+	Enqueue func(key string)
+	// ConfigExists is asked, before the sweep deletes an object, whether a
+	// config key still names it (the daemon asks Redis, so an event not
+	// yet consumed can never cause a delete); nil trusts the cache.
+	ConfigExists func(table, key string) bool
+}
+
+// Orch is the reconciler: the config cache, the kernel view, the
+// dependency index and the last result of every key. Reconcile must not
+// run concurrently for the same key (the workqueue guarantees it); the
+// daemon runs one worker, since rtnetlink serialises writes anyway.
+type Orch struct {
+	k      netlinkmgr.Kernel
+	log    *logrus.Entry
+	sink   ResultSink
+	enq    func(string)
+	exists func(table, key string) bool
+
+	cfg  *configCache
+	idx  *refIndex
+	view *kernelView
+
+	handlers map[string]tableHandler
+
+	mu      sync.Mutex
+	results map[string]schema.Result
+	queued  []string // Enqueue == nil: keys for Drain
+}
+
+// tableHandler applies a present key or removes what a deleted key owned.
+type tableHandler struct {
+	apply  func(key string, f schema.Fields) outcome
+	remove func(key string) outcome
+}
+
+// outcome is one reconcile's result, the resources the key depends on
+// (whose events re-enqueue it), and a transient error to retry.
+type outcome struct {
+	res  schema.Result
+	refs []string
+	err  error
+}
+
+func okOut(refs []string) outcome { return outcome{res: schema.OK(), refs: refs} }
+func pendingOut(reason string, refs []string) outcome {
+	return outcome{res: schema.Pending(reason), refs: refs}
+}
+func errorOut(err error, refs []string) outcome {
+	return outcome{res: schema.Error(err.Error()), refs: refs}
+}
+
+// kernelOut turns a failed kernel call into an outcome: a missing kernel
+// feature is terminal (the kernel will not grow it), anything else is
+// retried with backoff while its reason is shown.
+func kernelOut(err error, refs []string) outcome {
+	if _, ok := netlinkmgr.MissingFeature(err); ok {
+		return errorOut(err, refs)
+	}
+	return outcome{res: schema.Error(err.Error()), refs: refs, err: err}
+}
+
+// New returns an Orch over opts.Kernel. Call Prime before the first
+// Reconcile so the kernel view holds what the kernel already has.
+func New(opts Options) *Orch {
+	o := &Orch{
+		k:       opts.Kernel,
+		log:     opts.Log,
+		sink:    opts.Results,
+		enq:     opts.Enqueue,
+		exists:  opts.ConfigExists,
+		cfg:     newConfigCache(),
+		idx:     newRefIndex(),
+		view:    newKernelView(),
+		results: map[string]schema.Result{},
+	}
+	if o.log == nil {
+		l := logrus.New()
+		l.SetOutput(discard{})
+		o.log = logrus.NewEntry(l)
+	}
+	o.handlers = map[string]tableHandler{
+		schema.TablePort:          {o.applyPort, o.removePort},
+		schema.TableVlan:          {o.applyVlan, o.removeVlan},
+		schema.TableVlanMember:    {o.applyMember, o.removeMember},
+		schema.TableInterface:     {o.intfApplier(schema.TableInterface), o.intfRemover(schema.TableInterface)},
+		schema.TableVlanInterface: {o.intfApplier(schema.TableVlanInterface), o.intfRemover(schema.TableVlanInterface)},
+		schema.TableStaticRoute:   {o.applyRoute, o.removeRoute},
+		schema.TableFDB:           {o.applyFdb, o.removeFdb},
+	}
+	return o
+}
+
+type discard struct{}
+
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+
+// Tables lists the CONFIG_DB tables orchagent reconciles.
+func Tables() []string {
+	return []string{schema.TablePort, schema.TableVlan, schema.TableVlanMember, schema.TableInterface,
+		schema.TableVlanInterface, schema.TableStaticRoute, schema.TableFDB}
+}
+
+// SetConfig records the current hash of CONFIG_DB key table|key and
+// enqueues it.
+func (o *Orch) SetConfig(table, key string, f schema.Fields) {
+	if _, ok := o.handlers[table]; !ok {
+		return
+	}
+	o.cfg.set(table, key, f)
+	o.enqueue(schema.ConfigKey(table, key))
+}
+
+// DeleteConfig records that table|key is gone and enqueues it.
+func (o *Orch) DeleteConfig(table, key string) {
+	if _, ok := o.handlers[table]; !ok {
+		return
+	}
+	o.cfg.del(table, key)
+	o.enqueue(schema.ConfigKey(table, key))
+}
+
+// ConfigKeys returns every configured key as "TABLE|key".
+func (o *Orch) ConfigKeys() []string { return o.cfg.all() }
+
+// Result returns the last outcome of "TABLE|key".
+func (o *Orch) Result(key string) (schema.Result, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r, ok := o.results[key]
+	return r, ok
+}
+
+func (o *Orch) resultOK(key string) bool {
+	r, ok := o.Result(key)
+	return ok && r.State == schema.StateOK
+}
+
+// Drain returns and clears the keys enqueued since the last Drain (only
+// when Options.Enqueue is nil).
+func (o *Orch) Drain() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.queued
+	o.queued = nil
+	return q
+}
+
+func (o *Orch) enqueue(key string) {
+	if o.enq != nil {
+		o.enq(key)
+		return
+	}
+	o.mu.Lock()
+	o.queued = append(o.queued, key)
+	o.mu.Unlock()
+}
+
+// enqueueRefs enqueues every key that depends on one of resources.
+func (o *Orch) enqueueRefs(resources ...string) {
+	for _, r := range resources {
+		for _, k := range o.idx.keys(r) {
+			o.enqueue(k)
+		}
+	}
+}
+
+// Reconcile makes the kernel match the current config of key
+// ("TABLE|key") and records the outcome. It returns an error only for
+// transient failures, which the caller retries with backoff; invalid input
+// and missing kernel features are terminal (reported, not retried).
+func (o *Orch) Reconcile(ctx context.Context, key string) error {
+	if key == sweepKey {
+		return o.Sweep(ctx)
+	}
+	table, k, found := strings.Cut(key, schema.ConfigSep)
+	h, ok := o.handlers[table]
+	if !found || !ok {
+		return nil
+	}
+	f, present := o.cfg.get(table, k)
+	var out outcome
+	if present {
+		out = h.apply(k, f)
+	} else {
+		out = h.remove(k)
+	}
+	if present || out.err != nil {
+		o.idx.set(key, out.refs)
+	} else {
+		o.idx.drop(key)
+	}
+	o.record(table, k, present, out)
+	return out.err
+}
+
+// record stores and reports the outcome; a changed outcome re-enqueues the
+// keys that wait on this one (members on their VLAN, FDB on members...).
+func (o *Orch) record(table, key string, present bool, out outcome) {
+	ck := schema.ConfigKey(table, key)
+	o.mu.Lock()
+	old, had := o.results[ck]
+	changed := false
+	switch {
+	case present:
+		changed = !had || old != out.res
+		o.results[ck] = out.res
+	case out.err == nil:
+		changed = had
+		delete(o.results, ck)
+	}
+	o.mu.Unlock()
+	if !changed {
+		return
+	}
+	if o.sink != nil {
+		if present {
+			o.sink.SetResult(table, key, out.res)
+		} else {
+			o.sink.DeleteResult(table, key)
+		}
+	}
+	e := o.log.WithFields(logrus.Fields{"table": table, "key": key})
+	switch {
+	case !present:
+		e.Debug("config removed")
+	case out.res.State == schema.StateOK:
+		e.WithField("state", "ok").Debug("result")
+	default:
+		e.WithFields(logrus.Fields{"state": out.res.State, "reason": out.res.Reason}).Info("result")
+	}
+	o.enqueueRefs(ck)
+}
+
+// act runs one kernel change and logs it with table, key, action and
+// outcome: the daemon's audit trail.
+func (o *Orch) act(table, key, action string, f func() error) error {
+	err := f()
+	e := o.log.WithFields(logrus.Fields{"table": table, "key": key, "action": action})
+	if err != nil {
+		e.WithField("outcome", "error").WithError(err).Warn("kernel change failed")
+	} else {
+		e.WithField("outcome", "ok").Info("kernel change")
+	}
+	return err
+}
+
+// configured reports whether table|key is in config, asking
+// Options.ConfigExists too so the sweep never races an unread event.
+func (o *Orch) configured(table, key string) bool {
+	if _, ok := o.cfg.get(table, key); ok {
+		return true
+	}
+	return o.exists != nil && o.exists(table, key)
+}
+
+// waitingForLink is the pending reason for a missing netdev: VLAN devices
+// come from their VLAN key, anything else from the outside (hot-plug).
+func waitingForLink(name string) string {
+	if isVlanName(name) {
+		return "waiting for " + schema.ConfigKey(schema.TableVlan, name)
+	}
+	return "waiting for netdev " + name
+}
+
+func isVlanName(name string) bool {
+	_, err := schema.ParseVlanName(name)
+	return err == nil
+}
+
+// getLink is Links().Get with "absent" as a plain bool.
+func (o *Orch) getLink(name string) (netlinkmgr.LinkInfo, bool, error) {
+	l, err := o.k.Links().Get(name)
+	if err != nil {
+		if netlinkmgr.IsNotFound(err) {
+			return l, false, nil
+		}
+		return l, false, err
+	}
+	return l, true, nil
+}
+
+var errNotOurs = errors.New("not managed by orchagent")

@@ -1,0 +1,212 @@
+package orchagent
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+	"golang.org/x/sys/unix"
+)
+
+// applyRoute installs the static route in the main table with protocol
+// 201 and metric = distance. It waits for every next-hop interface to
+// exist, and for a gateway the kernel cannot reach yet (no connected
+// route) until an address or route event says it may be reachable.
+func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
+	r, err := schema.ParseStaticRoute(key, f)
+	if err != nil {
+		return errorOut(err, nil)
+	}
+	refs := []string{resRoute(r.Prefix.String())}
+	for _, nh := range r.NextHops {
+		if nh.Ifname != "" {
+			refs = append(refs, resLink(nh.Ifname))
+		}
+	}
+	if other := otherRouteKey(key); o.configuredLocal(schema.TableStaticRoute, other) && other < key {
+		return errorOut(fmt.Errorf("STATIC_ROUTE|%s: the same route is configured as STATIC_ROUTE|%s: delete one", key, other),
+			append(refs, schema.ConfigKey(schema.TableStaticRoute, other)))
+	}
+	for _, nh := range r.NextHops {
+		if nh.Ifname == "" {
+			continue
+		}
+		_, ok, err := o.getLink(nh.Ifname)
+		if err != nil {
+			return kernelOut(err, refs)
+		}
+		if !ok {
+			return pendingOut(waitingForLink(nh.Ifname), refs)
+		}
+	}
+	want := desiredRoute(r)
+	match := false
+	for _, c := range o.view.routesFor(r.Prefix) {
+		if c.Metric == want.Metric {
+			match = routeMatches(&c, &want)
+			continue
+		}
+		// A changed distance leaves the old metric's route behind.
+		if err := o.delRoute(key, c); err != nil {
+			return kernelOut(err, refs)
+		}
+	}
+	if match {
+		return okOut(refs)
+	}
+	err = o.act(schema.TableStaticRoute, key, "replace route "+describeRoute(&want),
+		func() error { return o.k.Routes().Replace(want) })
+	if err != nil {
+		if reason, ok := unreachable(err, r); ok {
+			return pendingOut(reason, append(refs, resReach))
+		}
+		return kernelOut(err, refs)
+	}
+	o.view.notedRoute(want)
+	return okOut(refs)
+}
+
+// removeRoute deletes our routes to the key's prefix, unless the other
+// spelling of the same route ("default|P" for "P") is still configured.
+func (o *Orch) removeRoute(key string) outcome {
+	p, ok := routeKeyPrefix(key)
+	if !ok {
+		return okOut(nil)
+	}
+	if other := otherRouteKey(key); o.configuredLocal(schema.TableStaticRoute, other) {
+		o.enqueue(schema.ConfigKey(schema.TableStaticRoute, other))
+		return okOut(nil)
+	}
+	for _, c := range o.view.routesFor(p) {
+		if err := o.delRoute(key, c); err != nil {
+			return kernelOut(err, nil)
+		}
+	}
+	return okOut(nil)
+}
+
+func (o *Orch) delRoute(key string, r netlinkmgr.RouteInfo) error {
+	if err := o.act(schema.TableStaticRoute, key, "delete route "+describeRoute(&r),
+		func() error { return ignoreNotFound(o.k.Routes().Del(r)) }); err != nil {
+		return err
+	}
+	o.view.notedRouteDel(r)
+	return nil
+}
+
+func (o *Orch) configuredLocal(table, key string) bool {
+	_, ok := o.cfg.get(table, key)
+	return ok
+}
+
+// routeKeyPrefix returns the prefix of a STATIC_ROUTE key ("P" or
+// "default|P") when it is canonical.
+func routeKeyPrefix(key string) (netip.Prefix, bool) {
+	s := key
+	if vrf, rest, ok := strings.Cut(key, schema.ConfigSep); ok {
+		if vrf != schema.DefaultVRF {
+			return netip.Prefix{}, false
+		}
+		s = rest
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil || p.Masked() != p {
+		return netip.Prefix{}, false
+	}
+	return p, true
+}
+
+// otherRouteKey is the other spelling of the same route key.
+func otherRouteKey(key string) string {
+	if _, rest, ok := strings.Cut(key, schema.ConfigSep); ok {
+		return rest
+	}
+	return schema.DefaultVRF + schema.ConfigSep + key
+}
+
+// desiredRoute is the kernel form of r. IPv6 metric 0 is stored by the
+// kernel as 1024, so that is what we ask for and compare with.
+func desiredRoute(r schema.StaticRoute) netlinkmgr.RouteInfo {
+	out := netlinkmgr.RouteInfo{Dst: r.Prefix, Table: netlinkmgr.MainTable,
+		Protocol: netlinkmgr.ProtoSwitchyard, Blackhole: r.Blackhole}
+	if r.Distance != nil {
+		out.Metric = *r.Distance
+	}
+	if r.Prefix.Addr().Is6() && out.Metric == 0 {
+		out.Metric = 1024
+	}
+	for _, nh := range r.NextHops {
+		out.NextHops = append(out.NextHops, netlinkmgr.NextHop{Gateway: nh.Gateway, Link: nh.Ifname})
+	}
+	return out
+}
+
+// routeMatches reports whether kernel route cur already is want: same
+// kind and the same set of next hops, where a next hop given only by its
+// gateway matches whichever link the kernel resolved it to.
+func routeMatches(cur, want *netlinkmgr.RouteInfo) bool {
+	if cur.Blackhole != want.Blackhole || len(cur.NextHops) != len(want.NextHops) {
+		return false
+	}
+	used := make([]bool, len(cur.NextHops))
+	for _, w := range want.NextHops {
+		found := false
+		for i, c := range cur.NextHops {
+			if used[i] || c.Gateway.Unmap() != w.Gateway.Unmap() || (w.Link != "" && c.Link != w.Link) {
+				continue
+			}
+			used[i], found = true, true
+			break
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// unreachable classifies a route error caused by a next hop the kernel
+// cannot use yet: that is pending, not an error.
+func unreachable(err error, r schema.StaticRoute) (string, bool) {
+	var gws []string
+	var links []string
+	for _, nh := range r.NextHops {
+		if nh.Gateway.IsValid() {
+			gws = append(gws, nh.Gateway.String())
+		}
+		if nh.Ifname != "" {
+			links = append(links, nh.Ifname)
+		}
+	}
+	switch {
+	case errors.Is(err, unix.ENETDOWN):
+		if len(links) > 0 {
+			return "waiting for netdev " + strings.Join(links, ", ") + " to be up", true
+		}
+		return "waiting for the next-hop link to be up", true
+	case len(gws) > 0 && (errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.EINVAL)):
+		return "waiting for a connected route to next hop " + strings.Join(gws, ", "), true
+	}
+	return "", false
+}
+
+func describeRoute(r *netlinkmgr.RouteInfo) string {
+	var b strings.Builder
+	if r.Blackhole {
+		b.WriteString("blackhole ")
+	}
+	b.WriteString(r.Dst.String())
+	for _, nh := range r.NextHops {
+		if nh.Gateway.IsValid() {
+			b.WriteString(" via " + nh.Gateway.String())
+		}
+		if nh.Link != "" {
+			b.WriteString(" dev " + nh.Link)
+		}
+	}
+	fmt.Fprintf(&b, " proto %d metric %d", r.Protocol, r.Metric)
+	return b.String()
+}

@@ -1,0 +1,110 @@
+package orchagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// Sweep removes kernel objects orchagent owns that no config key names any
+// more (config deleted while orchagent was down): routes with protocol
+// 201, VlanN devices on Bridge, Bridge's own vids, vids and membership of
+// ports on Bridge, static FDB entries on Bridge. Bridge itself, ports and
+// addresses are never swept. The daemon runs it only once
+// CONFIG_DB_INITIALIZED is "1"; every object is checked against Redis
+// itself (Options.ConfigExists) before it goes.
+func (o *Orch) Sweep(ctx context.Context) error {
+	var errs []error
+	for _, r := range o.view.allRoutes() {
+		p := normPrefix(r.Dst).String()
+		if o.configured(schema.TableStaticRoute, p) || o.configured(schema.TableStaticRoute, schema.DefaultVRF+schema.ConfigSep+p) {
+			continue
+		}
+		errs = append(errs, o.delRoute(p, r))
+	}
+	for _, f := range o.view.allFdbs() {
+		if !f.Static || f.Local || f.Vlan == 0 {
+			continue
+		}
+		key := schema.VlanName(int(f.Vlan)) + schema.ConfigSep + f.MAC.String()
+		if !o.configured(schema.TableFDB, key) {
+			errs = append(errs, o.delFdb(key, f))
+		}
+	}
+	br, ok, err := o.getLink(BridgeName)
+	if err != nil || !ok {
+		return errors.Join(append(errs, err)...)
+	}
+	links, err := o.k.Links().List()
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, l := range links {
+		switch {
+		case isVlanName(l.Name) && isOurVlanDev(l, br.Index):
+			if !o.configured(schema.TableVlan, l.Name) {
+				errs = append(errs, o.act(schema.TableVlan, l.Name, "sweep: delete 802.1Q device "+l.Name,
+					func() error { return ignoreNotFound(o.k.Links().Del(l.Name)) }))
+			}
+		case l.MasterIdx == br.Index && l.Name != BridgeName:
+			errs = append(errs, o.sweepPort(l.Name))
+		}
+	}
+	self, err := o.bridgeSelfVids()
+	if err != nil {
+		if _, missing := netlinkmgr.MissingFeature(err); !missing {
+			errs = append(errs, err)
+		}
+	}
+	for vid := range self {
+		name := schema.VlanName(int(vid))
+		if !o.configured(schema.TableVlan, name) {
+			errs = append(errs, o.delBridgeVid(name, vid))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sweep stale kernel objects: %w", err)
+	}
+	return nil
+}
+
+// sweepPort removes the vids of a Bridge port that no VLAN_MEMBER key
+// names, and releases the port when none does.
+func (o *Orch) sweepPort(port string) error {
+	vl, err := o.k.BridgeVlans().List(port)
+	if err != nil {
+		if _, missing := netlinkmgr.MissingFeature(err); !missing {
+			return err
+		}
+	}
+	member := false
+	for _, v := range vl {
+		if v.Link != port {
+			continue
+		}
+		key := schema.VlanName(int(v.VID)) + schema.ConfigSep + port
+		if o.configured(schema.TableVlanMember, key) {
+			member = true
+			continue
+		}
+		vid := v.VID
+		if err := o.act(schema.TableVlanMember, key, fmt.Sprintf("sweep: delete vid %d from %s", vid, port), func() error {
+			return ignoreNotFound(o.k.BridgeVlans().Del(netlinkmgr.BridgeVlanInfo{Link: port, VID: vid}))
+		}); err != nil {
+			return err
+		}
+	}
+	if member || len(o.cfg.memberKeys(port)) > 0 {
+		return nil
+	}
+	none := ""
+	return o.act(schema.TableVlanMember, port, "sweep: release "+port+" from "+BridgeName, func() error {
+		return o.k.Links().Set(netlinkmgr.LinkInfo{Name: port, Master: &none})
+	})
+}
+
+// RequestSweep queues a sweep behind the keys already queued.
+func (o *Orch) RequestSweep() { o.enqueue(sweepKey) }

@@ -1,0 +1,446 @@
+package orchagent
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"sync"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+)
+
+// kernelView caches the kernel objects orchagent reads per key in bulk
+// (owned routes, addresses, FDB entries on Bridge) so a reconcile does not
+// list the whole table, plus the last seen state of every link so events
+// that change nothing we care about are dropped. It is filled by Prime,
+// kept current by netlink events and by our own successful writes.
+type kernelView struct {
+	mu     sync.Mutex
+	links  map[string]linkSnap
+	routes map[netip.Prefix][]netlinkmgr.RouteInfo // proto 201, main table
+	addrs  map[string]map[netip.Prefix]bool
+	fdbs   map[fdbKey]netlinkmgr.FdbInfo // entries on Bridge
+}
+
+// linkSnap is what link events are compared on.
+type linkSnap struct {
+	index, mtu, masterIdx int
+	admin                 bool
+	mac, alias, kind      string
+}
+
+type fdbKey struct {
+	vid uint16
+	mac string
+}
+
+func newKernelView() *kernelView {
+	v := &kernelView{}
+	v.reset()
+	return v
+}
+
+func (v *kernelView) reset() {
+	v.links = map[string]linkSnap{}
+	v.routes = map[netip.Prefix][]netlinkmgr.RouteInfo{}
+	v.addrs = map[string]map[netip.Prefix]bool{}
+	v.fdbs = map[fdbKey]netlinkmgr.FdbInfo{}
+}
+
+func snapOf(l *netlinkmgr.LinkInfo) linkSnap {
+	s := linkSnap{index: l.Index, masterIdx: l.MasterIdx, kind: l.Kind, mac: l.MAC.String()}
+	if l.MTU != nil {
+		s.mtu = *l.MTU
+	}
+	if l.AdminUp != nil {
+		s.admin = *l.AdminUp
+	}
+	if l.Alias != nil {
+		s.alias = *l.Alias
+	}
+	return s
+}
+
+func ownedRoute(r *netlinkmgr.RouteInfo) bool {
+	return r.Protocol == netlinkmgr.ProtoSwitchyard && (r.Table == 0 || r.Table == netlinkmgr.MainTable)
+}
+
+func normPrefix(p netip.Prefix) netip.Prefix {
+	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-func() int {
+		if p.Addr().Is4In6() {
+			return 96
+		}
+		return 0
+	}())
+}
+
+// Prime fills the kernel view from full listings. The daemon calls it
+// after subscribing to netlink events (so nothing falls between the
+// listing and the first event) and after an event overflow.
+func (o *Orch) Prime() error {
+	links, err := o.k.Links().List()
+	if err != nil {
+		return fmt.Errorf("prime kernel view: %w", err)
+	}
+	routes, err := o.k.Routes().List(netlinkmgr.RouteFilter{Protocol: netlinkmgr.ProtoSwitchyard})
+	if err != nil {
+		return fmt.Errorf("prime kernel view: %w", err)
+	}
+	addrs, err := o.k.Addrs().List("")
+	if err != nil {
+		return fmt.Errorf("prime kernel view: %w", err)
+	}
+	var fdbs []netlinkmgr.FdbInfo
+	if _, ok, _ := o.getLink(BridgeName); ok {
+		if fdbs, err = o.k.Fdbs().List(BridgeName); err != nil && !netlinkmgr.IsNotFound(err) {
+			return fmt.Errorf("prime kernel view: %w", err)
+		}
+	}
+	v := o.view
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.reset()
+	for i := range links {
+		v.links[links[i].Name] = snapOf(&links[i])
+	}
+	for _, r := range routes {
+		if ownedRoute(&r) {
+			v.putRouteLocked(r)
+		}
+	}
+	for _, a := range addrs {
+		v.putAddrLocked(a.Link, a.Prefix)
+	}
+	for _, f := range fdbs {
+		v.fdbs[fdbKey{f.Vlan, f.MAC.String()}] = f
+	}
+	return nil
+}
+
+func (v *kernelView) putRouteLocked(r netlinkmgr.RouteInfo) bool {
+	d := normPrefix(r.Dst)
+	rs := v.routes[d]
+	for i := range rs {
+		if rs[i].Metric == r.Metric {
+			if routeSame(&rs[i], &r) {
+				return false
+			}
+			rs[i] = r
+			return true
+		}
+	}
+	v.routes[d] = append(rs, r)
+	return true
+}
+
+func (v *kernelView) delRouteLocked(dst netip.Prefix, metric int) bool {
+	d := normPrefix(dst)
+	rs := v.routes[d]
+	for i := range rs {
+		if rs[i].Metric == metric {
+			rs = append(rs[:i:i], rs[i+1:]...)
+			if len(rs) == 0 {
+				delete(v.routes, d)
+			} else {
+				v.routes[d] = rs
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (v *kernelView) putAddrLocked(link string, p netip.Prefix) bool {
+	p = normPrefix(p)
+	m := v.addrs[link]
+	if m == nil {
+		m = map[netip.Prefix]bool{}
+		v.addrs[link] = m
+	}
+	if m[p] {
+		return false
+	}
+	m[p] = true
+	return true
+}
+
+func (v *kernelView) delAddrLocked(link string, p netip.Prefix) bool {
+	p = normPrefix(p)
+	if !v.addrs[link][p] {
+		return false
+	}
+	delete(v.addrs[link], p)
+	return true
+}
+
+// routesFor returns copies of the owned routes to dst.
+func (v *kernelView) routesFor(dst netip.Prefix) []netlinkmgr.RouteInfo {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]netlinkmgr.RouteInfo(nil), v.routes[normPrefix(dst)]...)
+}
+
+func (v *kernelView) allRoutes() []netlinkmgr.RouteInfo {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []netlinkmgr.RouteInfo
+	for _, rs := range v.routes {
+		out = append(out, rs...)
+	}
+	return out
+}
+
+func (v *kernelView) hasAddr(link string, p netip.Prefix) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.addrs[link][normPrefix(p)]
+}
+
+func (v *kernelView) fdb(vid uint16, mac string) (netlinkmgr.FdbInfo, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	f, ok := v.fdbs[fdbKey{vid, mac}]
+	return f, ok
+}
+
+func (v *kernelView) allFdbs() []netlinkmgr.FdbInfo {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]netlinkmgr.FdbInfo, 0, len(v.fdbs))
+	for _, f := range v.fdbs {
+		out = append(out, f)
+	}
+	return out
+}
+
+// The noted* methods record our own successful writes, so the echo event
+// changes nothing and re-enqueues nobody.
+func (v *kernelView) notedRoute(r netlinkmgr.RouteInfo) {
+	v.mu.Lock()
+	v.putRouteLocked(r)
+	v.mu.Unlock()
+}
+func (v *kernelView) notedRouteDel(r netlinkmgr.RouteInfo) {
+	v.mu.Lock()
+	v.delRouteLocked(r.Dst, r.Metric)
+	v.mu.Unlock()
+}
+func (v *kernelView) notedAddr(link string, p netip.Prefix, present bool) {
+	v.mu.Lock()
+	if present {
+		v.putAddrLocked(link, p)
+	} else {
+		v.delAddrLocked(link, p)
+	}
+	v.mu.Unlock()
+}
+func (v *kernelView) notedFdb(f netlinkmgr.FdbInfo, present bool) {
+	v.mu.Lock()
+	k := fdbKey{f.Vlan, f.MAC.String()}
+	if present {
+		v.fdbs[k] = f
+	} else {
+		delete(v.fdbs, k)
+	}
+	v.mu.Unlock()
+}
+
+// HandleEvent updates the kernel view from one netlink event and
+// re-enqueues the keys owning what changed (drift is reverted by the
+// ordinary reconcile of those keys). Events that change nothing in the
+// view, such as the echo of our own write, enqueue nothing.
+func (o *Orch) HandleEvent(ev netlinkmgr.Event) {
+	var res []string
+	switch ev.Kind {
+	case netlinkmgr.EventLink:
+		if ev.Link != nil {
+			res = o.view.onLink(ev.Link, ev.Deleted)
+		}
+	case netlinkmgr.EventAddr:
+		if ev.Addr != nil {
+			res = o.view.onAddr(ev.Addr, ev.Deleted)
+		}
+	case netlinkmgr.EventRoute:
+		if ev.Route != nil {
+			res = o.view.onRoute(ev.Route, ev.Deleted)
+		}
+	case netlinkmgr.EventFdb:
+		if ev.Fdb != nil {
+			res = o.view.onFdb(ev.Fdb, ev.Deleted)
+		}
+	case netlinkmgr.EventResync:
+		if err := o.Prime(); err != nil {
+			o.log.WithError(err).Warn("relist after netlink overflow failed")
+		}
+		for _, k := range o.cfg.all() {
+			o.enqueue(k)
+		}
+		return
+	}
+	o.enqueueRefs(res...)
+}
+
+func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	old, had := v.links[l.Name]
+	brIdx := v.links[BridgeName].index
+	var res []string
+	if deleted {
+		if !had || (l.Index != 0 && old.index != l.Index) {
+			return nil
+		}
+		delete(v.links, l.Name)
+		res = append(res, resLink(l.Name), resBrPort(l.Name), resReach)
+		res = append(res, v.purgeLinkLocked(l.Name)...)
+		return res
+	}
+	now := snapOf(l)
+	v.links[l.Name] = now
+	existence := !had || old.index != now.index
+	switch {
+	case existence:
+		res = append(res, resLink(l.Name), resReach)
+	case l.Name == BridgeName:
+		// The bridge's MAC and MTU follow its ports; only its admin
+		// state is ours to keep.
+		if old.admin != now.admin {
+			res = append(res, resLink(l.Name))
+		}
+	case old != now:
+		res = append(res, resLink(l.Name))
+	}
+	if had && old.admin && !now.admin {
+		// The kernel drops IPv4 routes through a link set down without
+		// telling anyone: forget them so their keys re-add them.
+		res = append(res, v.purgeLinkLocked(l.Name)...)
+	}
+	if brIdx != 0 && (now.masterIdx == brIdx || old.masterIdx == brIdx) {
+		// Bridge VLAN changes of a port arrive as link events that look
+		// the same otherwise: let its members check.
+		res = append(res, resBrPort(l.Name))
+	}
+	return res
+}
+
+// purgeLinkLocked forgets owned routes through link and its addresses.
+func (v *kernelView) purgeLinkLocked(link string) []string {
+	var res []string
+	for d, rs := range v.routes {
+		for _, r := range rs {
+			if routeUsesLink(&r, link) {
+				res = append(res, resRoute(d.String()))
+				v.delRouteLocked(r.Dst, r.Metric)
+			}
+		}
+	}
+	for p := range v.addrs[link] {
+		res = append(res, resAddr(link, p.String()))
+	}
+	delete(v.addrs, link)
+	return res
+}
+
+func routeUsesLink(r *netlinkmgr.RouteInfo, link string) bool {
+	for _, nh := range r.NextHops {
+		if nh.Link == link {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *kernelView) onAddr(a *netlinkmgr.AddrInfo, deleted bool) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p := normPrefix(a.Prefix)
+	if deleted {
+		if !v.delAddrLocked(a.Link, p) {
+			return nil
+		}
+		res := []string{resAddr(a.Link, p.String()), resReach}
+		// IPv4 routes via a gateway in the removed subnet vanish silently.
+		for d, rs := range v.routes {
+			for _, r := range rs {
+				for _, nh := range r.NextHops {
+					if nh.Gateway.IsValid() && p.Masked().Contains(nh.Gateway.Unmap()) {
+						res = append(res, resRoute(d.String()))
+						v.delRouteLocked(r.Dst, r.Metric)
+						break
+					}
+				}
+			}
+		}
+		return res
+	}
+	if !v.putAddrLocked(a.Link, p) {
+		return nil
+	}
+	return []string{resAddr(a.Link, p.String()), resReach}
+}
+
+func (v *kernelView) onRoute(r *netlinkmgr.RouteInfo, deleted bool) []string {
+	if !ownedRoute(r) {
+		return []string{resReach}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	changed := false
+	if deleted {
+		changed = v.delRouteLocked(r.Dst, r.Metric)
+	} else {
+		changed = v.putRouteLocked(*r)
+	}
+	if !changed {
+		return nil
+	}
+	return []string{resRoute(normPrefix(r.Dst).String())}
+}
+
+func (v *kernelView) onFdb(f *netlinkmgr.FdbInfo, deleted bool) []string {
+	if f.Master != "" && f.Master != BridgeName {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	k := fdbKey{f.Vlan, f.MAC.String()}
+	old, had := v.fdbs[k]
+	if deleted {
+		if !had || old.Link != f.Link {
+			return nil
+		}
+		delete(v.fdbs, k)
+	} else {
+		if had && old.Link == f.Link && old.Static == f.Static && old.Local == f.Local {
+			return nil
+		}
+		v.fdbs[k] = *f
+	}
+	return []string{resFdb(f.Vlan, k.mac)}
+}
+
+// routeSame compares two kernel routes (same dst and metric assumed).
+func routeSame(a, b *netlinkmgr.RouteInfo) bool {
+	if a.Blackhole != b.Blackhole || len(a.NextHops) != len(b.NextHops) {
+		return false
+	}
+	for i := range a.NextHops {
+		x, y := a.NextHops[i], b.NextHops[i]
+		if x.Gateway != y.Gateway || x.Link != y.Link || weight(x.Weight) != weight(y.Weight) {
+			return false
+		}
+	}
+	return true
+}
+
+func weight(w int) int {
+	if w <= 0 {
+		return 1
+	}
+	return w
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func macEqual(a, b []byte) bool { return bytes.Equal(a, b) }
