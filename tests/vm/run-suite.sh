@@ -1,0 +1,71 @@
+#!/bin/bash
+# run-suite.sh — the full-kernel VM suite (make test-vm).
+#
+# Builds bin/ (the e2e tests run the daemons from there), compiles on the
+# host the test binaries of the packages listed in tests/vm/suite.txt, boots
+# one VM (tests/vm/vmexec) and runs them all in it, in order, printing each
+# test's output; fails if any fails. Skips (exit 0) where no VM can be had,
+# except in CI (CI=true), where that is a failure.
+#
+#   tests/vm/run-suite.sh [REGEXP]   run only the suite.txt lines matching
+#
+# Environment: SWITCHYARD_VM_SUITE_TIMEOUT (whole VM, seconds, default 540),
+# SWITCHYARD_VM_TEST_TIMEOUT (one line, default 300), and vmexec's.
+set -u
+cd "$(dirname "$(readlink -f "$0")")/../.."
+repo=$(pwd -P)
+export PATH=/usr/local/go/bin:$PATH
+GO=${GO:-go}
+filter=${1:-}
+vmexec=$repo/tests/vm/vmexec
+t0=$(date +%s)
+
+say() { echo "run-suite: $*" >&2; }
+
+"$vmexec" --check
+case $? in
+0) ;;
+3) say "SKIP: the VM suite did not run (see above)"; exit 0 ;;
+*) say "FAIL: no VM"; exit 1 ;;
+esac
+
+make -s build || { say "FAIL: make build"; exit 1; }
+
+# The binaries must be visible in the VM: not under /tmp (tmpfs there).
+cache=$("$vmexec" --cache-dir)
+mkdir -p "$cache" && work=$(mktemp -d "$cache/suite.XXXXXX") || { say "FAIL: cannot create a work directory under $cache"; exit 1; }
+trap 'rm -rf "$work"' EXIT
+manifest=$work/manifest
+: >"$manifest"
+
+declare -A built
+lines=0
+while read -r pkg flags; do
+	case $pkg in '' | '#'*) continue ;; esac
+	if [ -n "$filter" ] && ! grep -qE -- "$filter" <<<"$pkg $flags"; then
+		continue
+	fi
+	name=$(echo "${pkg#./}" | tr '/.' '__')
+	bin=$work/$name.test
+	if [ -z "${built[$pkg]:-}" ]; then
+		say "go test -c $pkg"
+		CGO_ENABLED=0 $GO test -c -o "$bin" "$pkg" || { say "FAIL: cannot compile the tests of $pkg"; exit 1; }
+		[ -x "$bin" ] || { say "FAIL: $pkg has no test files (tests/vm/suite.txt)"; exit 1; }
+		built[$pkg]=1
+	fi
+	dir=$(cd "$pkg" 2>/dev/null && pwd -P) || { say "FAIL: no package directory $pkg"; exit 1; }
+	printf '%s\t%s\t%s\t%s\n' "$bin" "$dir" "${pkg#./}" "$flags" >>"$manifest"
+	lines=$((lines + 1))
+done <tests/vm/suite.txt
+
+if [ $lines = 0 ]; then
+	say "nothing in tests/vm/suite.txt matches '${filter}'"
+	exit 0
+fi
+t1=$(date +%s)
+say "compiled in $((t1 - t0))s; running $lines line(s) in one VM"
+SWITCHYARD_VM_VERBOSE=1 "$vmexec" --timeout "${SWITCHYARD_VM_SUITE_TIMEOUT:-540}" \
+	bash "$repo/tests/vm/guest-suite.sh" "$manifest"
+rc=$?
+say "VM suite $([ $rc = 0 ] && echo passed || echo "FAILED (exit $rc)") in $(($(date +%s) - t0))s wall (VM part $(($(date +%s) - t1))s)"
+exit $rc
