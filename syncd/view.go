@@ -476,3 +476,16 @@ func (v *View) Link(name string) (netlinkmgr.LinkInfo, bool) {
 	l, ok := v.links[name]
 	return l, ok
 }
+
+// Configured returns the ports named in CONFIG_DB PORT, sorted.
+func (v *View) Configured() []string {
+	out := make([]string, 0, len(v.ports))
+	for p := range v.ports {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IsConfigured reports whether CONFIG_DB PORT names port.
+func (v *View) IsConfigured(port string) bool { return v.ports[port] }

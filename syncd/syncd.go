@@ -1,0 +1,343 @@
+package syncd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sirupsen/logrus"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// DefaultCountersInterval is how often COUNTERS:<port> is refreshed.
+const DefaultCountersInterval = time.Second
+
+// maxBurst bounds how many queued kernel events are folded into one flush,
+// so a never-ending stream still reaches Redis.
+const maxBurst = 50000
+
+// retryDelay is the pause before a failed Redis write or load is retried.
+const retryDelay = 500 * time.Millisecond
+
+// Config configures a Daemon.
+type Config struct {
+	Kernel   netlinkmgr.Kernel
+	State    *redis.Client // STATE_DB
+	Counters *redis.Client // COUNTERS_DB
+	Config   *redis.Client // CONFIG_DB (the PORT table)
+
+	CountersInterval time.Duration // 0 = DefaultCountersInterval
+	RecvBuffer       int           // netlink socket receive buffer; 0 = netlinkmgr's default
+	Log              *logrus.Entry // nil = discard
+}
+
+// Stats are cumulative figures of a running Daemon (for logs and benchmarks).
+type Stats struct {
+	Events     uint64 // kernel events applied
+	Bursts     uint64 // flushes that wrote something
+	RoundTrips uint64 // Redis round trips of the STATE_DB and COUNTERS_DB writers
+	Commands   uint64 // Redis commands of those writers
+	Resyncs    uint64 // full rewrites (start, Redis restart, failed write)
+}
+
+// Daemon is syncd: it mirrors one namespace's kernel into Redis.
+type Daemon struct {
+	cfg      Config
+	log      *logrus.Entry
+	view     *View
+	state    *Store
+	counters *Store
+
+	synced     bool // the kernel's initial listing is complete
+	portsKnown bool // the PORT table has been scanned once
+	needResync bool // Forget + Load + full rewrite before the next flush
+	runID      string
+
+	events  atomic.Uint64
+	bursts  atomic.Uint64
+	resyncs atomic.Uint64
+	ready   chan struct{} // closed after the first complete mirror
+}
+
+// New returns a Daemon for cfg.
+func New(cfg Config) *Daemon {
+	if cfg.CountersInterval <= 0 {
+		cfg.CountersInterval = DefaultCountersInterval
+	}
+	log := cfg.Log
+	if log == nil {
+		l := logrus.New()
+		l.SetLevel(logrus.PanicLevel)
+		log = logrus.NewEntry(l)
+	}
+	return &Daemon{
+		cfg: cfg, log: log, view: NewView(),
+		state:      NewStore(cfg.State, StateOwned),
+		counters:   NewStore(cfg.Counters, CountersOwned),
+		needResync: true,
+		ready:      make(chan struct{}),
+	}
+}
+
+// Ready is closed once the mirror is complete for the first time.
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
+
+// Stats returns the cumulative figures (safe from any goroutine).
+func (d *Daemon) Stats() Stats {
+	return Stats{
+		Events: d.events.Load(), Bursts: d.bursts.Load(),
+		RoundTrips: d.state.RoundTrips() + d.counters.RoundTrips(),
+		Commands:   d.state.Commands() + d.counters.Commands(),
+		Resyncs:    d.resyncs.Load(),
+	}
+}
+
+// Run mirrors until ctx is done (then it returns nil) or the kernel watch
+// fails.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := ensureKeyspaceEvents(ctx, d.cfg.Config); err != nil {
+		return err
+	}
+	events, err := d.cfg.Kernel.Watch(ctx, netlinkmgr.WatchOptions{ListExisting: true, RecvBuffer: d.cfg.RecvBuffer})
+	if err != nil {
+		return fmt.Errorf("watch kernel: %w", err)
+	}
+	d.view.BeginListing()
+	ports := make(chan portUpdate, 64)
+	go watchPorts(ctx, d.cfg.Config, ports, d.log)
+
+	tick := time.NewTicker(d.cfg.CountersInterval)
+	defer tick.Stop()
+	retry := time.NewTimer(0)
+	<-retry.C
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("kernel watch ended")
+			}
+			d.apply(ev)
+		drain:
+			for n := 0; n < maxBurst; n++ {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						break drain
+					}
+					d.apply(ev)
+				default:
+					break drain
+				}
+			}
+			if d.view.RoutesSuspect() && !d.view.Listing() {
+				d.relistRoutes()
+			}
+		case u := <-ports:
+			d.applyPorts(u)
+		case <-tick.C:
+			d.checkRunID(ctx)
+			if d.synced && d.portsKnown && !d.needResync {
+				if err := d.writeCounters(ctx); err != nil {
+					d.log.WithError(err).Warn("write counters")
+					d.needResync = true
+				}
+			}
+		case <-retry.C:
+		}
+		if err := d.flush(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			d.log.WithError(err).Warn("redis write failed; retrying with a full rewrite")
+			d.needResync = true
+			retry.Reset(retryDelay)
+		}
+	}
+}
+
+func (d *Daemon) apply(ev netlinkmgr.Event) {
+	d.events.Add(1)
+	switch ev.Kind {
+	case netlinkmgr.EventResync:
+		d.log.Warn("netlink socket overflowed; relisting the kernel")
+	case netlinkmgr.EventSynced:
+		if !d.synced {
+			d.log.Debug("initial kernel listing complete")
+		}
+		d.synced = true
+	}
+	d.view.Apply(ev)
+}
+
+func (d *Daemon) relistRoutes() {
+	rs, err := d.cfg.Kernel.Routes().List(netlinkmgr.RouteFilter{Table: netlinkmgr.MainTable})
+	if err != nil {
+		d.log.WithError(err).Warn("relist routes after link down")
+		return
+	}
+	d.view.ReplaceRoutes(rs)
+}
+
+func (d *Daemon) applyPorts(u portUpdate) {
+	if u.snapshot {
+		for _, p := range d.view.Configured() {
+			if !u.names[p] {
+				d.view.SetPort(p, false)
+			}
+		}
+		for p := range u.names {
+			d.view.SetPort(p, true)
+		}
+		if u.reconnect {
+			d.log.Info("redis reconnected; rewriting the mirror")
+			d.needResync = true
+		}
+		d.portsKnown = true
+		return
+	}
+	for p, present := range u.names {
+		d.view.SetPort(p, present)
+	}
+}
+
+// checkRunID notices a Redis restart between two ticks (a reconnect the
+// client hid from us): the server's run_id changes.
+func (d *Daemon) checkRunID(ctx context.Context) {
+	info, err := d.cfg.State.Info(ctx, "server").Result()
+	if err != nil {
+		return
+	}
+	id := ""
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			id = v
+		}
+	}
+	if d.runID != "" && id != d.runID {
+		d.log.WithField("run_id", id).Info("redis restarted; rewriting the mirror")
+		d.needResync = true
+	}
+	d.runID = id
+}
+
+// flush writes what changed. Nothing is written before the kernel listing
+// and the PORT scan are complete, or while a relist is running, so the
+// mirror never shows a half-listed kernel or deletes what is merely not
+// listed yet.
+func (d *Daemon) flush(ctx context.Context) error {
+	if !d.synced || !d.portsKnown || d.view.Listing() {
+		return nil
+	}
+	if d.needResync {
+		return d.resync(ctx)
+	}
+	if d.view.DirtyCount() == 0 {
+		return nil
+	}
+	for _, k := range d.view.TakeDirty() {
+		if f, ok := d.view.Want(k); ok {
+			d.state.Set(ctx, k, f)
+		} else {
+			d.state.Delete(ctx, k)
+		}
+	}
+	return d.commit(ctx, "burst")
+}
+
+func (d *Daemon) commit(ctx context.Context, what string) error {
+	n := d.state.Staged()
+	if n == 0 {
+		return nil
+	}
+	if err := d.state.Flush(ctx); err != nil {
+		return err
+	}
+	d.bursts.Add(1)
+	if d.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+		s := d.Stats()
+		d.log.WithFields(logrus.Fields{"what": what, "commands": n, "total_events": s.Events,
+			"total_round_trips": s.RoundTrips, "total_commands": s.Commands}).Debug("flushed")
+	}
+	return nil
+}
+
+// resync re-reads what Redis holds of ours, removes what the kernel no
+// longer has and writes everything else (only differences go out).
+func (d *Daemon) resync(ctx context.Context) error {
+	d.resyncs.Add(1)
+	d.state.Forget()
+	d.counters.Forget()
+	for _, t := range StateTables {
+		if err := d.state.Load(ctx, StateKey(t, "*")); err != nil {
+			return err
+		}
+	}
+	if err := d.counters.Load(ctx, schema.CountersKey(schema.CountersTable, "*")); err != nil {
+		return err
+	}
+	d.view.TakeDirty()
+	want := d.view.Keys()
+	keep := make(map[string]struct{}, len(want))
+	for _, k := range want {
+		keep[k] = struct{}{}
+		f, _ := d.view.Want(k)
+		d.state.Set(ctx, k, f)
+	}
+	stale := 0
+	for _, k := range d.state.Keys() {
+		if _, ok := keep[k]; !ok {
+			d.state.Delete(ctx, k)
+			stale++
+		}
+	}
+	if err := d.commit(ctx, "resync"); err != nil {
+		return err
+	}
+	d.needResync = false
+	d.log.WithFields(logrus.Fields{"keys": len(want), "stale_removed": stale}).Info("mirror complete")
+	if err := d.writeCounters(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-d.ready:
+	default:
+		close(d.ready)
+	}
+	return nil
+}
+
+// writeCounters refreshes COUNTERS:<port> for every configured port from
+// one link dump, in one pipeline, and removes counters of ports gone.
+func (d *Daemon) writeCounters(ctx context.Context) error {
+	links, err := d.cfg.Kernel.Links().List()
+	if err != nil {
+		d.log.WithError(err).Warn("list links for counters")
+		return nil
+	}
+	keep := map[string]struct{}{}
+	for _, l := range links {
+		if !d.view.IsConfigured(l.Name) || l.Stats == nil {
+			continue
+		}
+		k := schema.CountersKey(schema.CountersTable, l.Name)
+		keep[k] = struct{}{}
+		d.counters.Set(ctx, k, CounterFieldsOf(*l.Stats))
+	}
+	for _, k := range d.counters.Keys() {
+		if _, ok := keep[k]; !ok {
+			d.counters.Delete(ctx, k)
+		}
+	}
+	return d.counters.Flush(ctx)
+}
