@@ -39,6 +39,8 @@ var errCases = []errCase{
 	{TablePort, "Ethernet0", Fields{"mac": "00:00:00:00:00:00"}, []string{"all-zero"}},
 	{TablePort, "Ethernet0", Fields{"mac": "00:11:22:33:44"}, []string{`"00:11:22:33:44" is not valid`, "48-bit"}},
 	{TablePort, "Ethernet0", Fields{"mac": "00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01"}, []string{"48-bit"}},
+	{TablePort, "Ethernet0", Fields{"description": strings.Repeat("x", 256)}, []string{`field "description"`, "256 bytes long", "at most 255"}},
+	{TablePort, "Ethernet0", Fields{"description": "a\x00b"}, []string{"NUL"}},
 	{TablePort, "Ethernet0", Fields{"speed": "100000"}, []string{`field "speed": unknown field: want one of admin_status, description, mac, mtu`}},
 	// VLAN key and fields.
 	{TableVlan, "Vlan0", nil, []string{"VLAN number 0 is out of range", "1-4094"}},

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -26,6 +27,7 @@ var okCases = []okCase{
 		"e", Fields{"admin_status": "up", "mtu": "1500", "mac": "00:11:22:aa:bb:cc", "description": "uplink: to spine|1"}},
 	{TablePort, "Ethernet0", Fields{"mtu": "68", "mac": "0211.2233.4455", "description": ""},
 		"Ethernet0", Fields{"mtu": "68", "mac": "02:11:22:33:44:55", "description": ""}},
+	{TablePort, "Ethernet0", Fields{"description": strings.Repeat("é", 127) + "x"}, "Ethernet0", Fields{"description": strings.Repeat("é", 127) + "x"}},
 	{TablePort, "Vlan0100", Fields{"mtu": "9216"}, "Vlan0100", Fields{"mtu": "9216"}}, // not a VLAN name, so a port
 	{TableVlan, "Vlan100", nil, "Vlan100", Fields{"vlanid": "100"}},
 	{TableVlan, "Vlan1", Fields{"vlanid": "1"}, "Vlan1", Fields{"vlanid": "1"}},
@@ -161,8 +163,14 @@ func (r testRecord) Table() string  { return "SCHEMA_TEST_TABLE" }
 func (r testRecord) Key() string    { return r.key }
 func (r testRecord) Fields() Fields { return orNull(nil) }
 
-func TestRegisterTable(t *testing.T) {
+// registerTestTable registers SCHEMA_TEST_TABLE once per process, so the
+// test also passes with -count=N.
+var registerTestTable = sync.OnceFunc(func() {
 	RegisterTable("SCHEMA_TEST_TABLE", func(key string, f Fields) (Record, error) { return testRecord{key}, nil })
+})
+
+func TestRegisterTable(t *testing.T) {
+	registerTestTable()
 	r, err := Parse("SCHEMA_TEST_TABLE", "k", nil)
 	if err != nil || r.Key() != "k" {
 		t.Fatalf("Parse of a registered table = %v, %v", r, err)

@@ -1,6 +1,10 @@
 package schema
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // ParsePort parses a PORT entry: key an interface name, fields
 // admin_status (up|down), mtu (68-9216), mac (unicast), description.
@@ -24,9 +28,28 @@ func ParsePort(key string, f Fields) (Port, error) {
 		return Port{}, err
 	}
 	if d, ok := f[FieldDescription]; ok {
+		if problem := descriptionProblem(d); problem != "" {
+			return Port{}, fieldError(t, key, FieldDescription, d, problem, "")
+		}
 		p.Description = &d
 	}
 	return p, nil
+}
+
+// MaxDescriptionLen is the longest PORT description: it becomes the
+// interface alias, which the kernel limits to IFALIASZ-1 bytes.
+const MaxDescriptionLen = 255
+
+// descriptionProblem says why the kernel could not keep d as an interface
+// alias (it would never read back equal), or "" when it can.
+func descriptionProblem(d string) string {
+	if len(d) > MaxDescriptionLen {
+		return fmt.Sprintf("description is %d bytes long: the kernel keeps at most %d (it becomes the interface alias)", len(d), MaxDescriptionLen)
+	}
+	if strings.IndexByte(d, 0) >= 0 {
+		return "description cannot contain a NUL byte"
+	}
+	return ""
 }
 
 // Table returns "PORT".

@@ -28,10 +28,18 @@ type Result struct {
 	Reason string // empty when State is ok
 }
 
-// OK, Pending and Error build Results.
-func OK() Result                   { return Result{State: StateOK} }
+// OK is the Result of a key whose intent the kernel holds.
+func OK() Result { return Result{State: StateOK} }
+
+// Pending is the Result of a key waiting for something; reason names it.
 func Pending(reason string) Result { return Result{State: StatePending, Reason: reason} }
-func Error(reason string) Result   { return Result{State: StateError, Reason: reason} }
+
+// Error is the Result of a key that cannot be applied; reason says why and
+// what to do (for invalid input, the *FieldError text).
+func Error(reason string) Result { return Result{State: StateError, Reason: reason} }
+
+// WaitingFor is the Pending Result of a key whose dependency, CONFIG_DB
+// key table|key, is missing: "waiting for VLAN|Vlan100".
 func WaitingFor(table, key string) Result {
 	return Pending("waiting for " + table + ConfigSep + key)
 }
