@@ -24,6 +24,8 @@ var errCases = []errCase{
 	{TablePort, "eth:0", nil, []string{`cannot contain ':'`}},
 	{TablePort, "eth 0", nil, []string{`cannot contain ' '`}},
 	{TablePort, "eth\t0", nil, []string{`cannot contain '\t'`}},
+	{TablePort, "eth\u00a00", nil, []string{"byte 0xa0"}},
+	{TablePort, "eth\x000", nil, []string{`cannot contain '\x00'`}},
 	{TablePort, "eth|0", nil, []string{"cannot contain '|'", "separates"}},
 	{TablePort, "Vlan100", nil, []string{"Vlan100 is a VLAN device"}},
 	// PORT fields.

@@ -122,6 +122,8 @@ func ifnameProblem(name string) string {
 		switch c := name[i]; c {
 		case '/', ':', ' ', '\t', '\n', '\v', '\f', '\r', 0:
 			return fmt.Sprintf("interface name cannot contain %q", c)
+		case 0xa0: // the kernel's isspace() counts Latin-1 NBSP as a space
+			return "interface name cannot contain byte 0xa0 (the kernel counts it as a space)"
 		case '|':
 			return "interface name cannot contain '|': it separates the parts of a key"
 		}
