@@ -225,6 +225,13 @@ func (f *Fake) view(name string) LinkInfo {
 	if in.Bridge != nil {
 		vf, pvid := *in.Bridge.VlanFiltering, *in.Bridge.DefaultPVID
 		out.Bridge = &BridgeOptions{VlanFiltering: &vf, DefaultPVID: &pvid}
+		if f.unsupported["vlan_filtering"] {
+			out.Bridge.DefaultPVID = nil // not reported without CONFIG_BRIDGE_VLAN_FILTERING
+		}
+	}
+	if p := f.links[l.peer]; p != nil {
+		out.Veth = &VethOptions{PeerName: l.peer}
+		out.ParentIdx = p.info.Index
 	}
 	if in.Vlan != nil {
 		v := *in.Vlan
@@ -297,9 +304,6 @@ func (x fakeLinks) Add(l LinkInfo) error {
 	if l.Name == "" || len(l.Name) > 15 {
 		return opErr("add", obj, fmt.Errorf("invalid link name %q: %w", l.Name, unix.EINVAL))
 	}
-	if feat := kindFeature(l.Kind); feat != "" && f.unsupported[l.Kind] {
-		return opErr("add", obj, &FeatureError{Feature: feat, Err: unix.EOPNOTSUPP})
-	}
 	if f.links[l.Name] != nil {
 		return opErr("add", obj, fmt.Errorf("link already exists: %w", unix.EEXIST))
 	}
@@ -325,6 +329,11 @@ func (x fakeLinks) Add(l LinkInfo) error {
 			return opErr("add", obj, fmt.Errorf("parent %s: %w", l.Vlan.Parent, notFound(unix.ENODEV)))
 		}
 		mac = append(net.HardwareAddr(nil), p.info.MAC...)
+	case "":
+		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
+	}
+	if feat := kindFeature(l.Kind); feat != "" && f.unsupported[l.Kind] {
+		return opErr("add", obj, &FeatureError{Feature: feat, Err: unix.EOPNOTSUPP})
 	}
 	if err := f.checkSet(l, false); err != nil {
 		return opErr("add", obj, err)
@@ -339,7 +348,11 @@ func (x fakeLinks) Add(l LinkInfo) error {
 		}
 	case "veth":
 		n.peer = l.Veth.PeerName
-		f.newLink(l.Veth.PeerName, "veth", nil).peer = l.Name
+		p := f.newLink(l.Veth.PeerName, "veth", nil)
+		p.peer = l.Name
+		if l.MTU != nil {
+			*p.info.MTU = *l.MTU
+		}
 	case "vlan":
 		v := *l.Vlan
 		n.info.Vlan = &v
