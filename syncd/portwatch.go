@@ -2,7 +2,6 @@ package syncd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,14 +10,15 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 
+	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
 // KeyspaceClasses are the notify-keyspace-events classes syncd makes sure
-// of: keyspace channel (K), generic DEL/EXPIRE/RENAME (g), strings ($),
-// hashes (h), expired (x) and evicted (e) — what its own PORT watch needs
-// and what downstream consumers of STATE_DB need to see syncd's HSET/HDEL.
-const KeyspaceClasses = "Kg$hxe"
+// of (redisx.WatchClasses: K, g, $, h, x, e) — what its own PORT watch
+// needs and what downstream consumers of STATE_DB need to see syncd's
+// HSET/HDEL.
+const KeyspaceClasses = redisx.WatchClasses
 
 // portUpdate is what the PORT watch reports: either the full set of
 // configured ports (snapshot, after each (re)subscription) or single
@@ -126,35 +126,8 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // ensureKeyspaceEvents makes notify-keyspace-events contain
-// KeyspaceClasses, keeping the classes already there. A server that
+// KeyspaceClasses, keeping the classes already there; a server that
 // refuses CONFIG gets an error naming the redis.conf line to add.
 func ensureKeyspaceEvents(ctx context.Context, c *redis.Client) error {
-	cur, err := c.ConfigGet(ctx, "notify-keyspace-events").Result()
-	if err != nil {
-		return configErr(err, KeyspaceClasses)
-	}
-	have := cur["notify-keyspace-events"]
-	want := have
-	all := strings.Contains(have, "A")
-	for _, r := range KeyspaceClasses {
-		if strings.ContainsRune(want, r) || (all && r != 'K' && r != 'E') {
-			continue
-		}
-		want += string(r)
-	}
-	if want == have {
-		return nil
-	}
-	if err := c.ConfigSet(ctx, "notify-keyspace-events", want).Err(); err != nil {
-		return configErr(err, want)
-	}
-	return nil
-}
-
-func configErr(err error, classes string) error {
-	var re redis.Error
-	if errors.As(err, &re) {
-		return fmt.Errorf("redis refuses CONFIG (%v): add `notify-keyspace-events %s` to redis.conf and restart redis-server", err, classes)
-	}
-	return fmt.Errorf("configure keyspace notifications: %w", err)
+	return redisx.EnsureKeyspaceEvents(ctx, c, KeyspaceClasses)
 }

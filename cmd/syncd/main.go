@@ -1,0 +1,89 @@
+// Command syncd mirrors the kernel of one network namespace into Redis:
+// STATE_DB PORT_TABLE, VLAN_TABLE, FDB_TABLE, NEIGH_TABLE, ROUTE_TABLE and
+// COUNTERS_DB COUNTERS:<port>. See docs/syncd.md.
+//
+//	syncd [--redis URL] [--netns NAME] [--log-level L] [--counters-interval 1s]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/switchyard-net/switchyard/internal/daemon"
+	"github.com/switchyard-net/switchyard/internal/redisx"
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+	"github.com/switchyard-net/switchyard/syncd"
+)
+
+const name = "syncd"
+
+func main() {
+	var f daemon.Flags
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	f.Register(fs)
+	interval := fs.Duration("counters-interval", syncd.DefaultCountersInterval,
+		"how often COUNTERS:<port> is refreshed from the kernel's link statistics")
+	rcvbuf := fs.Int("netlink-rcvbuf", 8<<20,
+		"netlink socket receive buffer in bytes (overflow is survived by a relist, but costs one)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s [flags]\n\nMirror the kernel into Redis STATE_DB and COUNTERS_DB.\n\n", name)
+		fs.PrintDefaults()
+	}
+	fs.Parse(os.Args[1:])
+	if fs.NArg() > 0 {
+		daemon.Fatal(name, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if *interval < 10*time.Millisecond {
+		daemon.Fatal(name, fmt.Errorf("--counters-interval %v: want at least 10ms", *interval))
+	}
+	log, err := f.Logger(name)
+	if err != nil {
+		daemon.Fatal(name, err)
+	}
+	ctx, stop := daemon.SignalContext()
+	defer stop()
+
+	conn, err := redisx.Connect(f.Redis)
+	if err != nil {
+		daemon.Fatal(name, err)
+	}
+	defer conn.Close()
+	if err := waitRedis(ctx, conn); err != nil {
+		daemon.Fatal(name, err)
+	}
+	k, err := netlinkmgr.Open(netlinkmgr.Options{NetNS: f.NetNS})
+	if err != nil {
+		daemon.Fatal(name, err)
+	}
+	defer k.Close()
+
+	d := syncd.New(syncd.Config{
+		Kernel: k, State: conn.DB(schema.StateDB), Counters: conn.DB(schema.CountersDB),
+		Config: conn.DB(schema.ConfigDB), CountersInterval: *interval, RecvBuffer: *rcvbuf, Log: log,
+	})
+	log.WithField("redis", conn.String()).WithField("netns", f.NetNS).Info("starting")
+	err = d.Run(ctx)
+	s := d.Stats()
+	log.WithField("events", s.Events).WithField("round_trips", s.RoundTrips).
+		WithField("commands", s.Commands).WithField("resyncs", s.Resyncs).Info("stopped")
+	if err != nil {
+		daemon.Fatal(name, err)
+	}
+}
+
+// waitRedis waits (up to 30 s) for Redis to answer, so syncd started
+// together with redis-server does not fail on the race.
+func waitRedis(ctx context.Context, conn *redisx.Conn) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := conn.Ping(ctx)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
