@@ -42,6 +42,9 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 			return kernelOut(err, refs)
 		}
 		o.view.notedAddr(in.Name, in.Addr, true)
+		// The echo will match the view: tell routes waiting for a
+		// reachable gateway ourselves.
+		o.enqueueRefs(resReach)
 		return okOut(refs)
 	}
 }
