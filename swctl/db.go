@@ -13,6 +13,14 @@ import (
 	"github.com/switchyard-net/switchyard/schema"
 )
 
+// silentLogger drops go-redis's own log lines: swctl reports errors itself,
+// once, on stderr.
+type silentLogger struct{}
+
+func (silentLogger) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(silentLogger{}) }
+
 // DB hands out one Redis client per database number, all to the server
 // named by the --redis URL (the same forms the daemons accept).
 type DB struct {

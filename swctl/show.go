@@ -197,7 +197,7 @@ func showInterfaces(ctx context.Context, db *DB, o showOpts) (*View, error) {
 		return nil, err
 	}
 	addrs := map[string][]string{}
-	ipOnly := hashes{}
+	ipOnly := hashes{} // ports named only by INTERFACE or VLAN_MEMBER keys
 	for _, k := range union(cfg[1]) {
 		port, a := splitKey(k, schema.ConfigSep)
 		ipOnly[port] = nil
@@ -209,6 +209,7 @@ func showInterfaces(ctx context.Context, db *DB, o showOpts) (*View, error) {
 	for _, k := range union(cfg[2]) {
 		vlan, port := splitKey(k, schema.ConfigSep)
 		vlans[port] = append(vlans[port], vlan)
+		ipOnly[port] = nil
 	}
 	v := &View{Columns: []Column{{"INTERFACE", "interface"}, {"ADMIN", "admin_status"}, {"OPER", "oper_status"},
 		{"MTU", "mtu"}, {"MAC", "mac"}, {"ADDRESSES", "addresses"}, {"VLANS", "vlans"},

@@ -41,6 +41,9 @@ func (v *View) Write(w io.Writer, asJSON bool) error {
 			o := make(map[string]any, len(v.Columns))
 			for _, c := range v.Columns {
 				val, ok := r[c.Key]
+				if l, isList := val.([]string); isList && l == nil {
+					val = []string{}
+				}
 				if !ok || val == nil {
 					val = ""
 				}
