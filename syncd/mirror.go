@@ -1,7 +1,6 @@
 package syncd
 
 import (
-	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -256,14 +255,6 @@ func ProtocolName(p int) string {
 		return n
 	}
 	return strconv.Itoa(p)
-}
-
-// routeID identifies a kernel route inside the main table: several routes
-// may share a prefix with different metrics; the mirror shows the one the
-// kernel prefers (lowest metric).
-type routeID struct {
-	dst    netip.Prefix
-	metric int
 }
 
 // fdbID identifies a bridge FDB entry as the kernel does: one bridge, so

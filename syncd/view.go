@@ -301,74 +301,6 @@ func (v *View) applyNeigh(n netlinkmgr.NeighInfo, deleted bool) {
 	v.touch(schema.StateNeighTable, k)
 }
 
-func idOfRoute(r netlinkmgr.RouteInfo) routeID {
-	return routeID{dst: r.Dst.Masked(), metric: r.Metric}
-}
-
-func (v *View) applyRoute(r netlinkmgr.RouteInfo, deleted bool) {
-	if !RouteMirrored(r) {
-		return
-	}
-	id := idOfRoute(r)
-	if deleted {
-		v.removeRoute(id)
-		return
-	}
-	v.routes[id] = r
-	k := RouteKey(r)
-	set := v.routeKeys[k]
-	if set == nil {
-		set = map[routeID]struct{}{}
-		v.routeKeys[k] = set
-	}
-	set[id] = struct{}{}
-	if v.listing {
-		v.seenRoutes[id] = struct{}{}
-	}
-	v.touch(schema.StateRouteTable, k)
-}
-
-func (v *View) removeRoute(id routeID) {
-	r, ok := v.routes[id]
-	if !ok {
-		return
-	}
-	delete(v.routes, id)
-	k := RouteKey(r)
-	if set := v.routeKeys[k]; set != nil {
-		delete(set, id)
-		if len(set) == 0 {
-			delete(v.routeKeys, k)
-		}
-	}
-	v.touch(schema.StateRouteTable, k)
-}
-
-// RoutesSuspect reports (and clears) whether routes must be relisted
-// because a link went admin-down or away.
-func (v *View) RoutesSuspect() bool {
-	s := v.routesSuspect
-	v.routesSuspect = false
-	return s
-}
-
-// ReplaceRoutes replaces the main-table routes with a fresh listing.
-func (v *View) ReplaceRoutes(rs []netlinkmgr.RouteInfo) {
-	keep := map[routeID]struct{}{}
-	for _, r := range rs {
-		if !RouteMirrored(r) {
-			continue
-		}
-		keep[idOfRoute(r)] = struct{}{}
-		v.applyRoute(r, false)
-	}
-	for id := range v.routes {
-		if _, ok := keep[id]; !ok {
-			v.removeRoute(id)
-		}
-	}
-}
-
 // TakeDirty returns the STATE_DB keys touched since the last call, sorted,
 // and clears the set.
 func (v *View) TakeDirty() []string {
@@ -417,17 +349,7 @@ func (v *View) Want(k string) (schema.Fields, bool) {
 		}
 		return NeighFields(n), true
 	case schema.StateRouteTable:
-		set := v.routeKeys[key]
-		if len(set) == 0 {
-			return nil, false
-		}
-		best := routeID{metric: -1}
-		for id := range set {
-			if best.metric < 0 || id.metric < best.metric {
-				best = id
-			}
-		}
-		return RouteFields(v.routes[best]), true
+		return v.wantRoute(key)
 	}
 	return nil, false
 }

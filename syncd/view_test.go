@@ -203,3 +203,25 @@ func TestViewRoutesSuspectOnAdminDown(t *testing.T) {
 		t.Fatal("RoutesSuspect did not clear")
 	}
 }
+
+func TestViewRoutesSameMetricMerge(t *testing.T) {
+	v := NewView()
+	m := map[string]schema.Fields{}
+	p := netip.MustParsePrefix("fe80::/64")
+	for _, dev := range []string{"e1", "e0"} {
+		v.Apply(routeEv(netlinkmgr.RouteInfo{Dst: p, Metric: 256, Protocol: 2, NextHops: []netlinkmgr.NextHop{{Link: dev}}}, false))
+	}
+	if !v.RoutesSuspect() {
+		t.Error("a second route with the same prefix and metric did not ask for a relist")
+	}
+	mirror(v, m)
+	want := schema.Fields{"nexthop": "::,::", "ifname": "e0,e1", "protocol": "kernel"}
+	if got := m["ROUTE_TABLE|fe80::/64"]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("merged = %v, want %v", got, want)
+	}
+	v.Apply(routeEv(netlinkmgr.RouteInfo{Dst: p, Metric: 256, Protocol: 2, NextHops: []netlinkmgr.NextHop{{Link: "e0"}}}, true))
+	mirror(v, m)
+	if got := m["ROUTE_TABLE|fe80::/64"]["ifname"]; got != "e1" {
+		t.Fatalf("after deleting e0's route ifname = %q, want e1", got)
+	}
+}
