@@ -1,0 +1,28 @@
+// Command orchagent reconciles CONFIG_DB (PORT, VLAN, VLAN_MEMBER,
+// INTERFACE, VLAN_INTERFACE, STATIC_ROUTE, FDB) into the Linux kernel and
+// writes each key's outcome to STATE_DB. See docs/orchagent.md.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"github.com/switchyard-net/switchyard/internal/daemon"
+	"github.com/switchyard-net/switchyard/orchagent"
+)
+
+func main() {
+	var f daemon.Flags
+	fs := flag.NewFlagSet("orchagent", flag.ExitOnError)
+	f.Register(fs)
+	fs.Parse(os.Args[1:])
+	log, err := f.Logger("orchagent")
+	if err != nil {
+		daemon.Fatal("orchagent", err)
+	}
+	ctx, stop := daemon.SignalContext()
+	defer stop()
+	if err := orchagent.Run(ctx, orchagent.Config{RedisURL: f.Redis, NetNS: f.NetNS, Log: log}); err != nil {
+		daemon.Fatal("orchagent", err)
+	}
+}
