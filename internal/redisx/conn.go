@@ -104,7 +104,7 @@ func parseURL(raw string) (*redis.Options, string, error) {
 		}
 		return nil, "", fmt.Errorf("redis url: %v (want redis://[user:pass@]host:port or unix:///path/redis.sock)", err)
 	}
-	redacted := u.Redacted()
+	redacted := redact(u)
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("redis url %q: %s", redacted, fmt.Sprintf(format, a...))
 	}
@@ -168,11 +168,6 @@ func parseURL(raw string) (*redis.Options, string, error) {
 				return nil, "", bad("unknown query parameter %q (want password, user)", k)
 			}
 		}
-		if q.Has("password") {
-			ru := *u
-			ru.RawQuery = ""
-			redacted = ru.Redacted() + "?password=xxxxx"
-		}
 		o.Network, o.Addr = "unix", u.Path
 	case "":
 		return nil, "", bad("no scheme; want redis://host:port or unix:///path/redis.sock")
@@ -180,4 +175,22 @@ func parseURL(raw string) (*redis.Options, string, error) {
 		return nil, "", bad("unsupported scheme %q; want redis://, rediss:// or unix://", u.Scheme)
 	}
 	return o, redacted, nil
+}
+
+// redact is u for messages: any password, and user info that may be one,
+// replaced by xxxxx.
+func redact(u *url.URL) string {
+	ru := *u
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			ru.User = url.UserPassword(u.User.Username(), "xxxxx")
+		} else {
+			ru.User = url.User("xxxxx")
+		}
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		ru.RawQuery = q.Encode()
+	}
+	return ru.String()
 }

@@ -43,6 +43,9 @@ const readBatch = 512
 func (w *Watcher) Events(ctx context.Context) <-chan Event {
 	out := make(chan Event)
 	co := newCoalescer()
+	w.mu.Lock()
+	w.co = co // for tests
+	w.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -292,4 +295,12 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 		case <-c.wake:
 		}
 	}
+}
+
+// isDirty reports whether ch waits in the coalescer (for tests).
+func (c *coalescer) isDirty(ch Change) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.dirty[ch]
+	return ok
 }

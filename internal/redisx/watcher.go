@@ -49,6 +49,7 @@ type Watcher struct {
 	mu    sync.Mutex
 	known map[string]knownKey // full key -> what we know of it
 	epoch uint64              // incremented when a scan starts
+	co    *coalescer          // of the last Events call, for tests
 
 	emitMu sync.Mutex // serializes notify calls
 }
@@ -241,7 +242,17 @@ func (w *Watcher) scanLoop(ctx context.Context, emit func(Change), onSync func(c
 // scan notifies every existing key of the tables, every plain key, and
 // every known key neither seen by this scan nor touched by a notification
 // since it began (deleted while we were not listening).
+//
+// It first makes sure notifications are on: a restarted Redis without the
+// redis.conf line has lost the daemon's CONFIG SET.
 func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
+	if err := EnsureKeyspaceEvents(ctx, w.c, WatchClasses); err != nil {
+		var nce *NotifyConfigError
+		if !errors.As(err, &nce) {
+			return err
+		}
+		w.report(err) // maybe set in redis.conf; scan anyway
+	}
 	w.mu.Lock()
 	w.epoch++
 	epoch := w.epoch
