@@ -24,16 +24,18 @@ const (
 	FieldType        = "type"
 )
 
-// Values of admin_status, blackhole and FDB type.
+// Field values: admin_status, blackhole, FDB type, and the only VRF.
 const (
-	AdminUp     = "up"
-	AdminDown   = "down"
-	True        = "true"
-	False       = "false"
-	FDBStatic   = "static"
-	DefaultVRF  = "default"
-	nullAllowed = "no fields (only the NULL placeholder)"
+	AdminUp    = "up"
+	AdminDown  = "down"
+	ValueTrue  = "true"
+	ValueFalse = "false"
+	FDBStatic  = "static"
+	DefaultVRF = "default"
 )
+
+// nullAllowed says what a table without fields accepts.
+const nullAllowed = "no fields (only the NULL placeholder)"
 
 // checkFields returns a FieldError for the first (in sorted order, so the
 // reason is stable) field not in allowed. NullField is always allowed.

@@ -43,9 +43,9 @@ func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 	r := StaticRoute{VRF: DefaultVRF, Prefix: p}
 	if v, ok := f[FieldBlackhole]; ok {
 		switch v {
-		case True:
+		case ValueTrue:
 			r.Blackhole = true
-		case False:
+		case ValueFalse:
 		default:
 			return StaticRoute{}, valueError(t, key, FieldBlackhole, v, "true or false")
 		}
@@ -200,7 +200,7 @@ func (r StaticRoute) Fields() Fields {
 	f := Fields{}
 	putInt(f, FieldDistance, r.Distance)
 	if r.Blackhole {
-		f[FieldBlackhole] = True
+		f[FieldBlackhole] = ValueTrue
 		return f
 	}
 	gws, ifs := make([]string, len(r.NextHops)), make([]string, len(r.NextHops))
