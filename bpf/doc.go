@@ -1,0 +1,23 @@
+// Package bpf is switchyard's XDP data plane for impairments: the C
+// program (impair.c, built with bpf2go; the generated Go and .o files are
+// committed and `make check-generate` keeps them fresh), the compiler from
+// schema records to map entries (Compile), and Port, which loads one
+// program instance per port with its maps pinned on bpffs, attaches it
+// with a bpf link, applies plans and reads counters.
+//
+// Data plane layout (one instance per port):
+//
+//   - slot 0 holds the port profile (IMPAIRMENT), slots 1..1024 the
+//     IMPAIRMENT_FLOW rules; profiles live in a non-preallocated hash so
+//     each update is atomic for readers;
+//   - rules are classified by tuple space search: each distinct match
+//     shape (which fields, prefix lengths, port-range block sizes) is a
+//     mask; per packet one hash lookup per active mask, best rank wins;
+//   - counters, RNG (xorshift64*) and Gilbert state are per CPU per slot;
+//     the policer (GCRA in nanoseconds, compare-and-swap) and the periodic
+//     counter are shared per slot, or per 5-tuple in an LRU hash for
+//     scope flow.
+//
+// It must not talk to Redis or run commands; netlink questions (is a
+// foreign XDP program attached, which mode) belong to impaird.
+package bpf

@@ -1,0 +1,259 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// XDPMode says how a program is attached.
+type XDPMode string
+
+// Attach modes: auto tries native (driver) XDP and falls back to generic.
+const (
+	ModeAuto    XDPMode = "auto"
+	ModeNative  XDPMode = "native"
+	ModeGeneric XDPMode = "generic"
+)
+
+// linkPin is the name of the pinned bpf link inside a port's directory.
+const linkPin = "link"
+
+// Port is one port's loaded impairment program, its maps (pinned under
+// Dir) and, once attached, its XDP bpf link (pinned as Dir/link).
+type Port struct {
+	Dir     string
+	objs    impairObjects
+	link    link.Link
+	slots   map[string]uint32 // rule name -> slot (1..MaxRules)
+	nextGen uint32
+	// Mode is how the link was attached by this process; empty for an
+	// adopted link (ask netlink).
+	Mode XDPMode
+}
+
+// Load loads the program with its maps pinned under dir (created when
+// missing; existing pins are reused, so state and counters survive a
+// restart). It does not attach; see Attach.
+//
+// An empty dir loads without pins (tests and benchmarks).
+func Load(dir string) (*Port, error) {
+	spec, err := loadImpair()
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create pin directory %s: %w", dir, err)
+		}
+		for _, m := range spec.Maps {
+			m.Pinning = ebpf.PinByName
+		}
+	}
+	p := &Port{Dir: dir, slots: map[string]uint32{}}
+	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}})
+	if err != nil {
+		return nil, fmt.Errorf("load impairment program with maps in %s: %w", dir, err)
+	}
+	if err := p.recover(); err != nil {
+		p.objs.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// recover reads slot names and generations back from the pinned maps.
+func (p *Port) recover() error {
+	var name impairSlotName
+	for s := uint32(1); s < maxSlots; s++ {
+		if err := p.objs.SlotNames.Lookup(s, &name); err != nil {
+			return fmt.Errorf("read slot_names[%d]: %w", s, err)
+		}
+		if n := cString(name.Name[:]); n != "" {
+			p.slots[n] = s
+		}
+	}
+	var (
+		slot uint32
+		prof Profile
+	)
+	it := p.objs.Profiles.Iterate()
+	for it.Next(&slot, &prof) {
+		if prof.Gen >= p.nextGen {
+			p.nextGen = prof.Gen
+		}
+	}
+	p.nextGen++
+	return it.Err()
+}
+
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
+
+// Attach links the program to ifindex, or adopts the link pinned by an
+// earlier run, switching it to this process's program with one atomic
+// link update (no packet goes unimpaired). It fails when another XDP
+// program is attached (the kernel refuses with EBUSY).
+func (p *Port) Attach(ifindex int, mode XDPMode) error {
+	pin := filepath.Join(p.Dir, linkPin)
+	if l, err := link.LoadPinnedLink(pin, nil); err == nil {
+		info, ierr := l.Info()
+		if ierr == nil && info.XDP() != nil && int(info.XDP().Ifindex) == ifindex {
+			if err := l.Update(p.objs.Impair); err != nil {
+				l.Close()
+				return fmt.Errorf("update pinned XDP link %s to the new program: %w", pin, err)
+			}
+			p.link = l
+			return nil
+		}
+		// A pin of a link on another (or a vanished) ifindex: retire it.
+		l.Unpin()
+		l.Close()
+	} else if !errors.Is(err, os.ErrNotExist) {
+		os.Remove(pin)
+	}
+	var flags []link.XDPAttachFlags
+	switch mode {
+	case ModeNative:
+		flags = []link.XDPAttachFlags{link.XDPDriverMode}
+	case ModeGeneric:
+		flags = []link.XDPAttachFlags{link.XDPGenericMode}
+	default:
+		flags = []link.XDPAttachFlags{link.XDPDriverMode, link.XDPGenericMode}
+	}
+	var err error
+	for _, f := range flags {
+		var l link.Link
+		l, err = link.AttachXDP(link.XDPOptions{Program: p.objs.Impair, Interface: ifindex, Flags: f})
+		if err != nil {
+			continue
+		}
+		if err := l.Pin(pin); err != nil {
+			l.Close()
+			return fmt.Errorf("pin XDP link as %s: %w", pin, err)
+		}
+		p.link = l
+		p.Mode = ModeNative
+		if f == link.XDPGenericMode {
+			p.Mode = ModeGeneric
+		}
+		return nil
+	}
+	return fmt.Errorf("attach XDP program to ifindex %d (%s mode): %w", ifindex, mode, err)
+}
+
+// ProgramID is the kernel's id of the attached program (0 when detached).
+func (p *Port) ProgramID() uint32 {
+	if p.link == nil {
+		return 0
+	}
+	info, err := p.link.Info()
+	if err != nil {
+		return 0
+	}
+	return uint32(info.Program)
+}
+
+// Close releases this process's file descriptors; the pinned link and
+// maps keep the impairment running.
+func (p *Port) Close() error {
+	if p.link != nil {
+		p.link.Close()
+	}
+	return p.objs.Close()
+}
+
+// Remove detaches the program and removes every pin of the port.
+func (p *Port) Remove() error {
+	var errs []error
+	if p.link != nil {
+		errs = append(errs, p.link.Unpin(), p.link.Close())
+		p.link = nil
+	}
+	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.Masks, p.objs.Matches, p.objs.Profiles,
+		p.objs.Pcpu, p.objs.Shared, p.objs.Flows, p.objs.SlotNames} {
+		errs = append(errs, m.Unpin())
+	}
+	errs = append(errs, p.objs.Close())
+	os.Remove(filepath.Join(p.Dir, linkPin)) // a stale pin of a vanished link
+	errs = append(errs, os.Remove(p.Dir))
+	return errors.Join(errs...)
+}
+
+// RemovePins detaches and unpins whatever an earlier run left in dir
+// (used for a port whose config is gone while impaird was down).
+func RemovePins(dir string) error {
+	if l, err := link.LoadPinnedLink(filepath.Join(dir, linkPin), nil); err == nil {
+		l.Unpin()
+		l.Close()
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range entries {
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+	return os.Remove(dir)
+}
+
+// Counters sums each slot's per-CPU counters: key "" is the port profile,
+// other keys are rule names.
+func (p *Port) Counters() (map[string]Counters, error) {
+	out := map[string]Counters{}
+	read := func(name string, slot uint32) error {
+		var per []impairSlotPcpu
+		if err := p.objs.Pcpu.Lookup(slot, &per); err != nil {
+			return fmt.Errorf("read counters of slot %d: %w", slot, err)
+		}
+		var c Counters
+		for _, v := range per {
+			c.RxPackets += v.RxPackets
+			c.RxBytes += v.RxBytes
+			c.Passed += v.Passed
+			c.DroppedLoss += v.DroppedLoss
+			c.DroppedRate += v.DroppedRate
+			c.Corrupted += v.Corrupted
+		}
+		out[name] = c
+		return nil
+	}
+	var prof Profile
+	if err := p.objs.Profiles.Lookup(uint32(PortSlot), &prof); err == nil {
+		if err := read("", PortSlot); err != nil {
+			return nil, err
+		}
+	}
+	for name, slot := range p.slots {
+		if err := read(name, slot); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Rules returns the names of the rules the maps hold, sorted.
+func (p *Port) Rules() []string {
+	names := make([]string, 0, len(p.slots))
+	for n := range p.slots {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
