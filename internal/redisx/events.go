@@ -43,16 +43,18 @@ const readBatch = 512
 func (w *Watcher) Events(ctx context.Context) <-chan Event {
 	out := make(chan Event)
 	co := newCoalescer()
-	w.mu.Lock()
-	w.co = co // for tests
-	w.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		defer co.close()
-		if err := w.run(ctx, func(ch Change) { co.mark(ch) }, func(context.Context) { co.barrier() }); err != nil {
+		if err := w.run(ctx, func(ch Change) {
+			co.mark(ch)
+			if w.testMarked != nil {
+				w.testMarked(ch)
+			}
+		}, func(context.Context) { co.barrier() }); err != nil {
 			w.report(err)
 		}
 	}()
@@ -297,10 +299,3 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 	}
 }
 
-// isDirty reports whether ch waits in the coalescer (for tests).
-func (c *coalescer) isDirty(ch Change) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.dirty[ch]
-	return ok
-}

@@ -49,9 +49,10 @@ type Watcher struct {
 	mu    sync.Mutex
 	known map[string]knownKey // full key -> what we know of it
 	epoch uint64              // incremented when a scan starts
-	co    *coalescer          // of the last Events call, for tests
 
 	emitMu sync.Mutex // serializes notify calls
+
+	testMarked func(Change) // tests: called after Events marked a key dirty
 }
 
 // knownKey is a table key seen by a scan or a notification.

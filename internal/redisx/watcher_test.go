@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestWatcherInitialScanAndUpdates(t *testing.T) {
@@ -238,6 +239,13 @@ func TestEventsCoalesceBurst(t *testing.T) {
 		default:
 		}
 	}})
+	markerSeen := make(chan struct{})
+	var once sync.Once
+	w.testMarked = func(ch Change) {
+		if ch.Key == "marker" {
+			once.Do(func() { close(markerSeen) })
+		}
+	}
 	ch := w.Events(ctx)
 	<-synced // empty table: nothing to deliver
 	db.HSet(ctx, "PORT|gate", "v", "0")
@@ -254,13 +262,13 @@ func TestEventsCoalesceBurst(t *testing.T) {
 		pipe.HSet(ctx, "PORT|burst", "v", fmt.Sprint(i))
 	}
 	pipe.Exec(ctx)
-	// Wait until the watcher has seen the last write: a marker key after
-	// it is waiting in the dirty set.
+	// Wait until the watcher has seen the last write: a marker key after it.
 	db.HSet(ctx, "PORT|marker", "v", "1")
-	w.mu.Lock()
-	co := w.co
-	w.mu.Unlock()
-	eventually(t, "marker noticed", func() bool { return co.isDirty(Change{Table: "PORT", Key: "marker"}) })
+	select {
+	case <-markerSeen:
+	case <-time.After(waitFor):
+		t.Fatal("marker not noticed")
+	}
 	var burst []Event
 	for ev := range ch {
 		if ev.Key == "burst" {
