@@ -1,0 +1,152 @@
+package syncde2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/tests/testns"
+)
+
+// linkMAC is the MAC of dev in ns, as ip -j says.
+func linkMAC(t testing.TB, ns *testns.NS, dev string) string {
+	var ls []struct {
+		Address string `json:"address"`
+	}
+	ns.JSON(&ls, "link", "show", "dev", dev)
+	if len(ls) != 1 {
+		t.Fatalf("ip link show %s in %s: %d links", dev, ns.Name, len(ls))
+	}
+	return strings.ToLower(ls[0].Address)
+}
+
+func TestPortsFollowLinkFlapAndKeepOthersFields(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.state.HSet(ctx, "PORT_TABLE|Ethernet0", "state", "ok") // orchagent's result
+	e.configurePorts("Ethernet0", "Ethernet4")
+	e.sw.IP("link", "add", "Vlan10", "type", "bridge") // a VlanN device (no 802.1Q on the host kernel)
+	e.start()
+
+	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
+	e.field(e.state, "PORT_TABLE|Ethernet0", "admin_status", "up")
+	e.field(e.state, "PORT_TABLE|Ethernet0", "mtu", "1500")
+	e.field(e.state, "PORT_TABLE|Ethernet0", "mac", linkMAC(t, e.sw, "Ethernet0"))
+	e.field(e.state, "PORT_TABLE|Ethernet0", "state", "ok")
+	e.field(e.state, "VLAN_TABLE|Vlan10", "admin_status", "down")
+	if ks := keys(e.state, "PORT_TABLE|*"); len(ks) != 2 {
+		t.Errorf("PORT_TABLE keys = %v, want the two configured ports only", ks)
+	}
+
+	// The far end goes down: the port loses carrier.
+	e.h1.IP("link", "set", "eth0", "down")
+	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "down")
+	e.field(e.state, "PORT_TABLE|Ethernet0", "admin_status", "up")
+	e.h1.IP("link", "set", "eth0", "up")
+	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
+
+	// Local admin state and MTU.
+	e.sw.IP("link", "set", "Ethernet4", "down")
+	e.field(e.state, "PORT_TABLE|Ethernet4", "admin_status", "down")
+	e.field(e.state, "PORT_TABLE|Ethernet4", "oper_status", "down")
+	e.sw.IP("link", "set", "Ethernet4", "mtu", "9000", "up")
+	e.field(e.state, "PORT_TABLE|Ethernet4", "mtu", "9000")
+	e.field(e.state, "PORT_TABLE|Ethernet4", "oper_status", "up")
+	e.sw.IP("link", "set", "Vlan10", "up")
+	e.field(e.state, "VLAN_TABLE|Vlan10", "admin_status", "up")
+
+	// Unconfigured ports leave the mirror; orchagent's field stays.
+	e.conf.Del(ctx, "PORT|Ethernet4", "PORT|Ethernet0")
+	e.field(e.state, "PORT_TABLE|Ethernet4", "oper_status", "")
+	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "")
+	e.eventually("counters of unconfigured ports removed", func() (bool, string) {
+		ks := keys(e.cnt, "COUNTERS:*")
+		return len(ks) == 0, fmt.Sprint(ks)
+	})
+	if got := e.state.HGetAll(ctx, "PORT_TABLE|Ethernet0").Val(); len(got) != 1 || got["state"] != "ok" {
+		t.Errorf("PORT_TABLE|Ethernet0 = %v, want only orchagent's state=ok", got)
+	}
+	e.sw.IP("link", "del", "Vlan10")
+	e.field(e.state, "VLAN_TABLE|Vlan10", "oper_status", "")
+}
+
+func TestFdbLearnedThroughBridgeAndFlushed(t *testing.T) {
+	e := newEnv(t)
+	e.configurePorts("Ethernet0", "Ethernet4")
+	e.start()
+	ping(t, e.h1, "10.0.0.2", 3)
+	m1, m2 := linkMAC(t, e.h1, "eth0"), linkMAC(t, e.h2, "eth0")
+	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "port", "Ethernet0")
+	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "type", "dynamic")
+	e.field(e.state, "FDB_TABLE|Vlan1:"+m2, "port", "Ethernet4")
+	e.sw.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
+	e.field(e.state, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "type", "static")
+	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
+
+	e.sw.Bridge("fdb", "flush", "dev", "Bridge")
+	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "port", "")
+	e.field(e.state, "FDB_TABLE|Vlan1:"+m2, "port", "")
+	e.field(e.state, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "")
+	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
+}
+
+func TestNeighboursRoutesAndCounters(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.configurePorts("Ethernet0", "Ethernet4")
+	e.start()
+
+	// Neighbours after ping.
+	ping(t, e.sw, "10.0.0.1", 2)
+	m1 := linkMAC(t, e.h1, "eth0")
+	e.field(e.state, "NEIGH_TABLE|Bridge|10.0.0.1", "neigh", m1)
+	e.field(e.state, "NEIGH_TABLE|Bridge|10.0.0.1", "family", "IPv4")
+	if st := e.state.HGet(ctx, "NEIGH_TABLE|Bridge|10.0.0.1", "state").Val(); st == "" || st == "failed" || st == "incomplete" {
+		t.Errorf("neighbour state %q", st)
+	}
+	e.sameKeys("NEIGH_TABLE|*", e.judgeNeigh)
+
+	// Routes added by hand, with their protocol.
+	e.sw.IP("route", "add", "10.50.0.0/16", "via", "10.0.0.1", "proto", "static")
+	e.sw.IP("route", "add", "10.60.0.0/16", "via", "10.0.0.2")
+	e.sw.IP("route", "add", "10.70.0.0/16", "via", "10.0.0.1", "proto", "201")
+	e.sw.IP("route", "add", "blackhole", "192.0.2.0/24")
+	e.field(e.state, "ROUTE_TABLE|10.50.0.0/16", "protocol", "static")
+	e.field(e.state, "ROUTE_TABLE|10.50.0.0/16", "nexthop", "10.0.0.1")
+	e.field(e.state, "ROUTE_TABLE|10.50.0.0/16", "ifname", "Bridge")
+	e.field(e.state, "ROUTE_TABLE|10.60.0.0/16", "protocol", "boot")
+	e.field(e.state, "ROUTE_TABLE|10.70.0.0/16", "protocol", "switchyard")
+	e.field(e.state, "ROUTE_TABLE|10.0.0.0/24", "protocol", "kernel")
+	e.field(e.state, "ROUTE_TABLE|10.0.0.0/24", "nexthop", "0.0.0.0")
+	e.field(e.state, "ROUTE_TABLE|192.0.2.0/24", "blackhole", "true")
+	e.sameKeys("ROUTE_TABLE|*", e.judgeRoutes)
+	e.sw.IP("route", "del", "10.60.0.0/16")
+	e.field(e.state, "ROUTE_TABLE|10.60.0.0/16", "protocol", "")
+
+	// Counters grow with traffic.
+	rx := func() uint64 {
+		v, _ := strconv.ParseUint(e.cnt.HGet(ctx, "COUNTERS:Ethernet0", "rx_packets").Val(), 10, 64)
+		return v
+	}
+	e.field(e.cnt, "COUNTERS:Ethernet0", "rx_errors", "0")
+	before := rx()
+	ping(t, e.h1, "10.0.0.2", 5)
+	e.eventually("COUNTERS:Ethernet0 rx_packets grows", func() (bool, string) {
+		now := rx()
+		return now >= before+5, fmt.Sprintf("rx_packets %d, was %d", now, before)
+	})
+	for _, f := range []string{"tx_packets", "rx_bytes", "tx_bytes", "tx_errors", "rx_dropped", "tx_dropped"} {
+		if e.cnt.HExists(ctx, "COUNTERS:Ethernet4", f).Val() == false {
+			t.Errorf("COUNTERS:Ethernet4 lacks %s", f)
+		}
+	}
+
+	// The bridge goes admin down: the kernel flushes its IPv4 routes
+	// without RTM_DELROUTE; the mirror still follows.
+	e.sw.IP("link", "set", "Bridge", "down")
+	e.field(e.state, "ROUTE_TABLE|10.50.0.0/16", "protocol", "")
+	e.sameKeys("ROUTE_TABLE|*", e.judgeRoutes)
+	e.sameKeys("NEIGH_TABLE|*", e.judgeNeigh)
+}
