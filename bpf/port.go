@@ -108,8 +108,14 @@ func cString(b []int8) string {
 // link update (no packet goes unimpaired). It fails when another XDP
 // program is attached (the kernel refuses with EBUSY).
 func (p *Port) Attach(ifindex int, mode XDPMode) error {
+	if p.link != nil { // re-attach (the netdev was re-created): drop the old link
+		p.link.Close()
+		p.link = nil
+	}
 	pin := filepath.Join(p.Dir, linkPin)
-	if l, err := link.LoadPinnedLink(pin, nil); err == nil {
+	if p.Dir == "" {
+		// no pins: always a fresh link
+	} else if l, err := link.LoadPinnedLink(pin, nil); err == nil {
 		info, ierr := l.Info()
 		if ierr == nil && info.XDP() != nil && int(info.XDP().Ifindex) == ifindex {
 			if err := l.Update(p.objs.Impair); err != nil {
@@ -141,18 +147,25 @@ func (p *Port) Attach(ifindex int, mode XDPMode) error {
 		if err != nil {
 			continue
 		}
+		if p.Dir == "" { // unpinned (tests): the link lives as long as p
+			p.link, p.Mode = l, modeOf(f)
+			return nil
+		}
 		if err := l.Pin(pin); err != nil {
 			l.Close()
 			return fmt.Errorf("pin XDP link as %s: %w", pin, err)
 		}
-		p.link = l
-		p.Mode = ModeNative
-		if f == link.XDPGenericMode {
-			p.Mode = ModeGeneric
-		}
+		p.link, p.Mode = l, modeOf(f)
 		return nil
 	}
 	return fmt.Errorf("attach XDP program to ifindex %d (%s mode): %w", ifindex, mode, err)
+}
+
+func modeOf(f link.XDPAttachFlags) XDPMode {
+	if f == link.XDPGenericMode {
+		return ModeGeneric
+	}
+	return ModeNative
 }
 
 // ProgramID is the kernel's id of the attached program (0 when detached).
@@ -256,4 +269,20 @@ func (p *Port) Rules() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// PinnedProgramID is the program id of the XDP link pinned in dir by an
+// earlier run, or 0: impaird uses it to tell its own program from a
+// foreign one attached to the port.
+func PinnedProgramID(dir string) uint32 {
+	l, err := link.LoadPinnedLink(filepath.Join(dir, linkPin), nil)
+	if err != nil {
+		return 0
+	}
+	defer l.Close()
+	info, err := l.Info()
+	if err != nil {
+		return 0
+	}
+	return uint32(info.Program)
 }

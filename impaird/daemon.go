@@ -1,0 +1,312 @@
+package impaird
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/switchyard-net/switchyard/bpf"
+	"github.com/switchyard-net/switchyard/internal/redisx"
+	"github.com/switchyard-net/switchyard/internal/workqueue"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// Config configures the daemon (cmd/impaird's flags).
+type Config struct {
+	RedisURL string
+	NetNS    string
+	BPFFS    string      // pin directory; default DefaultBPFFS
+	Mode     bpf.XDPMode // auto, native or generic
+	Log      *logrus.Entry
+	// CountersInterval is how often COUNTERS_DB is written (default 1s).
+	CountersInterval time.Duration
+}
+
+// STATE_DB fields impaird owns besides state and reason.
+const (
+	FieldXDPMode = "xdp_mode"
+	FieldProgID  = "prog_id"
+)
+
+// Counter field names of IMPAIRMENT_COUNTERS.
+var counterFields = []string{"rx_packets", "rx_bytes", "passed", "dropped_loss", "dropped_rate", "corrupted"}
+
+// retryMissing is how often a port whose netdev is missing, or that holds
+// a foreign XDP program, is looked at again.
+const retryMissing = 2 * time.Second
+
+// sweepKey is the work item that removes pins and results nobody wants.
+const sweepKey = "\x00sweep"
+
+// Run is the daemon: it watches IMPAIRMENT and IMPAIRMENT_FLOW, reconciles
+// each port into its pinned XDP program and maps, writes results and, every
+// CountersInterval, the counters, until ctx is done. The programs stay
+// attached when it returns: a restarted impaird adopts them.
+func Run(ctx context.Context, c Config) error {
+	if c.Log == nil {
+		c.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if c.BPFFS == "" {
+		c.BPFFS = DefaultBPFFS
+	}
+	if c.Mode == "" {
+		c.Mode = bpf.ModeAuto
+	}
+	if c.CountersInterval <= 0 {
+		c.CountersInterval = time.Second
+	}
+	switch c.Mode {
+	case bpf.ModeAuto, bpf.ModeNative, bpf.ModeGeneric:
+	default:
+		return fmt.Errorf("--xdp-mode %q: want auto, native or generic", c.Mode)
+	}
+	if err := ensureBPFFS(c.BPFFS); err != nil {
+		return err
+	}
+	conn, err := redisx.Connect(c.RedisURL)
+	if err != nil {
+		return fmt.Errorf("connect redis %s: %w", c.RedisURL, err)
+	}
+	defer conn.Close()
+	cfgDB := conn.DB(schema.ConfigDB)
+	if err := redisx.EnsureKeyspaceEvents(ctx, cfgDB, redisx.WatchClasses); err != nil {
+		return err
+	}
+	k, err := openKernel(c.NetNS)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+
+	d := newDaemon(c, k)
+	d.results = redisx.NewStateWriter(conn.DB(schema.StateDB), []string{schema.FieldState, schema.FieldReason, FieldXDPMode, FieldProgID})
+	d.counters = redisx.NewStateWriter(conn.DB(schema.CountersDB), counterFields)
+	for _, pat := range []string{
+		schema.ResultTable(schema.TableImpairment) + schema.StateSep + "*",
+		schema.ResultTable(schema.TableImpairmentFlow) + schema.StateSep + "*",
+	} {
+		if err := d.results.Load(ctx, pat); err != nil {
+			return fmt.Errorf("load previous results: %w", err)
+		}
+	}
+	if err := d.counters.Load(ctx, schema.ImpairmentCountersTable+schema.CountersSep+"*"); err != nil {
+		return fmt.Errorf("load previous counters: %w", err)
+	}
+	defer d.closePorts()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	q := workqueue.New(workqueue.Options{BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second})
+	defer q.ShutDown()
+
+	w := redisx.NewWatcher(cfgDB, redisx.WatchOptions{
+		DB:     schema.ConfigDB,
+		Tables: []string{schema.TableImpairment, schema.TableImpairmentFlow},
+		OnSync: func(ctx context.Context) {
+			if restarted, err := d.results.CheckRestart(ctx); err == nil && restarted {
+				d.results.Forget()
+				d.counters.Forget()
+				for _, p := range d.knownPorts() {
+					q.Add(p)
+				}
+			}
+			q.Add(sweepKey)
+		},
+		OnError: func(err error) { c.Log.WithError(err).Warn("redis watcher") },
+	})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for ev := range w.Events(ctx) {
+			if ev.Err != nil {
+				c.Log.WithError(ev.Err).WithField("key", ev.Key).Warn("unreadable CONFIG_DB key")
+				continue
+			}
+			if port := d.setConfig(ev); port != "" {
+				q.Add(port)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(c.CountersInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := d.writeCounters(ctx); err != nil && ctx.Err() == nil {
+					c.Log.WithError(err).Warn("write counters")
+				}
+			}
+		}
+	}()
+
+	c.Log.WithFields(logrus.Fields{"redis": conn.String(), "netns": c.NetNS, "bpffs": c.BPFFS, "xdp_mode": c.Mode}).Info("impaird running")
+	for {
+		key, ok := q.Get(ctx)
+		if !ok {
+			break
+		}
+		var retry time.Duration
+		if key == sweepKey {
+			err = d.sweep(ctx)
+		} else {
+			retry, err = d.reconcile(ctx, key)
+		}
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.Log.WithError(err).WithField("port", key).Warn("reconcile failed: retrying")
+			q.AddRateLimited(key)
+		case retry > 0:
+			q.Forget(key)
+			q.AddAfter(key, retry)
+		default:
+			q.Forget(key)
+		}
+		q.Done(key)
+	}
+	cancel()
+	return nil
+}
+
+// daemon holds the desired state (raw CONFIG_DB hashes by port) and the
+// loaded per-port programs.
+type daemon struct {
+	cfg      Config
+	k        *kernel
+	results  *redisx.StateWriter
+	counters *redisx.StateWriter
+
+	mu    sync.Mutex
+	imp   map[string]schema.Fields            // port -> IMPAIRMENT hash
+	flows map[string]map[string]schema.Fields // port -> IMPAIRMENT_FLOW key -> hash
+	// ports are the loaded programs; resultKeys the STATE_DB keys written
+	// per port (to delete the ones that are no longer wanted).
+	ports      map[string]*bpf.Port
+	resultKeys map[string]map[string]bool
+}
+
+func newDaemon(c Config, k *kernel) *daemon {
+	return &daemon{
+		cfg: c, k: k,
+		imp: map[string]schema.Fields{}, flows: map[string]map[string]schema.Fields{},
+		ports: map[string]*bpf.Port{}, resultKeys: map[string]map[string]bool{},
+	}
+}
+
+// setConfig records one event and returns the port to reconcile.
+func (d *daemon) setConfig(ev redisx.Event) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch ev.Table {
+	case schema.TableImpairment:
+		if ev.Deleted {
+			delete(d.imp, ev.Key)
+		} else {
+			d.imp[ev.Key] = ev.Fields
+		}
+		return ev.Key
+	case schema.TableImpairmentFlow:
+		port, _, _ := strings.Cut(ev.Key, schema.ConfigSep)
+		if ev.Deleted {
+			delete(d.flows[port], ev.Key)
+			if len(d.flows[port]) == 0 {
+				delete(d.flows, port)
+			}
+		} else {
+			if d.flows[port] == nil {
+				d.flows[port] = map[string]schema.Fields{}
+			}
+			d.flows[port][ev.Key] = ev.Fields
+		}
+		if port == "" {
+			port = "\x00" + ev.Key // still reconciled, to report the key error
+		}
+		return port
+	}
+	return ""
+}
+
+func (d *daemon) knownPorts() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := map[string]bool{}
+	for p := range d.imp {
+		seen[p] = true
+	}
+	for p := range d.flows {
+		seen[p] = true
+	}
+	for p := range d.ports {
+		seen[p] = true
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (d *daemon) dir(port string) string { return filepath.Join(d.cfg.BPFFS, port) }
+
+// closePorts releases file descriptors; pins keep the programs running.
+func (d *daemon) closePorts() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range d.ports {
+		p.Close()
+	}
+}
+
+// sweep removes, once CONFIG_DB was scanned, pin directories and results
+// of ports nobody configures any more (e.g. deleted while impaird was down).
+func (d *daemon) sweep(ctx context.Context) error {
+	entries, err := os.ReadDir(d.cfg.BPFFS)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", d.cfg.BPFFS, err)
+	}
+	d.mu.Lock()
+	wanted := func(port string) bool { return d.imp[port] != nil || len(d.flows[port]) > 0 || d.ports[port] != nil }
+	var stale []string
+	for _, e := range entries {
+		if e.IsDir() && !wanted(e.Name()) {
+			stale = append(stale, e.Name())
+		}
+	}
+	d.mu.Unlock()
+	for _, port := range stale {
+		d.cfg.Log.WithField("port", port).Info("removing pins of an impairment no longer configured")
+		if err := bpf.RemovePins(d.dir(port)); err != nil {
+			return fmt.Errorf("remove stale pins of %s: %w", port, err)
+		}
+	}
+	// Results of keys that are gone.
+	b := d.results.Batch()
+	d.mu.Lock()
+	for _, key := range d.results.Keys() {
+		table, rest, _ := strings.Cut(key, schema.StateSep)
+		port, _, _ := strings.Cut(rest, schema.ConfigSep)
+		switch table {
+		case schema.ResultTable(schema.TableImpairment):
+			if d.imp[rest] == nil && !d.resultKeys[port][key] {
+				b.Delete(key)
+			}
+		case schema.ResultTable(schema.TableImpairmentFlow):
+			if d.flows[port][rest] == nil && !d.resultKeys[port][key] {
+				b.Delete(key)
+			}
+		}
+	}
+	d.mu.Unlock()
+	return b.Flush(ctx)
+}

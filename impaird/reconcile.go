@@ -1,0 +1,231 @@
+package impaird
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/switchyard-net/switchyard/bpf"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// outcome collects the results of one port's keys.
+type outcome struct {
+	results map[string]schema.Fields // STATE_DB key -> owned fields
+}
+
+func (o *outcome) set(table, key string, r schema.Result, extra schema.Fields) {
+	f := r.Fields()
+	for k, v := range extra {
+		f[k] = v
+	}
+	o.results[schema.ResultKey(table, key)] = f
+}
+
+// reconcile makes one port's XDP program and maps match its CONFIG_DB
+// entries and reports the results. A positive retry asks to look again
+// later (netdev missing, foreign program); an error is retried with backoff.
+func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := &outcome{results: map[string]schema.Fields{}}
+	retry, err := d.reconcileLocked(port, out)
+	if werr := d.writeResults(ctx, port, out); werr != nil && err == nil {
+		err = werr
+	}
+	return retry, err
+}
+
+func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, error) {
+	impFields, hasImp := d.imp[port]
+	flowKeys := make([]string, 0, len(d.flows[port]))
+	for k := range d.flows[port] {
+		flowKeys = append(flowKeys, k)
+	}
+	sort.Strings(flowKeys)
+
+	// Parse: invalid keys are terminal errors and are not applied.
+	var imp *schema.Impairment
+	if hasImp {
+		r, err := schema.ParseImpairment(port, impFields)
+		if err != nil {
+			out.set(schema.TableImpairment, port, schema.Error(err.Error()), nil)
+		} else {
+			imp = &r
+		}
+	}
+	var flows []schema.ImpairmentFlow
+	var flowOK []string
+	for _, key := range flowKeys {
+		r, err := schema.ParseImpairmentFlow(key, d.flows[port][key])
+		if err != nil {
+			out.set(schema.TableImpairmentFlow, key, schema.Error(err.Error()), nil)
+			continue
+		}
+		flows = append(flows, r)
+		flowOK = append(flowOK, key)
+	}
+	if strings.HasPrefix(port, "\x00") {
+		return 0, nil // a malformed flow key: its error is all there is
+	}
+	if imp == nil && len(flows) == 0 {
+		return 0, d.teardown(port)
+	}
+	setAll := func(r schema.Result, portExtra schema.Fields) {
+		if imp != nil {
+			out.set(schema.TableImpairment, port, r, portExtra)
+		}
+		for _, key := range flowOK {
+			out.set(schema.TableImpairmentFlow, key, r, nil)
+		}
+	}
+	plan, err := bpf.Compile(imp, flows)
+	if err != nil {
+		setAll(schema.Error(err.Error()), nil)
+		return 0, nil
+	}
+
+	st, err := d.k.xdp(port)
+	if errors.Is(err, errNoLink) {
+		setAll(schema.Pending("waiting for netdev "+port), nil)
+		return retryMissing, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	p := d.ports[port]
+	ours := bpf.PinnedProgramID(d.dir(port))
+	if p != nil {
+		ours = p.ProgramID()
+	}
+	if st.progID != 0 && st.progID != ours {
+		setAll(schema.Error(foreignReason(port, st.progID)), nil)
+		return retryMissing, nil
+	}
+	if p == nil {
+		p, err = bpf.Load(d.dir(port))
+		if err != nil {
+			setAll(schema.Error(err.Error()), nil)
+			return 0, err
+		}
+		d.ports[port] = p
+	}
+	if st.progID == 0 || st.progID != p.ProgramID() {
+		if err := d.k.do(func() error { return p.Attach(st.ifindex, d.cfg.Mode) }); err != nil {
+			setAll(schema.Error(err.Error()), nil)
+			return retryMissing, nil
+		}
+		d.cfg.Log.WithFields(map[string]any{"port": port, "prog_id": p.ProgramID()}).Info("XDP program attached")
+	}
+	if err := p.Apply(plan); err != nil {
+		setAll(schema.Error(err.Error()), nil)
+		return 0, err
+	}
+	if st, err = d.k.xdp(port); err != nil {
+		return 0, err
+	}
+	setAll(schema.OK(), schema.Fields{FieldXDPMode: st.mode, FieldProgID: strconv.FormatUint(uint64(p.ProgramID()), 10)})
+	return 0, nil
+}
+
+// foreignReason names the program impaird refuses to replace.
+func foreignReason(port string, id uint32) string {
+	name := ""
+	if prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(id)); err == nil {
+		if info, err := prog.Info(); err == nil {
+			name = " (" + info.Name + ")"
+		}
+		prog.Close()
+	}
+	return fmt.Sprintf("XDP program id %d%s attached to %s was not attached by impaird: it is never replaced; detach it (ip link set dev %s xdp off) or delete this config", id, name, port, port)
+}
+
+// teardown detaches the port's program and removes its pins.
+func (d *daemon) teardown(port string) error {
+	if p := d.ports[port]; p != nil {
+		delete(d.ports, port)
+		if err := p.Remove(); err != nil {
+			return fmt.Errorf("detach and unpin %s: %w", port, err)
+		}
+		d.cfg.Log.WithField("port", port).Info("XDP program detached, pins removed")
+		return nil
+	}
+	return bpf.RemovePins(d.dir(port))
+}
+
+// writeResults writes this port's results and removes the ones it wrote
+// before that are no longer wanted.
+func (d *daemon) writeResults(ctx context.Context, port string, out *outcome) error {
+	b := d.results.Batch()
+	for key, f := range out.results {
+		b.Set(key, f)
+	}
+	for key := range d.resultKeys[port] {
+		if _, ok := out.results[key]; !ok {
+			b.Delete(key)
+		}
+	}
+	keys := map[string]bool{}
+	for key := range out.results {
+		keys[key] = true
+	}
+	if len(keys) == 0 {
+		delete(d.resultKeys, port)
+	} else {
+		d.resultKeys[port] = keys
+	}
+	return b.Flush(ctx)
+}
+
+// writeCounters writes every loaded port's counters: the port key sums all
+// slots (everything impaired on the port), each rule has its own key.
+// Keys of ports or rules that are gone are removed.
+func (d *daemon) writeCounters(ctx context.Context) error {
+	d.mu.Lock()
+	want := map[string]schema.Fields{}
+	for port, p := range d.ports {
+		cs, err := p.Counters()
+		if err != nil {
+			d.mu.Unlock()
+			return fmt.Errorf("read counters of %s: %w", port, err)
+		}
+		var total bpf.Counters
+		for name, c := range cs {
+			total.RxPackets += c.RxPackets
+			total.RxBytes += c.RxBytes
+			total.Passed += c.Passed
+			total.DroppedLoss += c.DroppedLoss
+			total.DroppedRate += c.DroppedRate
+			total.Corrupted += c.Corrupted
+			if name != "" {
+				want[schema.CountersKey(schema.ImpairmentCountersTable, port+schema.ConfigSep+name)] = counterHash(c)
+			}
+		}
+		want[schema.CountersKey(schema.ImpairmentCountersTable, port)] = counterHash(total)
+	}
+	d.mu.Unlock()
+	b := d.counters.Batch()
+	for key, f := range want {
+		b.Set(key, f)
+	}
+	for _, key := range d.counters.Keys() {
+		if _, ok := want[key]; !ok {
+			b.Delete(key)
+		}
+	}
+	return b.Flush(ctx)
+}
+
+func counterHash(c bpf.Counters) schema.Fields {
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	return schema.Fields{
+		"rx_packets": u(c.RxPackets), "rx_bytes": u(c.RxBytes), "passed": u(c.Passed),
+		"dropped_loss": u(c.DroppedLoss), "dropped_rate": u(c.DroppedRate), "corrupted": u(c.Corrupted),
+	}
+}
