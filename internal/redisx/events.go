@@ -298,4 +298,3 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 		}
 	}
 }
-

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -277,5 +278,34 @@ func TestStateWriterFailedFlushDropsCache(t *testing.T) {
 	}
 	if v := db.HGet(ctx, "K|a", "v").Val(); v != "1" {
 		t.Fatal("cache kept a value of a failed flush")
+	}
+}
+
+func TestStateWriterConcurrent(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	w := NewStateWriter(c.DB(6), []string{"v"})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				k := fmt.Sprintf("K|%d", i%20)
+				if i%7 == 0 {
+					w.Delete(ctx, k)
+				} else {
+					w.Set(ctx, k, map[string]string{"v": fmt.Sprint(g)})
+				}
+				w.Keys()
+			}
+		}()
+	}
+	wg.Wait()
+	// Whatever the interleaving, the cache agrees with Redis.
+	for _, k := range w.Keys() {
+		if c.DB(6).Exists(ctx, k).Val() != 1 {
+			t.Fatalf("Keys lists %s, which does not exist", k)
+		}
 	}
 }

@@ -81,8 +81,12 @@ func NewWatcher(c *redis.Client, opts WatchOptions) *Watcher {
 	for _, t := range opts.Tables {
 		w.patterns[w.prefix+escapeGlob(t+opts.Separator)+"*"] = t
 	}
+	seen := map[string]bool{}
 	for _, k := range opts.Keys {
-		w.channels = append(w.channels, w.prefix+k)
+		if !seen[k] { // a duplicate would keep the confirmation count short
+			seen[k] = true
+			w.channels = append(w.channels, w.prefix+k)
+		}
 	}
 	return w
 }
@@ -172,7 +176,7 @@ func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, 
 		retry.reset()
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if (m.Kind == "subscribe" || m.Kind == "psubscribe") && m.Count == total {
+			if (m.Kind == "subscribe" || m.Kind == "psubscribe") && m.Count >= total {
 				w.requestRescan()
 			}
 		case *redis.Message:

@@ -285,3 +285,98 @@ func TestEventsCoalesceBurst(t *testing.T) {
 		t.Fatalf("%d events for a burst of 1000 writes, want 1 (2 if one read raced the burst)", len(burst))
 	}
 }
+
+// The watcher may start before Redis; it catches up once Redis is there.
+func TestWatcherStartsBeforeRedis(t *testing.T) {
+	srv, c := startRedis(t)
+	srv.Stop()
+	db := c.DB(4)
+	s := newSink()
+	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT", "PORT"}, Keys: []string{"INIT", "INIT"}, OnSync: s.onSync, OnError: s.onError})
+	runEvents(t, w, s)
+	eventually(t, "an error reported while Redis is down", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.errors) > 0
+	})
+	srv.Restart()
+	ctx := context.Background()
+	db.HSet(ctx, "PORT|Ethernet0", "v", "1")
+	s.waitState(t, map[string]string{"PORT|Ethernet0": "1"})
+	eventually(t, "sync", func() bool { return s.syncCount() >= 1 })
+	db.HSet(ctx, "PORT|Ethernet4", "v", "2")
+	db.Set(ctx, "INIT", "1", 0)
+	s.waitState(t, map[string]string{"PORT|Ethernet4": "2"})
+	eventually(t, "plain key", func() bool {
+		ev, _ := s.get("|INIT")
+		return ev.Value == "1"
+	})
+}
+
+// Run mode: notify is never called concurrently, OnSync follows the scan.
+func TestWatcherRunNotifySerialized(t *testing.T) {
+	_, c := startRedis(t)
+	db := c.DB(4)
+	ctx, cancel := context.WithCancel(context.Background())
+	for i := 0; i < 3000; i++ {
+		db.HSet(ctx, fmt.Sprintf("PORT|p%d", i), "v", "1")
+	}
+	var (
+		mu      sync.Mutex
+		inside  bool
+		overlap bool
+		seen    = map[Change]bool{}
+		synced  = make(chan int, 10)
+	)
+	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnSync: func(context.Context) {
+		mu.Lock()
+		synced <- len(seen)
+		mu.Unlock()
+	}})
+	done := make(chan error)
+	go func() {
+		done <- w.Run(ctx, func(ch Change) {
+			mu.Lock()
+			if inside {
+				overlap = true
+			}
+			inside = true
+			seen[ch] = true
+			mu.Unlock()
+			time.Sleep(time.Microsecond)
+			mu.Lock()
+			inside = false
+			mu.Unlock()
+		})
+	}()
+	go func() { // notifications race with the scan
+		for i := 0; i < 3000; i++ {
+			db.HSet(ctx, fmt.Sprintf("PORT|q%d", i), "v", "1")
+		}
+	}()
+	select {
+	case n := <-synced:
+		if n < 3000 {
+			t.Fatalf("OnSync after %d keys, want all 3000 existing ones first", n)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("no OnSync")
+	}
+	eventually(t, "all q keys", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == 6000
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil on cancel", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return after cancel")
+	}
+	if overlap {
+		t.Fatal("notify called concurrently")
+	}
+}
