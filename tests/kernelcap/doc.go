@@ -9,6 +9,7 @@
 // best-effort modprobe of its module). The probe never touches the
 // caller's namespace and leaves nothing behind.
 //
-// It owns nothing else: it must not configure the host, and it never fails
-// a test — missing features and missing privileges are skips.
+// It owns nothing else: it must not configure the host. Missing features
+// and missing privileges are skips — except inside the test VM (InVM),
+// where a missing feature fails the test, since the VM exists to have it.
 package kernelcap

@@ -4,7 +4,8 @@
 #
 # MANIFEST lines are tab-separated: binary, package directory, package
 # name, flags (space-separated). Each run is limited to
-# SWITCHYARD_VM_TEST_TIMEOUT seconds (default 300).
+# SWITCHYARD_VM_TEST_TIMEOUT seconds (default 300). A line that runs no
+# test at all fails: a renamed test must not silently drop out of the suite.
 set -u
 manifest=${1:?usage: guest-suite.sh MANIFEST}
 per=${SWITCHYARD_VM_TEST_TIMEOUT:-300}
@@ -12,21 +13,29 @@ failed=()
 summary=()
 while IFS=$'\t' read -r bin dir pkg flags; do
 	read -ra args <<<"$flags"
-	echo "=== VM SUITE: $pkg ${args[*]}"
+	echo "=== VM SUITE: $pkg${args[*]:+ ${args[*]}}"
 	start=$(date +%s)
-	(cd "$dir" && timeout -k 10 "$per" "$bin" -test.v -test.timeout="$((per - 5))s" "${args[@]}")
-	rc=$?
+	log=$(mktemp)
+	(cd "$dir" && timeout -k 10 "$per" "$bin" -test.v -test.timeout="$((per - 5))s" "${args[@]}" 2>&1) | tee "$log"
+	rc=${PIPESTATUS[0]}
 	secs=$(($(date +%s) - start))
-	if [ $rc = 0 ]; then
-		status=ok
+	pass=$(grep -c -E '^ *--- PASS' "$log")
+	skip=$(grep -c -E '^ *--- SKIP' "$log")
+	rm -f "$log"
+	counts="$pass passed, $skip skipped"
+	if [ $rc = 0 ] && [ $((pass + skip)) = 0 ]; then
+		rc=1
+		status="FAIL (no test matched: check tests/vm/suite.txt)"
+	elif [ $rc = 0 ]; then
+		status="ok ($counts)"
 	elif [ $rc = 124 ] || [ $rc = 137 ]; then
 		status="FAIL (killed after ${per}s: SWITCHYARD_VM_TEST_TIMEOUT)"
 	else
-		status="FAIL (exit $rc)"
+		status="FAIL (exit $rc; $counts)"
 	fi
-	[ $rc = 0 ] || failed+=("$pkg ${args[*]}")
-	summary+=("$(printf '%-40s %-28s %4ss  %s' "$pkg" "${args[*]}" "$secs" "$status")")
-	echo "=== VM SUITE: $pkg ${args[*]}: $status in ${secs}s"
+	[ $rc = 0 ] || failed+=("$pkg${args[*]:+ ${args[*]}}")
+	summary+=("$(printf '%-24s %-32s %4ss  %s' "$pkg" "${args[*]}" "$secs" "$status")")
+	echo "=== VM SUITE: $pkg${args[*]:+ ${args[*]}}: $status in ${secs}s"
 done <"$manifest"
 echo
 echo "=== VM SUITE SUMMARY (kernel $(uname -r))"

@@ -45,25 +45,26 @@ trap 'rm -rf "$work"' EXIT
 manifest=$work/manifest
 : >"$manifest"
 
-declare -A built
+# One go invocation compiles every package's test binary in parallel.
+pkgs=()
 lines=0
 while read -r pkg flags; do
 	case $pkg in '' | '#'*) continue ;; esac
 	if [ -n "$filter" ] && ! grep -qE -- "$filter" <<<"$pkg $flags"; then
 		continue
 	fi
-	name=$(echo "${pkg#./}" | tr '/.' '__')
-	bin=$work/$name.test
-	if [ -z "${built[$pkg]:-}" ]; then
-		say "go test -c $pkg"
-		CGO_ENABLED=0 $GO test -c -o "$bin" "$pkg" || { say "FAIL: cannot compile the tests of $pkg"; exit 1; }
-		[ -x "$bin" ] || { say "FAIL: $pkg has no test files (tests/vm/suite.txt)"; exit 1; }
-		built[$pkg]=1
-	fi
-	dir=$(cd "$pkg" 2>/dev/null && pwd -P) || { say "FAIL: no package directory $pkg"; exit 1; }
-	printf '%s\t%s\t%s\t%s\n' "$bin" "$dir" "${pkg#./}" "$flags" >>"$manifest"
+	dir=$(cd "$pkg" 2>/dev/null && pwd -P) || { say "FAIL: no package directory $pkg (tests/vm/suite.txt)"; exit 1; }
+	[[ " ${pkgs[*]} " == *" $pkg "* ]] || pkgs+=("$pkg")
+	printf '%s\t%s\t%s\t%s\n' "$work/${dir##*/}.test" "$dir" "${pkg#./}" "$flags" >>"$manifest"
 	lines=$((lines + 1))
 done <tests/vm/suite.txt
+if [ $lines -gt 0 ]; then
+	say "go test -c ${pkgs[*]}"
+	CGO_ENABLED=0 $GO test -c -o "$work/" "${pkgs[@]}" || { say "FAIL: cannot compile the VM suite's tests"; exit 1; }
+	while IFS=$'\t' read -r bin dir pkg _; do
+		[ -x "$bin" ] || { say "FAIL: $pkg has no test files (tests/vm/suite.txt)"; exit 1; }
+	done <"$manifest"
+fi
 
 if [ $lines = 0 ]; then
 	say "nothing in tests/vm/suite.txt matches '${filter}'"
