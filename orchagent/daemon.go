@@ -95,9 +95,10 @@ func Run(ctx context.Context, c Config) error {
 	}()
 
 	var initialized, synced atomic.Bool
-	maybeSweep := func() {
+	maybeSweep := func(ctx context.Context) {
 		if initialized.Load() && synced.Load() {
 			o.RequestSweep()
+			rw.cleanStale(ctx, o)
 		}
 	}
 	w := redisx.NewWatcher(cfgDB, redisx.WatchOptions{
@@ -113,10 +114,7 @@ func Run(ctx context.Context, c Config) error {
 			if first {
 				log.WithField("keys", len(o.ConfigKeys())).Info("CONFIG_DB scanned")
 			}
-			maybeSweep()
-			if initialized.Load() {
-				rw.cleanStale(ctx, o)
-			}
+			maybeSweep(ctx)
 		},
 		OnError: func(err error) { log.WithError(err).Warn("redis watcher") },
 	})
@@ -131,7 +129,7 @@ func Run(ctx context.Context, c Config) error {
 				now := !ev.Deleted && strings.TrimSpace(ev.Value) == "1"
 				if now && !initialized.Swap(true) {
 					log.Info("CONFIG_DB_INITIALIZED is 1: stale owned objects may be swept")
-					maybeSweep()
+					maybeSweep(ctx)
 				} else if !now {
 					initialized.Store(false)
 				}
