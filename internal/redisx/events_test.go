@@ -1,0 +1,109 @@
+package redisx
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestReadHash(t *testing.T) {
+	_, c := startRedis(t)
+	db := c.DB(4)
+	ctx := context.Background()
+	db.HSet(ctx, "INTERFACE|Ethernet0|10.0.0.1/24", "NULL", "NULL")
+	db.HSet(ctx, "PORT|Ethernet0", "mtu", "1500", "NULL", "NULL")
+	if h, ok, err := ReadHash(ctx, db, "INTERFACE|Ethernet0|10.0.0.1/24"); err != nil || !ok || len(h) != 0 {
+		t.Fatalf("NULL-only key = %v %v %v, want empty map, ok", h, ok, err)
+	}
+	if h, ok, err := ReadHash(ctx, db, "PORT|Ethernet0"); err != nil || !ok || !reflect.DeepEqual(h, map[string]string{"mtu": "1500"}) {
+		t.Fatalf("PORT|Ethernet0 = %v %v %v", h, ok, err)
+	}
+	if h, ok, err := ReadHash(ctx, db, "PORT|none"); err != nil || ok || h != nil {
+		t.Fatalf("absent key = %v %v %v", h, ok, err)
+	}
+	db.Set(ctx, "PORT|str", "x", 0)
+	if _, _, err := ReadHash(ctx, db, "PORT|str"); err == nil {
+		t.Fatal("string key: want WRONGTYPE error")
+	}
+}
+
+func takeAll(t *testing.T, co *coalescer) []item {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	items, ok := co.take(ctx, 100)
+	if !ok {
+		t.Fatal("take: nothing")
+	}
+	return items
+}
+
+func TestCoalescer(t *testing.T) {
+	co := newCoalescer()
+	a, b, x := Change{"T", "a"}, Change{"T", "b"}, Change{"T", "x"}
+	co.mark(a)
+	co.mark(b)
+	co.mark(a)
+	co.barrier()
+	co.mark(x)
+	got := takeAll(t, co)
+	want := []item{{ch: a}, {ch: b}, {sync: true}, {ch: x}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("take = %v, want %v", got, want)
+	}
+	// After a failed read the items go back in front; b, marked again
+	// meanwhile, moves up instead of staying behind the barrier.
+	co.mark(b)
+	co.mark(Change{"T", "later"})
+	co.requeue(got)
+	got = takeAll(t, co)
+	want = []item{{ch: a}, {ch: b}, {sync: true}, {ch: x}, {ch: Change{"T", "later"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after requeue = %v, want %v", got, want)
+	}
+	// take honours max and blocks until something is there.
+	for i := 0; i < 10; i++ {
+		co.mark(Change{"T", string(rune('a' + i))})
+	}
+	items, _ := co.take(context.Background(), 4)
+	if len(items) != 4 {
+		t.Fatalf("take(4) = %d items", len(items))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	takeAll(t, co)
+	if _, ok := co.take(ctx, 10); ok {
+		t.Fatal("take on empty coalescer returned items")
+	}
+	co.close()
+	if _, ok := co.take(context.Background(), 10); ok {
+		t.Fatal("take after close returned items")
+	}
+}
+
+func TestEscapeGlob(t *testing.T) {
+	if got := escapeGlob(`A*B?[x]\|`); got != `A\*B\?\[x\]\\|` {
+		t.Fatalf("escapeGlob = %q", got)
+	}
+}
+
+// A table name with glob characters matches only itself.
+func TestWatcherGlobTableName(t *testing.T) {
+	_, c := startRedis(t)
+	db := c.DB(4)
+	ctx := context.Background()
+	db.HSet(ctx, "AxB|pre", "v", "no")
+	s := newSink()
+	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"A*B"}, OnSync: s.onSync})
+	runEvents(t, w, s)
+	eventually(t, "sync", func() bool { return s.syncCount() >= 1 })
+	db.HSet(ctx, "AyB|k", "v", "no")
+	db.HSet(ctx, "A*B|k", "v", "yes")
+	s.waitState(t, map[string]string{"A*B|k": "yes"})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.last) != 1 {
+		t.Fatalf("events for other tables: %v", s.last)
+	}
+}
