@@ -1,0 +1,114 @@
+package syncde2e
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// flushedRe matches syncd's debug line after each flush.
+var flushedRe = regexp.MustCompile(`msg=flushed .*total_commands=(\d+) total_events=(\d+) total_round_trips=(\d+)`)
+
+// syncdTotals are the cumulative figures of syncd's last flush log line.
+type syncdTotals struct{ commands, events, roundTrips float64 }
+
+func lastTotals(out string) syncdTotals {
+	m := flushedRe.FindAllStringSubmatch(out, -1)
+	if len(m) == 0 {
+		return syncdTotals{}
+	}
+	l := m[len(m)-1]
+	f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	return syncdTotals{commands: f(l[1]), events: f(l[2]), roundTrips: f(l[3])}
+}
+
+// cpuSeconds is the user+system CPU time of pid (/proc/PID/stat utime+stime).
+func cpuSeconds(b *testing.B, pid int) float64 {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	ut, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (ut + st) / 100 // USER_HZ is 100 on Linux
+}
+
+// BenchmarkBurst10k measures, per burst of 10,000 FDB entries or routes
+// created at once (bridge/ip -batch) in syncd's namespace: the time from
+// the start of the burst until STATE_DB holds every key (converge-ms),
+// Redis round trips and commands per kernel event, and syncd's CPU time
+// per 1,000 kernel events. syncd runs with its default netlink buffer and
+// counters effectively off, so the figures are the mirror's alone.
+func BenchmarkBurst10k(b *testing.B) {
+	kinds := []struct {
+		name  string
+		lines func(n int, del bool) []string
+		tool  string
+	}{
+		{"fdb", fdbLines, "bridge"},
+		{"routes", routeLines, "ip"},
+	}
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
+			e := newEnv(b)
+			e.configurePorts("Ethernet0", "Ethernet4")
+			e.start("--log-level", "debug", "--counters-interval", "1h")
+			e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
+			ctx := context.Background()
+			base := e.state.DBSize(ctx).Val()
+			add, del := writeBatch(b, k.lines(burstSize, false)), writeBatch(b, k.lines(burstSize, true))
+			run := func(file string) {
+				e.sw.Run(k.tool, "-n", e.sw.Name, "-batch", file)
+			}
+			waitSize := func(n int64) {
+				deadline := time.Now().Add(wait)
+				for e.state.DBSize(ctx).Val() != n {
+					if time.Now().After(deadline) {
+						b.Fatalf("STATE_DB holds %d keys, want %d", e.state.DBSize(ctx).Val(), n)
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+			}
+			var conv, lag time.Duration
+			var events, rts, cmds, cpu float64
+			pid := e.syncd.Cmd.Process.Pid
+			b.ResetTimer()
+			for range b.N {
+				t0, c0, cpu0 := time.Now(), lastTotals(e.syncd.Output()), cpuSeconds(b, pid)
+				run(add)
+				t1 := time.Now()
+				waitSize(base + burstSize)
+				t2 := time.Now()
+				b.StopTimer()
+				// The last flush line may trail the last key by a moment.
+				time.Sleep(50 * time.Millisecond)
+				c1, cpu1 := lastTotals(e.syncd.Output()), cpuSeconds(b, pid)
+				conv += t2.Sub(t0)
+				lag += t2.Sub(t1)
+				events += c1.events - c0.events
+				rts += c1.roundTrips - c0.roundTrips
+				cmds += c1.commands - c0.commands
+				cpu += cpu1 - cpu0
+				run(del)
+				waitSize(base)
+				b.StartTimer()
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(conv.Milliseconds())/n, "converge-ms")
+			b.ReportMetric(float64(lag.Milliseconds())/n, "lag-ms")
+			b.ReportMetric(events/n, "events/burst")
+			if events > 0 {
+				b.ReportMetric(rts/events, "roundtrips/event")
+				b.ReportMetric(cmds/events, "cmds/event")
+				b.ReportMetric(cpu*1000/(events/1000), "cpu-ms/1k-events")
+			}
+			b.Logf("overflows: %d", strings.Count(e.syncd.Output(), "overflowed"))
+		})
+	}
+}
