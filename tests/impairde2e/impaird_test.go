@@ -182,4 +182,3 @@ func TestImpairdErrorsAndForeignProgram(t *testing.T) {
 		t.Error("Ethernet8: no program attached")
 	}
 }
-
