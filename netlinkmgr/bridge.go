@@ -42,7 +42,15 @@ func (k *kernel) vlanOp(op string, v BridgeVlanInfo, do func(netlink.Link) error
 		case !v.Self && link.Attrs().MasterIndex == 0:
 			return opErr(op, obj, fmt.Errorf("%s is not a bridge port: %w", v.Link, err))
 		}
-		return opErr(op, obj, vlanFilteringErr(err))
+		br := link
+		if !v.Self {
+			m, merr := k.h.LinkByIndex(link.Attrs().MasterIndex)
+			if merr != nil {
+				return opErr(op, obj, err)
+			}
+			br = m
+		}
+		return opErr(op, obj, vlanFilteringErr(err, lacksVlanFiltering(br)))
 	}
 	return opErr(op, obj, mapNotFound(err))
 }

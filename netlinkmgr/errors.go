@@ -172,12 +172,22 @@ func mapLinkAddErr(kind string, err error) error {
 	return err
 }
 
-// vlanFilteringErr classifies a failed vlan_filtering set or bridge vlan op
-// on an object that is a bridge (or bridge port): EOPNOTSUPP and EINVAL
-// there mean the kernel was built without CONFIG_BRIDGE_VLAN_FILTERING.
-func vlanFilteringErr(err error) error {
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EINVAL) {
+// vlanFilteringErr classifies a failed vlan_filtering/default_pvid set or
+// bridge vlan op. lacks says the bridge shows it was built without
+// CONFIG_BRIDGE_VLAN_FILTERING (see lacksVlanFiltering); only then do
+// EOPNOTSUPP/EINVAL mean the feature is missing (on a full kernel EINVAL is
+// a plain error).
+func vlanFilteringErr(err error, lacks bool) error {
+	if lacks && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EINVAL)) {
 		return &FeatureError{Feature: FeatureVlanFiltering, Err: err}
 	}
 	return err
+}
+
+// lacksVlanFiltering reports whether link is a bridge that does not report
+// IFLA_BR_VLAN_DEFAULT_PVID: br_fill_info puts it (unlike vlan_filtering
+// itself) only when built with CONFIG_BRIDGE_VLAN_FILTERING.
+func lacksVlanFiltering(link netlink.Link) bool {
+	b, ok := link.(*netlink.Bridge)
+	return ok && b.VlanDefaultPVID == nil
 }

@@ -440,6 +440,9 @@ func (f *Fake) enslave(port, bridge string) {
 	f.emitFdb(len(f.fdbs)-1, false)
 	if pvid := *b.info.Bridge.DefaultPVID; pvid != 0 && !f.unsupported["vlan_filtering"] {
 		f.vlans = append(f.vlans, BridgeVlanInfo{Link: port, VID: pvid, PVID: true, Untagged: true})
+		f.fdbs = append(f.fdbs, FdbInfo{MAC: append(net.HardwareAddr(nil), f.links[port].info.MAC...),
+			Link: port, Master: bridge, Vlan: pvid, Local: true})
+		f.emitFdb(len(f.fdbs)-1, false)
 	}
 	f.emitLink(bridge, false)
 }

@@ -330,14 +330,14 @@ func (x fakeVlans) Del(v BridgeVlanInfo) error {
 	if err := f.checkVlan(v); err != nil {
 		return opErr("del", obj, err)
 	}
+	f.ops = append(f.ops, op)
 	for i, o := range f.vlans {
 		if o.Link == v.Link && o.VID == v.VID && o.Self == v.Self {
 			f.vlans = append(f.vlans[:i], f.vlans[i+1:]...)
-			f.ops = append(f.ops, op)
 			return nil
 		}
 	}
-	return opErr("del", obj, notFound(unix.ENOENT))
+	return nil // the kernel ignores deleting an absent VLAN
 }
 
 // List lists VLANs by link index then VID; see BridgeVlans.List.
@@ -422,6 +422,32 @@ func (f *Fake) learn(e FdbInfo, static bool) error {
 	}
 	e = cloneFdb(e)
 	e.Master, e.Static, e.Local = br, static, false
+	for _, vid := range f.fdbVids(e) {
+		e := cloneFdb(e)
+		e.Vlan = vid
+		if err := f.putFdb(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fdbVids is the VLANs an entry applies to: its own, or with VLAN 0 on a
+// kernel with VLAN support, 0 and every VLAN of the port (as br_fdb_add
+// and br_fdb_delete do).
+func (f *Fake) fdbVids(e FdbInfo) []uint16 {
+	vids := []uint16{e.Vlan}
+	if e.Vlan == 0 && !f.unsupported["vlan_filtering"] {
+		for _, v := range f.vlans {
+			if v.Link == e.Link && !v.Self {
+				vids = append(vids, v.VID)
+			}
+		}
+	}
+	return vids
+}
+
+func (f *Fake) putFdb(e FdbInfo) error {
 	for i, o := range f.fdbs {
 		if sameFdb(o, e) {
 			if o.Local {
@@ -451,15 +477,19 @@ func (x fakeFdbs) Del(e FdbInfo) error {
 	if l == nil {
 		return opErr("del", obj, notFound(unix.ENODEV))
 	}
-	for i, o := range f.fdbs {
-		if o.Link == e.Link && o.Master == *l.info.Master && o.Vlan == e.Vlan && bytes.Equal(o.MAC, e.MAC) {
-			f.emitFdb(i, true)
-			f.fdbs = append(f.fdbs[:i], f.fdbs[i+1:]...)
-			f.ops = append(f.ops, op)
-			return nil
-		}
+	vids := map[uint16]bool{}
+	for _, v := range f.fdbVids(e) {
+		vids[v] = true
 	}
-	return opErr("del", obj, notFound(unix.ENOENT))
+	n := len(f.fdbs)
+	f.removeFdbs(func(o FdbInfo) bool {
+		return o.Link == e.Link && o.Master == *l.info.Master && vids[o.Vlan] && bytes.Equal(o.MAC, e.MAC) && !o.Local
+	})
+	if len(f.fdbs) == n {
+		return opErr("del", obj, notFound(unix.ENOENT))
+	}
+	f.ops = append(f.ops, op)
+	return nil
 }
 
 // List lists entries of bridge ("" = all); see Fdbs.List.

@@ -47,6 +47,12 @@ func (l LinkInfo) setString() string {
 	return strings.Join(b, " ")
 }
 
+// hasSet reports whether any writable field of l is set.
+func (l LinkInfo) hasSet() bool {
+	return l.MTU != nil || l.MAC != nil || l.AdminUp != nil || l.Master != nil || l.Alias != nil ||
+		(l.Bridge != nil && (l.Bridge.VlanFiltering != nil || l.Bridge.DefaultPVID != nil))
+}
+
 // addString is the op-log form of a link add.
 func (l LinkInfo) addString() string {
 	s := "link add " + l.Name

@@ -60,7 +60,7 @@ func mac(s string) net.HardwareAddr {
 }
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
-func ip(s string) netip.Addr     { return netip.MustParseAddr(s) }
+func ip(s string) netip.Addr    { return netip.MustParseAddr(s) }
 
 // ipLink is the part of "ip -j -d link show" the tests judge with.
 type ipLink struct {
@@ -144,4 +144,3 @@ type bridgeFdb struct {
 	Flags  []string `json:"flags"`
 	State  string   `json:"state"`
 }
-

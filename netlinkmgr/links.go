@@ -1,6 +1,7 @@
 package netlinkmgr
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
@@ -76,9 +77,9 @@ func (x realLinks) Add(l LinkInfo) error {
 	}
 	if err := k.h.LinkAdd(link); err != nil {
 		if vlanOpts {
-			if _, missing := MissingFeature(mapLinkAddErr(l.Kind, err)); !missing {
-				err = mapLinkAddErr(l.Kind, vlanFilteringErr(err))
-				return opErr("add", obj, err)
+			// No bridge to ask yet: EOPNOTSUPP here can only be the option.
+			if errors.Is(err, unix.EOPNOTSUPP) {
+				return opErr("add", obj, &FeatureError{Feature: FeatureVlanFiltering, Err: err})
 			}
 		}
 		return opErr("add", obj, mapLinkAddErr(l.Kind, err))
@@ -99,7 +100,7 @@ func (x realLinks) Add(l LinkInfo) error {
 //	ip link set NAME type bridge [vlan_filtering 0|1] [vlan_default_pvid N]
 func (x realLinks) Set(l LinkInfo) error {
 	k := x.k
-	if l.setString() == "" {
+	if !l.hasSet() {
 		return nil
 	}
 	k.writes.Add(1)
@@ -143,19 +144,24 @@ func (x realLinks) Set(l LinkInfo) error {
 			return fail("alias", err)
 		}
 	}
-	if b := l.Bridge; b != nil {
-		if _, ok := link.(*netlink.Bridge); !ok && (b.VlanFiltering != nil || b.DefaultPVID != nil) {
-			return fail("type bridge", fmt.Errorf("not a bridge (kind %s): %w", link.Type(), unix.EOPNOTSUPP))
-		}
+	if b := l.Bridge; b != nil && (b.VlanFiltering != nil || b.DefaultPVID != nil) {
+		what := "type bridge"
 		if b.VlanFiltering != nil {
-			if err := k.h.BridgeSetVlanFiltering(link, *b.VlanFiltering); err != nil {
-				return fail("vlan_filtering "+boolDigit(*b.VlanFiltering), vlanFilteringErr(err))
-			}
+			what += " vlan_filtering " + boolDigit(*b.VlanFiltering)
 		}
 		if b.DefaultPVID != nil {
-			if err := k.h.BridgeSetVlanDefaultPVID(link, *b.DefaultPVID); err != nil {
-				return fail(fmt.Sprintf("vlan_default_pvid %d", *b.DefaultPVID), vlanFilteringErr(err))
-			}
+			what += fmt.Sprintf(" vlan_default_pvid %d", *b.DefaultPVID)
+		}
+		if _, ok := link.(*netlink.Bridge); !ok {
+			return fail(what, fmt.Errorf("not a bridge (kind %s): %w", link.Type(), unix.EOPNOTSUPP))
+		}
+		// Only the options: the library's BridgeSetVlanFiltering resends
+		// every attribute read back (address, queues, gso sizes...), which
+		// a full kernel rejects (EBUSY when up, EINVAL when down).
+		attrs := netlink.LinkAttrs{Name: link.Attrs().Name, Index: link.Attrs().Index, TxQLen: -1}
+		br := &netlink.Bridge{LinkAttrs: attrs, VlanFiltering: b.VlanFiltering, VlanDefaultPVID: b.DefaultPVID}
+		if err := k.h.LinkModify(br); err != nil {
+			return fail(what, vlanFilteringErr(err, lacksVlanFiltering(link)))
 		}
 	}
 	if l.AdminUp != nil && *l.AdminUp {

@@ -145,7 +145,9 @@ func routedNS(t *testing.T) (*routeEnv, Kernel) {
 	return &routeEnv{ns}, k
 }
 
-type routeEnv struct{ ns interface{ JSON(any, ...string) } }
+type routeEnv struct {
+	ns interface{ JSON(any, ...string) }
+}
 
 func (e *routeEnv) routes(t *testing.T, args ...string) map[string]ipRoute {
 	t.Helper()
@@ -253,7 +255,7 @@ func TestRealFdb(t *testing.T) {
 		if f.Master != "Bridge" {
 			t.Fatalf("List(Bridge) returned an entry of %q: %+v", f.Master, f)
 		}
-		if f.MAC.String() == "00:11:22:33:44:55" && f.Link == "Ethernet0" && f.Static && !f.Local {
+		if f.MAC.String() == "00:11:22:33:44:55" && f.Link == "Ethernet0" && f.Static && !f.Local && f.Vlan == 0 {
 			mine++
 		}
 		if f.Local {
@@ -374,7 +376,7 @@ func TestRealFeatures(t *testing.T) {
 			t.Fatalf("List: %+v", list)
 		}
 		must(t, k.BridgeVlans().Del(BridgeVlanInfo{Link: "Ethernet0", VID: 100}))
-		mustNotFound(t, "del absent vlan", k.BridgeVlans().Del(BridgeVlanInfo{Link: "Ethernet0", VID: 100}))
+		must(t, k.BridgeVlans().Del(BridgeVlanInfo{Link: "Ethernet0", VID: 100})) // absent: the kernel ignores it
 	})
 }
 

@@ -39,15 +39,17 @@ type realAddrs struct{ k *kernel }
 func (x realAddrs) Add(a AddrInfo) error {
 	k := x.k
 	k.writes.Add(1)
-	obj := "address " + a.String()
 	if !a.Prefix.IsValid() {
-		return opErr("add", obj, fmt.Errorf("invalid prefix: %w", unix.EINVAL))
+		return opErr("add", "address "+a.String(), fmt.Errorf("invalid prefix: %w", unix.EINVAL))
 	}
 	link, err := k.link(a.Link)
-	if err != nil {
-		return opErr("add", obj, err)
+	if err == nil {
+		err = k.h.AddrReplace(link, &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)})
 	}
-	return opErr("add", obj, k.h.AddrReplace(link, &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)}))
+	if err != nil {
+		return opErr("add", "address "+a.String(), err)
+	}
+	return nil
 }
 
 // Del removes an address; ErrNotFound when absent. Equivalent to:
@@ -149,21 +151,27 @@ func (k *kernel) toNetlinkRoute(r RouteInfo) (*netlink.Route, error) {
 func (x realRoutes) Replace(r RouteInfo) error {
 	k := x.k
 	k.writes.Add(1)
-	obj := r.object()
+	if err := k.replaceRoute(r); err != nil {
+		return opErr("replace", r.object(), err)
+	}
+	return nil
+}
+
+func (k *kernel) replaceRoute(r RouteInfo) error {
 	if !r.Dst.IsValid() {
-		return opErr("replace", obj, fmt.Errorf("invalid destination: %w", unix.EINVAL))
+		return fmt.Errorf("invalid destination: %w", unix.EINVAL)
 	}
 	if r.Dst.Addr().Is4() && r.Dst.Masked() != r.Dst {
-		return opErr("replace", obj, fmt.Errorf("invalid prefix for given prefix length (use %s): %w", r.Dst.Masked(), unix.EINVAL))
+		return fmt.Errorf("invalid prefix for given prefix length (use %s): %w", r.Dst.Masked(), unix.EINVAL)
 	}
 	if r.Blackhole && len(r.NextHops) > 0 {
-		return opErr("replace", obj, fmt.Errorf("need next hops or blackhole (not both): %w", unix.EINVAL))
+		return fmt.Errorf("need next hops or blackhole (not both): %w", unix.EINVAL)
 	}
 	nr, err := k.toNetlinkRoute(r)
 	if err != nil {
-		return opErr("replace", obj, err)
+		return err
 	}
-	return opErr("replace", obj, k.h.RouteReplace(nr))
+	return k.h.RouteReplace(nr)
 }
 
 // Del deletes the first route matching destination, table, and (when
