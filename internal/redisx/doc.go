@@ -4,4 +4,31 @@
 // STATE_DB writer that owns named fields.
 //
 // It knows nothing about table contents: that is package schema.
+//
+// A daemon typically does:
+//
+//	conn, err := redisx.Connect(flags.Redis)          // no dial yet
+//	cfg := conn.DB(schema.ConfigDB)
+//	err = redisx.EnsureKeyspaceEvents(ctx, cfg, redisx.WatchClasses) // *NotifyConfigError: exit with its message
+//	sw := redisx.NewStateWriter(conn.DB(schema.StateDB), []string{"state", "reason"})
+//	err = sw.Load(ctx, "VLAN_TABLE|*")                // adopt what a previous run wrote
+//	w := redisx.NewWatcher(cfg, redisx.WatchOptions{DB: schema.ConfigDB, Tables: ..., Keys: ..., OnSync: ...})
+//	for ev := range w.Events(ctx) { ... enqueue ev.Table/ev.Key ... }
+//
+// Guarantees and limits of the watcher:
+//   - Nothing is missed across a disconnect or a Redis restart: every
+//     complete (re)subscription and every run_id change triggers a rescan,
+//     and keys known before but absent now are reported (deleted).
+//   - Keys may be reported more often than they changed (level-triggered
+//     consumers re-read; Events coalesces bursts into one read).
+//   - Before each rescan the watcher re-applies WatchClasses, since a
+//     restarted Redis without the redis.conf line has notifications off.
+//   - FLUSHDB/FLUSHALL send no keyspace notifications: deletions done that
+//     way are seen only at the next rescan. Delete keys with DEL/UNLINK.
+//   - In Run mode a slow notify stalls the subscription; Redis then drops
+//     the connection at its pubsub output-buffer limit, which the watcher
+//     survives by rescanning — but keep notify quick (Events does).
+//
+// It must not: interpret table fields, hold kernel state, or write fields
+// it does not own.
 package redisx
