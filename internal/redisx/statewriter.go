@@ -198,6 +198,13 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) boo
 // writes only differences and Keys lists what may be stale. Only hashes
 // are considered.
 func (w *StateWriter) Load(ctx context.Context, pattern string) error {
+	if id, err := RunID(ctx, w.c); err == nil {
+		w.mu.Lock()
+		if w.runID == "" { // a restart after this Load is then noticed
+			w.runID = id
+		}
+		w.mu.Unlock()
+	}
 	var cursor uint64
 	for {
 		keys, next, err := w.c.ScanType(ctx, cursor, pattern, 1000, "hash").Result()
@@ -228,9 +235,11 @@ func (w *StateWriter) adopt(ctx context.Context, keys []string) error {
 			cmds[i] = pipe.HMGet(ctx, k, w.list...)
 		}
 	}
-	_, _ = pipe.Exec(ctx) // per-command errors below
+	// Hold the lock across the read: a Set racing with it must not have
+	// its newer value replaced in the cache by the older one read here.
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	_, _ = pipe.Exec(ctx) // per-command errors below
 	for i, k := range keys {
 		got := map[string]string{}
 		switch cmd := cmds[i].(type) {
@@ -290,7 +299,7 @@ func (w *StateWriter) Forget() {
 }
 
 // CheckRestart compares the server's run_id with the one seen by the
-// previous call; when Redis restarted (its data is gone) it calls Forget
+// previous call (or the first Load); when Redis restarted (its data is gone) it calls Forget
 // and returns true: the daemon should then Set every key again. Call it
 // periodically, e.g. on each resync tick.
 func (w *StateWriter) CheckRestart(ctx context.Context) (bool, error) {

@@ -49,6 +49,7 @@ type Watcher struct {
 	mu    sync.Mutex
 	known map[string]knownKey // full key -> what we know of it
 	epoch uint64              // incremented when a scan starts
+	runID string              // of the server the last scan read
 
 	emitMu sync.Mutex // serializes notify calls
 
@@ -258,9 +259,14 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 		}
 		w.report(err) // maybe set in redis.conf; scan anyway
 	}
+	id, err := RunID(ctx, w.c)
+	if err != nil {
+		return err
+	}
 	w.mu.Lock()
 	w.epoch++
 	epoch := w.epoch
+	w.runID = id
 	w.mu.Unlock()
 	for _, table := range w.opts.Tables {
 		prefix := table + w.opts.Separator
@@ -303,25 +309,25 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 	return nil
 }
 
-// pollLoop notices a restarted Redis by its run_id and checks the
-// subscription connection with PING (a dead one is then replaced, which
-// resubscribes and rescans).
+// pollLoop notices a restarted Redis by a run_id other than the last
+// scan's, and checks the subscription connection with PING (a dead one is
+// then replaced, which resubscribes and rescans).
 func (w *Watcher) pollLoop(ctx context.Context, ps *redis.PubSub) {
 	t := time.NewTicker(w.opts.RunIDInterval)
 	defer t.Stop()
-	last := ""
 	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		id, err := RunID(ctx, w.c)
-		if err == nil {
-			if last != "" && id != last {
+		if id, err := RunID(ctx, w.c); err == nil {
+			w.mu.Lock()
+			changed := w.runID != "" && id != w.runID
+			w.mu.Unlock()
+			if changed {
 				w.requestRescan()
 			}
-			last = id
 		}
 		if n%5 == 4 {
 			_ = ps.Ping(ctx) // a failure reconnects; Receive reports it

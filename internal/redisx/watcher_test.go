@@ -380,3 +380,19 @@ func TestWatcherRunNotifySerialized(t *testing.T) {
 		t.Fatal("notify called concurrently")
 	}
 }
+
+// A run_id other than the last scan's (Redis restarted) triggers a rescan
+// even when the subscription itself looks fine.
+func TestWatcherRunIDChangeRescans(t *testing.T) {
+	_, c := startRedis(t)
+	db := c.DB(4)
+	s := newSink()
+	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnSync: s.onSync, RunIDInterval: 20 * time.Millisecond})
+	runEvents(t, w, s)
+	eventually(t, "first sync", func() bool { return s.syncCount() >= 1 })
+	n := s.syncCount()
+	w.mu.Lock()
+	w.runID = "0000000000000000000000000000000000000000" // as if the last scan read another server
+	w.mu.Unlock()
+	eventually(t, "rescan after run_id change", func() bool { return s.syncCount() > n })
+}
