@@ -68,11 +68,11 @@ func globalAddrs(as []AddrInfo) []AddrInfo {
 	return out
 }
 
-// staticFdbs leaves out local (permanent) and self entries.
+// staticFdbs leaves out local (permanent), learned and self entries.
 func staticFdbs(fs []FdbInfo) []FdbInfo {
 	var out []FdbInfo
 	for _, f := range fs {
-		if !f.Local && f.Master != "" {
+		if f.Static && !f.Local && f.Master != "" {
 			out = append(out, f)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -155,12 +156,7 @@ func (x realLinks) Set(l LinkInfo) error {
 		if _, ok := link.(*netlink.Bridge); !ok {
 			return fail(what, fmt.Errorf("not a bridge (kind %s): %w", link.Type(), unix.EOPNOTSUPP))
 		}
-		// Only the options: the library's BridgeSetVlanFiltering resends
-		// every attribute read back (address, queues, gso sizes...), which
-		// a full kernel rejects (EBUSY when up, EINVAL when down).
-		attrs := netlink.LinkAttrs{Name: link.Attrs().Name, Index: link.Attrs().Index, TxQLen: -1}
-		br := &netlink.Bridge{LinkAttrs: attrs, VlanFiltering: b.VlanFiltering, VlanDefaultPVID: b.DefaultPVID}
-		if err := k.h.LinkModify(br); err != nil {
+		if err := k.setBridgeOptions(link.Attrs().Index, b); err != nil {
 			return fail(what, vlanFilteringErr(err, lacksVlanFiltering(link)))
 		}
 	}
@@ -281,4 +277,33 @@ func operStateName(s netlink.LinkOperState) string {
 		return "up"
 	}
 	return "unknown"
+}
+
+// setBridgeOptions sends one RTM_NEWLINK carrying only the ifindex and the
+// bridge options, as "ip link set NAME type bridge ..." does. The library
+// cannot: BridgeSetVlanFiltering resends every attribute read back, and
+// even LinkModify always adds IFLA_IFNAME, which 6.1 treats as a rename of
+// an up device (EBUSY) before noticing the name is unchanged.
+func (k *kernel) setBridgeOptions(index int, b *BridgeOptions) error {
+	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_ACK)
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: k.raw}
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(index)
+	req.AddData(msg)
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("bridge"))
+	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+	if b.VlanFiltering != nil {
+		v := byte(0)
+		if *b.VlanFiltering {
+			v = 1
+		}
+		data.AddRtAttr(nl.IFLA_BR_VLAN_FILTERING, []byte{v})
+	}
+	if b.DefaultPVID != nil {
+		data.AddRtAttr(nl.IFLA_BR_VLAN_DEFAULT_PVID, nl.Uint16Attr(*b.DefaultPVID))
+	}
+	req.AddData(info)
+	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
 }

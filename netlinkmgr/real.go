@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -17,6 +18,7 @@ import (
 // requests on its socket, so a kernel may be shared by goroutines.
 type kernel struct {
 	h      *netlink.Handle
+	raw    *nl.SocketHandle // second socket for requests the library cannot shape
 	ns     netns.NsHandle // kept open for Watch subscriptions
 	nsName string         // for messages
 	writes atomic.Uint64
@@ -64,7 +66,16 @@ func Open(opts Options) (Kernel, error) {
 		ns.Close()
 		return nil, opErr("open", "netlink socket in network namespace "+label, err)
 	}
-	return &kernel{h: h, ns: ns, nsName: label}, nil
+	s, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		h.Close()
+		ns.Close()
+		return nil, opErr("open", "netlink socket in network namespace "+label, err)
+	}
+	tv := unix.NsecToTimeval(requestTimeout.Nanoseconds())
+	s.SetSendTimeout(&tv)
+	s.SetReceiveTimeout(&tv)
+	return &kernel{h: h, raw: &nl.SocketHandle{Socket: s}, ns: ns, nsName: label}, nil
 }
 
 func (k *kernel) Links() Links             { return realLinks{k} }
@@ -81,6 +92,7 @@ func (k *kernel) Writes() uint64 { return k.writes.Load() }
 // channels close with their own contexts.
 func (k *kernel) Close() error {
 	k.h.Close()
+	k.raw.Close()
 	return k.ns.Close()
 }
 

@@ -56,7 +56,7 @@ type VethOptions struct {
 
 // LinkStats are the link's 64-bit counters (IFLA_STATS64).
 type LinkStats struct {
-	RxPackets, TxPackets, RxBytes, TxBytes uint64
+	RxPackets, TxPackets, RxBytes, TxBytes   uint64
 	RxErrors, TxErrors, RxDropped, TxDropped uint64
 }
 
