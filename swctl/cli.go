@@ -246,7 +246,7 @@ func printHelp(w io.Writer, c *Command, fs *flag.FlagSet) {
 	if c.Long != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Long))
 	} else if c.Summary != "" {
-		fmt.Fprintf(w, "\n%s.\n", c.Summary)
+		fmt.Fprintf(w, "\n%s%s.\n", strings.ToUpper(c.Summary[:1]), c.Summary[1:])
 	}
 	if len(c.Sub) > 0 {
 		fmt.Fprintf(w, "\nCommands:\n")
@@ -272,8 +272,15 @@ func printHelp(w io.Writer, c *Command, fs *flag.FlagSet) {
 	for _, n := range names {
 		f := fs.Lookup(n)
 		arg, usage := flag.UnquoteUsage(f)
-		if arg != "" {
+		switch arg {
+		case "":
+		case "string":
+			arg = " VALUE"
+		default:
 			arg = " " + strings.ToUpper(arg)
+		}
+		if d := f.DefValue; d != "" && d != "false" && d != "[]" && f.Name != "redis" {
+			usage += " (default " + d + ")"
 		}
 		fmt.Fprintf(tw, "  --%s%s\t%s\n", f.Name, arg, usage)
 	}

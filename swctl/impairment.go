@@ -19,7 +19,7 @@ var impairmentFields = []fieldFlag{
 	{"ge-loss-bad", "ge_loss_bad", "Gilbert-Elliott: loss percent in the bad state"},
 	{"period", "period", "periodic loss: drop every Nth packet"},
 	{"rate", "rate", "police to this rate: 100mbit, 1gbit, 500kbit or bit/s"},
-	{"burst", "burst", "policer burst: bytes, 64kb, 1mb"},
+	{"burst", "burst", "policer burst: bytes, 64kb, 1mb (default max(10 ms of rate, 10 full frames))"},
 	{"corrupt", "corrupt", "flip one bit in this percent of packets"},
 	{"seed", "seed", "RNG seed (uint64): same seed, same drop pattern"},
 	{"delay", "delay", "added delay: 50ms, 200us"},
@@ -38,7 +38,7 @@ var flowMatchFields = []fieldFlag{
 	{"dport", "dport", "destination port N or N-M"},
 	{"dscp", "dscp", "DSCP value"},
 	{"vlan", "vlan", "VLAN id of the packet"},
-	{"priority", "priority", "rule priority (see docs/impairment.md for the order)"},
+	{"priority", "priority", "rule priority 0-65535: higher wins, ties go to the smaller name"},
 	{"scope", "scope", "rule (one shared state, default) or flow (state per 5-tuple)"},
 }
 
