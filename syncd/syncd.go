@@ -22,6 +22,16 @@ const DefaultCountersInterval = time.Second
 // so a never-ending stream still reaches Redis.
 const maxBurst = 50000
 
+// linger is how long the loop waits for the next kernel event of a burst
+// once the queue is empty, and maxLinger how long a burst may be held in
+// all: the kernel emits a 10k-object burst over ~100 ms, a little faster
+// than syncd consumes it in bursts of a few events, so a short wait folds
+// it into far fewer pipelines for at most maxLinger of added latency.
+const (
+	linger    = time.Millisecond
+	maxLinger = 20 * time.Millisecond
+)
+
 // retryDelay is the pause before a failed Redis write or load is retried.
 const retryDelay = 500 * time.Millisecond
 
@@ -121,24 +131,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case ev, ok := <-events:
+			if ok {
+				d.apply(ev)
+				ok = d.drain(events)
+			}
 			if !ok {
 				if ctx.Err() != nil {
 					return nil
 				}
 				return errors.New("kernel watch ended")
-			}
-			d.apply(ev)
-		drain:
-			for n := 0; n < maxBurst; n++ {
-				select {
-				case ev, ok := <-events:
-					if !ok {
-						break drain
-					}
-					d.apply(ev)
-				default:
-					break drain
-				}
 			}
 			if d.view.RoutesSuspect() && !d.view.Listing() {
 				d.relistRoutes()
@@ -164,6 +165,44 @@ func (d *Daemon) Run(ctx context.Context) error {
 			retry.Reset(retryDelay)
 		}
 	}
+}
+
+// drain applies the events queued behind the first of a burst, lingering
+// briefly for stragglers; false when the channel closed.
+func (d *Daemon) drain(events <-chan netlinkmgr.Event) bool {
+	deadline := time.Now().Add(maxLinger)
+	var t *time.Timer
+	for n := 0; n < maxBurst; n++ {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return false
+			}
+			d.apply(ev)
+			continue
+		default:
+		}
+		wait := min(linger, time.Until(deadline))
+		if wait <= 0 {
+			return true
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return false
+			}
+			d.apply(ev)
+		case <-t.C:
+			return true
+		}
+	}
+	return true
 }
 
 func (d *Daemon) apply(ev netlinkmgr.Event) {
