@@ -247,9 +247,13 @@ func TestEventsCoalesceBurst(t *testing.T) {
 		}
 	}
 	ch := w.Events(ctx)
-	<-synced // empty table: nothing to deliver
+	select { // empty table: nothing to deliver
+	case <-synced:
+	case <-time.After(waitFor):
+		t.Fatal("no first sync")
+	}
 	db.HSet(ctx, "PORT|gate", "v", "0")
-	first := <-ch // the consumer now "works" on PORT|gate; meanwhile:
+	first := recv(t, ch) // the consumer now "works" on PORT|gate; meanwhile:
 	if first.Key != "gate" {
 		t.Fatalf("first event %+v", first)
 	}
@@ -270,7 +274,8 @@ func TestEventsCoalesceBurst(t *testing.T) {
 		t.Fatal("marker not noticed")
 	}
 	var burst []Event
-	for ev := range ch {
+	for {
+		ev := recv(t, ch)
 		if ev.Key == "burst" {
 			burst = append(burst, ev)
 		}
@@ -330,7 +335,10 @@ func TestWatcherRunNotifySerialized(t *testing.T) {
 	)
 	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnSync: func(context.Context) {
 		mu.Lock()
-		synced <- len(seen)
+		select {
+		case synced <- len(seen):
+		default:
+		}
 		mu.Unlock()
 	}})
 	done := make(chan error)
@@ -445,4 +453,19 @@ func TestWatcherChaosConverges(t *testing.T) {
 		}
 	}
 	s.waitState(t, want)
+}
+
+// recv returns the next event, failing the test after waitFor.
+func recv(t *testing.T, ch <-chan Event) Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("events channel closed")
+		}
+		return ev
+	case <-time.After(waitFor):
+		t.Fatalf("no event within %v", waitFor)
+	}
+	return Event{}
 }
