@@ -20,4 +20,24 @@
 //	func (q *Queue) Done(key string)
 //	func (q *Queue) Len() int
 //	func (q *Queue) ShutDown()
+//	func (q *Queue) ShuttingDown() bool
+//
+// Typical worker loop:
+//
+//	for {
+//		key, ok := q.Get(ctx)
+//		if !ok {
+//			return
+//		}
+//		if err := reconcile(ctx, key); err != nil && !terminal(err) {
+//			q.AddRateLimited(key) // retried after its backoff
+//		} else {
+//			q.Forget(key) // success or a terminal error: reset the backoff
+//		}
+//		q.Done(key)
+//	}
+//
+// After ShutDown, Get returns ok=false at once even if keys are still
+// queued (the daemon is stopping; it rescans on start). It must not know
+// what a key means.
 package workqueue
