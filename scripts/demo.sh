@@ -263,4 +263,6 @@ cat <<EOF
   ip netns exec $H0 ping ${IMPAIRED}
 Press Ctrl-C here (or run make demo-clean) to remove everything.
 EOF
-while :; do sleep 3600 & wait $! || true; done
+# Until Ctrl-C, or until make demo-clean (run elsewhere) stops redis-server.
+while pid_of redis >/dev/null; do sleep 1; done
+note "redis-server is gone (make demo-clean?): exiting"
