@@ -19,8 +19,8 @@ import (
 type kernel struct {
 	h      *netlink.Handle
 	raw    *nl.SocketHandle // second socket for requests the library cannot shape
-	ns     netns.NsHandle // kept open for Watch subscriptions
-	nsName string         // for messages
+	ns     netns.NsHandle   // kept open for Watch subscriptions
+	nsName string           // for messages
 	writes atomic.Uint64
 }
 
