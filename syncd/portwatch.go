@@ -2,10 +2,6 @@ package syncd
 
 import (
 	"context"
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
@@ -20,108 +16,49 @@ import (
 // HSET/HDEL.
 const KeyspaceClasses = redisx.WatchClasses
 
-// portUpdate is what the PORT watch reports: either the full set of
-// configured ports (snapshot, after each (re)subscription) or single
-// changes (name -> present).
+// portUpdate is what the PORT watch reports, in order: single keys
+// (name -> present), and a synced marker after each full (re)scan.
 type portUpdate struct {
-	snapshot  bool
-	reconnect bool // a snapshot after a resubscription: Redis may be new
 	names     map[string]bool
+	synced    bool // every existing PORT key has been reported
+	reconnect bool // a rescan after the first: Redis reconnected or restarted
 }
 
-// watchPorts watches CONFIG_DB PORT as the brief's watch rule says:
-// PSUBSCRIBE first, then SCAN; each notification re-reads the key's
-// existence (level-triggered). go-redis resubscribes after a disconnect;
-// the resubscription confirmation triggers a new snapshot and a
-// keyspace-events check (a restarted Redis has forgotten CONFIG SET).
+// watchPorts watches CONFIG_DB PORT with redisx.Watcher (subscribe, then
+// scan; rescan after a reconnect or a run_id change, re-enabling keyspace
+// events first) and reports each key's existence, re-read on every
+// notification (level-triggered). Sends are blocking and come from the
+// watcher's serialized callbacks, so the synced marker follows the keys
+// of its scan.
 func watchPorts(ctx context.Context, c *redis.Client, out chan<- portUpdate, log *logrus.Entry) {
-	prefix := "__keyspace@" + strconv.Itoa(c.Options().DB) + "__:"
-	pattern := prefix + schema.ConfigKey(schema.TablePort, "*")
-	ps := c.PSubscribe(ctx, pattern)
-	defer ps.Close()
-	first := true
-	send := func(u portUpdate) bool {
+	send := func(u portUpdate) {
 		select {
 		case out <- u:
-			return true
 		case <-ctx.Done():
-			return false
 		}
 	}
-	for ctx.Err() == nil {
-		msg, err := ps.Receive(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			log.WithError(err).Debug("port watch: receive failed; reconnecting")
-			sleep(ctx, 200*time.Millisecond)
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if m.Kind != "psubscribe" {
-				continue
-			}
-			names, err := scanPorts(ctx, c)
-			for err != nil && ctx.Err() == nil {
-				log.WithError(err).Warn("port watch: scan PORT failed; retrying")
-				sleep(ctx, 500*time.Millisecond)
-				names, err = scanPorts(ctx, c)
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			if err := ensureKeyspaceEvents(ctx, c); err != nil {
-				log.WithError(err).Error("port watch")
-			}
-			if !send(portUpdate{snapshot: true, reconnect: !first, names: names}) {
-				return
-			}
+	first := true
+	w := redisx.NewWatcher(c, redisx.WatchOptions{
+		DB:     schema.ConfigDB,
+		Tables: []string{schema.TablePort},
+		OnSync: func(context.Context) {
+			send(portUpdate{synced: true, reconnect: !first})
 			first = false
-		case *redis.Message:
-			key := strings.TrimPrefix(m.Channel, prefix)
-			_, name, ok := strings.Cut(key, schema.ConfigSep)
-			if !ok || name == "" {
-				continue
-			}
-			n, err := c.Exists(ctx, key).Result()
-			if err != nil {
-				// The resubscription after the reconnect rescans.
-				continue
-			}
-			if !send(portUpdate{names: map[string]bool{name: n > 0}}) {
-				return
-			}
+		},
+		OnError: func(err error) { log.WithError(err).Debug("port watch") },
+	})
+	err := w.Run(ctx, func(ch redisx.Change) {
+		if ch.Table != schema.TablePort || ch.Key == "" {
+			return
 		}
-	}
-}
-
-func scanPorts(ctx context.Context, c *redis.Client) (map[string]bool, error) {
-	names := map[string]bool{}
-	var cursor uint64
-	for {
-		keys, next, err := c.Scan(ctx, cursor, schema.ConfigKey(schema.TablePort, "*"), 1000).Result()
+		n, err := c.Exists(ctx, schema.ConfigKey(schema.TablePort, ch.Key)).Result()
 		if err != nil {
-			return nil, fmt.Errorf("scan CONFIG_DB PORT: %w", err)
+			return // Redis is away: the watcher rescans once it is back
 		}
-		for _, k := range keys {
-			if _, name, ok := strings.Cut(k, schema.ConfigSep); ok && name != "" {
-				names[name] = true
-			}
-		}
-		if cursor = next; cursor == 0 {
-			return names, nil
-		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+		send(portUpdate{names: map[string]bool{ch.Key: n > 0}})
+	})
+	if err != nil {
+		log.WithError(err).Error("port watch stopped")
 	}
 }
 

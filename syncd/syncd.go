@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -67,7 +66,6 @@ type Daemon struct {
 	synced     bool // the kernel's initial listing is complete
 	portsKnown bool // the PORT table has been scanned once
 	needResync bool // Forget + Load + full rewrite before the next flush
-	runID      string
 
 	events  atomic.Uint64
 	bursts  atomic.Uint64
@@ -147,7 +145,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case u := <-ports:
 			d.applyPorts(u)
 		case <-tick.C:
-			d.checkRunID(ctx)
 			if d.synced && d.portsKnown && !d.needResync {
 				if err := d.writeCounters(ctx); err != nil {
 					d.log.WithError(err).Warn("write counters")
@@ -229,45 +226,16 @@ func (d *Daemon) relistRoutes() {
 }
 
 func (d *Daemon) applyPorts(u portUpdate) {
-	if u.snapshot {
-		for _, p := range d.view.Configured() {
-			if !u.names[p] {
-				d.view.SetPort(p, false)
-			}
-		}
-		for p := range u.names {
-			d.view.SetPort(p, true)
-		}
-		if u.reconnect {
-			d.log.Info("redis reconnected; rewriting the mirror")
-			d.needResync = true
-		}
-		d.portsKnown = true
-		return
-	}
 	for p, present := range u.names {
 		d.view.SetPort(p, present)
 	}
-}
-
-// checkRunID notices a Redis restart between two ticks (a reconnect the
-// client hid from us): the server's run_id changes.
-func (d *Daemon) checkRunID(ctx context.Context) {
-	info, err := d.cfg.State.Info(ctx, "server").Result()
-	if err != nil {
-		return
-	}
-	id := ""
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-			id = v
+	if u.synced {
+		if u.reconnect {
+			d.log.Info("redis reconnected or restarted; rewriting the mirror")
+			d.needResync = true
 		}
+		d.portsKnown = true
 	}
-	if d.runID != "" && id != d.runID {
-		d.log.WithField("run_id", id).Info("redis restarted; rewriting the mirror")
-		d.needResync = true
-	}
-	d.runID = id
 }
 
 // flush writes what changed. Nothing is written before the kernel listing
