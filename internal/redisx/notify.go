@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -40,8 +43,10 @@ func (e *NotifyConfigError) Unwrap() error { return e.Err }
 // EnsureKeyspaceEvents makes notify-keyspace-events contain classes (e.g.
 // WatchClasses), keeping the classes already configured: CONFIG GET, union,
 // CONFIG SET only when something is missing. If the server refuses CONFIG
-// it returns a *NotifyConfigError naming the redis.conf line; connection
-// failures are returned as they are.
+// GET, it probes instead (subscribes to a scratch key's channel and
+// provokes set/del/hset/expired, up to 3 s), so a redis.conf that already
+// has the classes is accepted. Otherwise it returns a *NotifyConfigError
+// naming the redis.conf line; connection failures are returned as they are.
 func EnsureKeyspaceEvents(ctx context.Context, c *redis.Client, classes string) error {
 	for _, r := range classes {
 		if !strings.ContainsRune(validClasses, r) {
@@ -50,10 +55,15 @@ func EnsureKeyspaceEvents(ctx context.Context, c *redis.Client, classes string) 
 	}
 	cur, err := c.ConfigGet(ctx, "notify-keyspace-events").Result()
 	if err != nil {
-		if isServerError(err) {
-			return &NotifyConfigError{Classes: mergeClasses("", classes), Err: err}
+		if !isServerError(err) {
+			return fmt.Errorf("config get notify-keyspace-events: %w", err)
 		}
-		return fmt.Errorf("config get notify-keyspace-events: %w", err)
+		// CONFIG refused: the classes may be in redis.conf already (that
+		// is our own advice); see whether notifications actually arrive.
+		if perr := probeKeyspaceEvents(ctx, c, classes); perr == nil {
+			return nil
+		}
+		return &NotifyConfigError{Classes: mergeClasses("", classes), Err: err}
 	}
 	have := cur["notify-keyspace-events"]
 	want := mergeClasses(have, classes)
@@ -104,4 +114,64 @@ func mergeClasses(have, need string) string {
 func isServerError(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && !errors.Is(err, redis.Nil)
+}
+
+// probeClasses are the classes probeKeyspaceEvents can observe, with the
+// event that proves each. Evictions ("e") cannot be provoked; they are
+// taken on trust once the rest works.
+var probeClasses = map[rune]string{'K': "", 'g': "del", '$': "set", 'h': "hset", 'x': "expired", 'e': ""}
+
+// probeKeyspaceEvents checks without CONFIG that notifications of classes
+// arrive: it subscribes to a scratch key's keyspace channel and provokes
+// one event per class. nil means every class was seen.
+func probeKeyspaceEvents(ctx context.Context, c *redis.Client, classes string) error {
+	want := map[string]bool{}
+	for _, r := range classes {
+		ev, ok := probeClasses[r]
+		if !ok {
+			return fmt.Errorf("class %q cannot be probed", r)
+		}
+		if ev != "" {
+			want[ev] = true
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	key := fmt.Sprintf("_switchyard_notify_probe:%d:%d", os.Getpid(), rand.Uint64())
+	ps := c.Subscribe(ctx, fmt.Sprintf("__keyspace@%d__:%s", c.Options().DB, key))
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil { // the confirmation
+		return fmt.Errorf("subscribe probe channel: %w", err)
+	}
+	defer c.Del(context.WithoutCancel(ctx), key)
+	pipe := c.Pipeline()
+	pipe.Set(ctx, key, "1", 0)
+	pipe.Del(ctx, key)
+	pipe.HSet(ctx, key, "f", "v")
+	pipe.PExpire(ctx, key, time.Millisecond)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("probe writes: %w", err)
+	}
+	go func() { // touching the expired key makes Redis drop it now
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				c.Exists(ctx, key)
+			}
+		}
+	}()
+	for len(want) > 0 {
+		msg, err := ps.Receive(ctx) // the read deadline is ctx's
+		if err != nil {
+			return fmt.Errorf("keyspace events %v not seen: %w", want, err)
+		}
+		if m, ok := msg.(*redis.Message); ok {
+			delete(want, m.Payload)
+		}
+	}
+	return nil
 }

@@ -120,3 +120,25 @@ func TestEnsureKeyspaceEventsConnectionError(t *testing.T) {
 		t.Fatalf("err = %v, want a plain connection error", err)
 	}
 }
+
+// CONFIG refused but the classes are in redis.conf (as our advice says):
+// the probe sees the notifications arrive, so no error.
+func TestEnsureKeyspaceEventsConfigRenamedButConfigured(t *testing.T) {
+	srv := testredis.Start(t, "--rename-command", "CONFIG", "", "--notify-keyspace-events", "Kg$hxe")
+	if err := EnsureKeyspaceEvents(context.Background(), srv.Client(4), WatchClasses); err != nil {
+		t.Fatalf("notifications configured in redis.conf: %v", err)
+	}
+	srv2 := testredis.Start(t, "--rename-command", "CONFIG", "", "--notify-keyspace-events", "AK")
+	if err := EnsureKeyspaceEvents(context.Background(), srv2.Client(0), WatchClasses); err != nil {
+		t.Fatalf("notify-keyspace-events AK: %v", err)
+	}
+	// Only some classes configured: still the advice.
+	srv3 := testredis.Start(t, "--rename-command", "CONFIG", "", "--notify-keyspace-events", "Kh")
+	var nce *NotifyConfigError
+	if err := EnsureKeyspaceEvents(context.Background(), srv3.Client(0), WatchClasses); !errors.As(err, &nce) {
+		t.Fatalf("notify-keyspace-events Kh: err = %v, want *NotifyConfigError", err)
+	}
+	if n := srv3.Client(0).DBSize(context.Background()).Val(); n != 0 {
+		t.Fatalf("the probe left %d keys behind", n)
+	}
+}
