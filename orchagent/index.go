@@ -169,6 +169,9 @@ const resReach = "reach" // any address or non-owned route change: gateways may 
 func resLink(name string) string   { return "link:" + name }
 func resBrPort(name string) string { return "brport:" + name }
 func resRoute(p string) string     { return "route:" + p }
+func resBrVid(link string, vid uint16) string {
+	return "brvid:" + link + schema.ConfigSep + itoa(int(vid))
+}
 func resAddr(link, p string) string {
 	return "addr:" + link + schema.ConfigSep + p
 }

@@ -19,6 +19,7 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 	if err != nil {
 		return errorOut(err, refs)
 	}
+	refs = append(refs, resBrVid(m.Port, uint16(m.VID)))
 	vlanKey := schema.ConfigKey(schema.TableVlan, m.Vlan)
 	if !o.resultOK(vlanKey) {
 		if err := o.unbindMember(key, m.VID, m.Port); err != nil {

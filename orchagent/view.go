@@ -402,6 +402,13 @@ func (v *kernelView) onFdb(f *netlinkmgr.FdbInfo, deleted bool) []string {
 	if f.Master != "" && f.Master != BridgeName {
 		return nil
 	}
+	if f.Local && f.Vlan != 0 {
+		// The kernel adds and removes a permanent entry for the port's
+		// (or Bridge's) MAC with each of its vids, and netlinkmgr drops
+		// the AF_BRIDGE link messages that announce vid changes: this is
+		// how a vid removed behind our back is noticed.
+		return []string{resBrVid(f.Link, f.Vlan)}
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	k := fdbKey{f.Vlan, f.MAC.String()}

@@ -1,7 +1,9 @@
 package orchagent
 
 import (
+	"crypto/rand"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
@@ -20,6 +22,7 @@ func (o *Orch) applyVlan(key string, f schema.Fields) outcome {
 	if err != nil {
 		return errorOut(err, refs)
 	}
+	refs = append(refs, resBrVid(BridgeName, uint16(v.ID)))
 	br, err := o.ensureBridge(key)
 	if err != nil {
 		return kernelOut(err, refs)
@@ -108,7 +111,11 @@ func (o *Orch) ensureBridge(key string) (netlinkmgr.LinkInfo, error) {
 	}
 	on, pvid0, up, mtu := true, uint16(0), true, bridgeMTU
 	if !ok {
-		l := netlinkmgr.LinkInfo{Name: BridgeName, Kind: "bridge", AdminUp: &up, MTU: &mtu,
+		// An explicit MAC: a bridge left to follow its ports falls back to
+		// 00:00:00:00:00:00 when its last port leaves, and then the kernel
+		// refuses "vid N self" (EINVAL: no valid address for the local
+		// FDB entry).
+		l := netlinkmgr.LinkInfo{Name: BridgeName, Kind: "bridge", AdminUp: &up, MTU: &mtu, MAC: bridgeMAC(),
 			Bridge: &netlinkmgr.BridgeOptions{VlanFiltering: &on, DefaultPVID: &pvid0}}
 		if err := o.act(schema.TableVlan, key, "create bridge "+BridgeName+" vlan_filtering 1",
 			func() error { return o.k.Links().Add(l) }); err != nil {
@@ -126,6 +133,10 @@ func (o *Orch) ensureBridge(key string) (netlinkmgr.LinkInfo, error) {
 	if br.Bridge == nil || br.Bridge.VlanFiltering == nil || !*br.Bridge.VlanFiltering {
 		fix.Bridge = &netlinkmgr.BridgeOptions{VlanFiltering: &on}
 		changes = append(changes, "vlan_filtering 1")
+	}
+	if isZeroMAC(br.MAC) {
+		fix.MAC = bridgeMAC()
+		changes = append(changes, "address "+fix.MAC.String())
 	}
 	if br.AdminUp == nil || !*br.AdminUp {
 		fix.AdminUp = &up
@@ -189,6 +200,23 @@ func (o *Orch) delBridgeVid(key string, vid uint16) error {
 	return o.act(schema.TableVlan, key, fmt.Sprintf("delete vid %d self from %s", vid, BridgeName), func() error {
 		return ignoreNotFound(o.k.BridgeVlans().Del(netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: vid, Self: true}))
 	})
+}
+
+// bridgeMAC is a random locally administered unicast MAC for Bridge.
+func bridgeMAC() net.HardwareAddr {
+	m := make(net.HardwareAddr, 6)
+	rand.Read(m)
+	m[0] = m[0]&0xfc | 0x02
+	return m
+}
+
+func isZeroMAC(m net.HardwareAddr) bool {
+	for _, b := range m {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func ignoreNotFound(err error) error {

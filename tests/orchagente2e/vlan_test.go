@@ -1,0 +1,222 @@
+package orchagente2e
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
+	"github.com/switchyard-net/switchyard/tests/kernelcap"
+	"github.com/switchyard-net/switchyard/tests/testns"
+)
+
+// The TestVLAN* tests need 802.1Q devices and bridge VLAN filtering: on
+// the host kernel they skip, in the VM suite (tests/vm/suite.txt) they run.
+
+func requireVLAN(t *testing.T) {
+	t.Helper()
+	kernelcap.Require(t, kernelcap.VLAN8021Q, kernelcap.VlanFiltering)
+}
+
+// bridgeVlans returns port → vid → flags from "bridge -j vlan show".
+func bridgeVlans(ns *testns.NS) map[string]map[int][]string {
+	var out []struct {
+		Ifname string `json:"ifname"`
+		Vlans  []struct {
+			Vlan  int      `json:"vlan"`
+			Flags []string `json:"flags"`
+		} `json:"vlans"`
+	}
+	ns.JSON(&out, "bridge", "vlan", "show")
+	m := map[string]map[int][]string{}
+	for _, p := range out {
+		m[p.Ifname] = map[int][]string{}
+		for _, v := range p.Vlans {
+			m[p.Ifname][v.Vlan] = v.Flags
+		}
+	}
+	return m
+}
+
+// vlanHost wires a host namespace to switch port; with tagged, the host
+// talks through eth1.VID (a VLAN subinterface in its own namespace).
+func vlanHost(t *testing.T, sw *testns.NS, port string, vid int, tagged bool, addrs ...string) *testns.NS {
+	t.Helper()
+	h := testns.New(t)
+	sw.Veth(port, h, "eth1")
+	dev := "eth1"
+	if tagged {
+		dev = fmt.Sprintf("eth1.%d", vid)
+		h.IP("link", "add", "link", "eth1", "name", dev, "type", "vlan", "id", fmt.Sprint(vid))
+		h.IP("link", "set", dev, "up")
+	}
+	for _, a := range addrs {
+		h.IP("addr", "add", a, "dev", dev)
+	}
+	return h
+}
+
+func TestVLANUntaggedTaggedTraffic(t *testing.T) {
+	requireVLAN(t)
+	e := newEnv(t)
+	h1 := vlanHost(t, e.sw, "Ethernet0", 100, false, "10.100.0.2/24")
+	h2 := vlanHost(t, e.sw, "Ethernet4", 100, true, "10.100.0.3/24")
+	e.start()
+	e.initialized()
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged") // before its VLAN: waits
+	e.waitState("VLAN_MEMBER|Vlan100|Ethernet0", "pending", "waiting for VLAN|Vlan100")
+	e.hset("VLAN|Vlan100", "vlanid", "100")
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet4", "tagging_mode", "tagged")
+	e.waitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|Ethernet0", "VLAN_MEMBER|Vlan100|Ethernet4")
+
+	var br []struct {
+		LinkInfo struct {
+			InfoData struct {
+				VlanFiltering int `json:"vlan_filtering"`
+			} `json:"info_data"`
+		} `json:"linkinfo"`
+	}
+	e.sw.JSON(&br, "-d", "link", "show", "dev", "Bridge")
+	if len(br) != 1 || br[0].LinkInfo.InfoData.VlanFiltering != 1 {
+		t.Fatalf("Bridge without vlan_filtering 1: %+v", br)
+	}
+	v := bridgeVlans(e.sw)
+	if f, ok := v["Ethernet0"][100]; !ok || !slices.Contains(f, "PVID") || !slices.Contains(f, "Egress Untagged") {
+		t.Fatalf("Ethernet0 vlans = %v, want 100 PVID Egress Untagged", v["Ethernet0"])
+	}
+	if f, ok := v["Ethernet4"][100]; !ok || len(f) != 0 {
+		t.Fatalf("Ethernet4 vlans = %v, want 100 tagged", v["Ethernet4"])
+	}
+	for _, p := range []string{"Ethernet0", "Ethernet4"} {
+		if _, ok := v[p][1]; ok {
+			t.Fatalf("%s keeps vid 1: %v", p, v[p])
+		}
+	}
+	e.waitPing(h1, "10.100.0.3")
+	e.waitPing(h2, "10.100.0.2")
+
+	// Drift: member vid removed, VLAN device deleted → both restored.
+	e.sw.Bridge("vlan", "del", "dev", "Ethernet4", "vid", "100")
+	e.sw.IP("link", "del", "Vlan100")
+	e2eutil.Eventually(t, wait, "vid and Vlan100 restored", func() (bool, string) {
+		_, vlanDev := link(e.sw, "Vlan100")
+		_, vid := bridgeVlans(e.sw)["Ethernet4"][100]
+		return vlanDev && vid, fmt.Sprintf("Vlan100 %v, Ethernet4 vid 100 %v", vlanDev, vid)
+	})
+	e.waitPing(h1, "10.100.0.3")
+}
+
+func TestVLANIsolationAndRouting(t *testing.T) {
+	requireVLAN(t)
+	e := newEnv(t)
+	forwarding(t, e.sw)
+	h1 := vlanHost(t, e.sw, "Ethernet0", 100, false, "10.100.0.2/24", "10.99.0.1/24")
+	h2 := vlanHost(t, e.sw, "Ethernet4", 200, false, "10.200.0.2/24", "10.99.0.2/24")
+	vlanHost(t, e.sw, "Ethernet8", 100, true, "10.99.0.3/24")
+	h1.IP("route", "add", "10.200.0.0/24", "via", "10.100.0.1")
+	h2.IP("route", "add", "10.100.0.0/24", "via", "10.200.0.1")
+	e.start()
+	e.initialized()
+	keys := []string{"VLAN|Vlan100", "VLAN|Vlan200", "VLAN_MEMBER|Vlan100|Ethernet0",
+		"VLAN_MEMBER|Vlan200|Ethernet4", "VLAN_MEMBER|Vlan100|Ethernet8"}
+	e.hset("VLAN|Vlan100", "vlanid", "100")
+	e.hset("VLAN|Vlan200", "vlanid", "200")
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
+	e.hset("VLAN_MEMBER|Vlan200|Ethernet4", "tagging_mode", "untagged")
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet8", "tagging_mode", "tagged")
+	e.waitOK(keys...)
+	e.waitPing(h1, "10.99.0.3") // same VLAN
+	if ok, out := ping(h1, "10.99.0.2"); ok {
+		t.Fatalf("h1 (Vlan100) reached h2 (Vlan200) at layer 2:\n%s", out)
+	}
+	if ok, _ := ping(h1, "10.200.0.2"); ok {
+		t.Fatal("routed between VLANs with no VLAN_INTERFACE")
+	}
+	e.hset("VLAN_INTERFACE|Vlan100|10.100.0.1/24")
+	e.hset("VLAN_INTERFACE|Vlan200|10.200.0.1/24")
+	e.waitOK("VLAN_INTERFACE|Vlan100|10.100.0.1/24", "VLAN_INTERFACE|Vlan200|10.200.0.1/24")
+	e.waitPing(h1, "10.200.0.2")
+	if ok, out := ping(h1, "10.99.0.2"); ok {
+		t.Fatalf("VLANs leak at layer 2 once routed:\n%s", out)
+	}
+}
+
+func TestVLANFdbStatic(t *testing.T) {
+	requireVLAN(t)
+	e := newEnv(t)
+	vlanHost(t, e.sw, "Ethernet0", 100, false)
+	vlanHost(t, e.sw, "Ethernet4", 100, true)
+	e.start()
+	e.initialized()
+	const mac = "02:00:00:00:aa:01"
+	e.hset("FDB|Vlan100|"+mac, "port", "Ethernet4")
+	e.waitState("FDB|Vlan100|"+mac, "pending", "waiting for VLAN_MEMBER|Vlan100|Ethernet4")
+	e.hset("VLAN|Vlan100", "vlanid", "100")
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet4", "tagging_mode", "tagged")
+	e.waitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|Ethernet4", "FDB|Vlan100|"+mac)
+	has := func() (bool, string) {
+		var fdb []struct {
+			MAC    string `json:"mac"`
+			Ifname string `json:"ifname"`
+			Vlan   int    `json:"vlan"`
+			State  string `json:"state"`
+		}
+		e.sw.JSON(&fdb, "bridge", "fdb", "show", "br", "Bridge")
+		for _, f := range fdb {
+			if f.MAC == mac && f.Ifname == "Ethernet4" && f.Vlan == 100 && f.State == "static" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(fdb)
+	}
+	if ok, why := has(); !ok {
+		t.Fatalf("static fdb entry missing: %s", why)
+	}
+	e.sw.Bridge("fdb", "del", mac, "dev", "Ethernet4", "master", "vlan", "100")
+	e2eutil.Eventually(t, wait, "fdb entry deleted by hand restored", has)
+	e.del("FDB|Vlan100|" + mac)
+	e.waitGone("FDB|Vlan100|" + mac)
+	if ok, _ := has(); ok {
+		t.Fatal("fdb entry left after its key was deleted")
+	}
+}
+
+func TestVLANParentDeleteReadd(t *testing.T) {
+	requireVLAN(t)
+	e := newEnv(t)
+	h1 := vlanHost(t, e.sw, "Ethernet0", 100, false, "10.100.0.2/24")
+	vlanHost(t, e.sw, "Ethernet4", 100, true, "10.100.0.3/24")
+	e.start()
+	e.initialized()
+	const mac = "02:00:00:00:aa:02"
+	children := []string{"VLAN_MEMBER|Vlan100|Ethernet0", "VLAN_MEMBER|Vlan100|Ethernet4",
+		"VLAN_INTERFACE|Vlan100|10.100.0.1/24", "FDB|Vlan100|" + mac}
+	e.hset("VLAN|Vlan100", "vlanid", "100")
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet4", "tagging_mode", "tagged")
+	e.hset("VLAN_INTERFACE|Vlan100|10.100.0.1/24")
+	e.hset("FDB|Vlan100|"+mac, "port", "Ethernet0")
+	e.waitOK(append([]string{"VLAN|Vlan100"}, children...)...)
+	e.waitPing(h1, "10.100.0.1")
+
+	e.del("VLAN|Vlan100")
+	e.waitGone("VLAN|Vlan100")
+	e.waitState("VLAN_MEMBER|Vlan100|Ethernet0", "pending", "waiting for VLAN|Vlan100")
+	e.waitState("VLAN_INTERFACE|Vlan100|10.100.0.1/24", "pending", "waiting for VLAN|Vlan100")
+	e.waitState("FDB|Vlan100|"+mac, "pending", "waiting for VLAN_MEMBER|Vlan100|Ethernet0")
+	if _, ok := link(e.sw, "Vlan100"); ok {
+		t.Fatal("Vlan100 still exists after its VLAN key was deleted")
+	}
+	e2eutil.Eventually(t, wait, "members out of VLAN 100", func() (bool, string) {
+		v := bridgeVlans(e.sw)
+		_, a := v["Ethernet0"][100]
+		_, b := v["Ethernet4"][100]
+		return !a && !b, fmt.Sprint(v)
+	})
+
+	e.hset("VLAN|Vlan100", "vlanid", "100")
+	e.waitOK(append([]string{"VLAN|Vlan100"}, children...)...)
+	e.waitPing(h1, "10.100.0.1")
+	e.waitPing(h1, "10.100.0.3")
+}
