@@ -80,18 +80,21 @@ type Batch struct {
 	ops []op
 }
 
+// op is one queued Set (fields, never nil) or Delete (del).
 type op struct {
 	key    string
-	fields map[string]string // nil: delete
+	fields map[string]string
 	del    bool
 }
 
-// Set queues StateWriter.Set(key, fields); fields is copied.
+// Set queues StateWriter.Set(key, fields); fields is copied. A field the
+// writer does not own fails the whole Flush.
 func (b *Batch) Set(key string, fields map[string]string) {
-	b.ops = append(b.ops, op{key: key, fields: maps.Clone(fields)})
-	if b.ops[len(b.ops)-1].fields == nil {
-		b.ops[len(b.ops)-1].fields = map[string]string{}
+	f := maps.Clone(fields)
+	if f == nil {
+		f = map[string]string{}
 	}
+	b.ops = append(b.ops, op{key: key, fields: f})
 }
 
 // Delete queues StateWriter.Delete(key).
