@@ -469,3 +469,68 @@ func recv(t *testing.T, ch <-chan Event) Event {
 	}
 	return Event{}
 }
+
+// Redis restarts twice while a writer keeps going: the consumer's view
+// ends up equal to what the last server holds (keys of the old servers
+// reported deleted).
+func TestWatcherRestartMidStream(t *testing.T) {
+	srv, c := startRedis(t)
+	db := c.DB(4)
+	ctx := context.Background()
+	s := newSink()
+	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnSync: s.onSync})
+	runEvents(t, w, s)
+	eventually(t, "first sync", func() bool { return s.syncCount() >= 1 })
+	const keys = 300
+	var (
+		mu      sync.Mutex
+		written = map[string]bool{}
+	)
+	stop := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := fmt.Sprintf("PORT|k%d", (i*7919)%keys)
+			if db.HSet(ctx, k, "v", fmt.Sprint(i)).Err() == nil {
+				mu.Lock()
+				written[k] = true
+				mu.Unlock()
+			} else {
+				time.Sleep(time.Millisecond) // server down
+			}
+		}
+	}()
+	for round := 0; round < 2; round++ {
+		eventually(t, "some writes", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(written) > 20
+		})
+		srv.Restart()
+		mu.Lock()
+		written = map[string]bool{}
+		mu.Unlock()
+	}
+	eventually(t, "writes after the last restart", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(written) > 20
+	})
+	close(stop)
+	<-writerDone
+	want := map[string]string{}
+	for i := 0; i < keys; i++ {
+		k := fmt.Sprintf("PORT|k%d", i)
+		v := db.HGet(ctx, k, "v").Val()
+		if _, n := s.get(k); v != "" || n > 0 {
+			want[k] = v // "" = must be seen as deleted
+		}
+	}
+	s.waitState(t, want)
+}
