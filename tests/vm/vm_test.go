@@ -138,7 +138,7 @@ func ping(t *testing.T, h *testns.NS, addr string, reachable bool) {
 		return
 	}
 	var out string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
 		var err error
 		if out, err = h.Exec("ping", "-c", "1", "-W", "2", addr); err == nil {
 			return
