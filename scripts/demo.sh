@@ -109,8 +109,8 @@ probe_vlan() {
 	modprobe 8021q 2>/dev/null || true
 	ip netns add "${P}swprobe" || return 1
 	local ok=1
-	ip -n "${P}swprobe" link add br type bridge vlan_filtering 1 2>/dev/null &&
-		ip -n "${P}swprobe" link add link br name br.100 type vlan id 100 2>/dev/null && ok=0
+	ip -n "${P}swprobe" link add name probebr type bridge vlan_filtering 1 2>/dev/null &&
+		ip -n "${P}swprobe" link add link probebr name probebr.100 type vlan id 100 2>/dev/null && ok=0
 	ip netns del "${P}swprobe"
 	return $ok
 }
@@ -135,7 +135,7 @@ for h in $HOSTS; do
 	ip netns add "$h"
 	ip -n "$h" link set lo up
 	# The switch side stays down: orchagent brings it up from PORT admin_status.
-	ip -n "$SW" link add "Ethernet$i" type veth peer name eth0 netns "$h" address "02:00:00:00:0$i:00"
+	ip -n "$SW" link add name "Ethernet$i" type veth peer name eth0 netns "$h" address "02:00:00:00:0$i:00"
 	ip -n "$h" link set eth0 up
 	i=$((i + 1))
 done
