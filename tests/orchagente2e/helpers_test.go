@@ -29,7 +29,7 @@ const wait = 20 * time.Second
 // env is one switch: a namespace, a redis-server and (when started) the
 // orchagent daemon.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	sw    *testns.NS
 	srv   *testredis.Server
 	cfg   *redis.Client
@@ -37,7 +37,7 @@ type env struct {
 	proc  *e2eutil.Proc
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	testns.RequireRoot(t)
 	e := &env{t: t, sw: testns.New(t)}
@@ -47,9 +47,12 @@ func newEnv(t *testing.T) *env {
 }
 
 // start runs orchagent in the switch namespace.
-func (e *env) start() {
+func (e *env) start() { e.startLevel("debug") }
+
+// startLevel runs orchagent with --log-level level (benchmarks use warn).
+func (e *env) startLevel(level string) {
 	e.t.Helper()
-	e.proc = e2eutil.Start(e.t, "orchagent", "--redis", e.srv.URL(), "--netns", e.sw.Name, "--log-level", "debug")
+	e.proc = e2eutil.Start(e.t, "orchagent", "--redis", e.srv.URL(), "--netns", e.sw.Name, "--log-level", level)
 }
 
 // kill stops orchagent as kill -9 does.
@@ -220,7 +223,7 @@ func host(t *testing.T, sw *testns.NS, port string, addr4, gw4, addr6, gw6 strin
 
 // forwarding turns on IPv4/IPv6 forwarding in ns (the system's job on a
 // switch, not orchagent's).
-func forwarding(t *testing.T, ns *testns.NS) {
+func forwarding(t testing.TB, ns *testns.NS) {
 	t.Helper()
 	for _, s := range []string{"net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"} {
 		if out, err := ns.Exec("sysctl", "-qw", s); err != nil {
@@ -238,7 +241,7 @@ type monitor struct {
 	done  chan struct{}
 }
 
-func startMonitor(t *testing.T, ns *testns.NS) *monitor {
+func startMonitor(t testing.TB, ns *testns.NS) *monitor {
 	t.Helper()
 	m := &monitor{done: make(chan struct{})}
 	m.cmd = exec.Command("ip", "-n", ns.Name, "monitor", "link", "address", "route")
@@ -278,7 +281,7 @@ func (m *monitor) seen() []string {
 
 // ready makes a throwaway change and waits until the monitor reports it,
 // so nothing after this call can be missed; then it forgets all lines.
-func (m *monitor) ready(t *testing.T, ns *testns.NS) {
+func (m *monitor) ready(t testing.TB, ns *testns.NS) {
 	t.Helper()
 	ns.IP("addr", "add", "127.0.0.99/32", "dev", "lo")
 	ns.IP("addr", "del", "127.0.0.99/32", "dev", "lo")
