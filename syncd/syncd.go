@@ -66,6 +66,7 @@ type Daemon struct {
 	synced     bool // the kernel's initial listing is complete
 	portsKnown bool // the PORT table has been scanned once
 	needResync bool // Forget + Load + full rewrite before the next flush
+	failing    bool // the last flush failed (log once per outage)
 
 	events  atomic.Uint64
 	bursts  atomic.Uint64
@@ -157,9 +158,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			d.log.WithError(err).Warn("redis write failed; retrying with a full rewrite")
+			// Warn once per outage, not every retry.
+			if !d.failing {
+				d.log.WithError(err).Warn("redis write failed; retrying with a full rewrite")
+			} else {
+				d.log.WithError(err).Debug("redis write failed again")
+			}
+			d.failing = true
 			d.needResync = true
 			retry.Reset(retryDelay)
+		} else if d.failing && !d.needResync {
+			d.log.Info("redis writes work again")
+			d.failing = false
 		}
 	}
 }
