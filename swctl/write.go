@@ -189,7 +189,7 @@ func deleteEntries(ctx context.Context, e *Env, keys ...string) error {
 	if int(n) != len(keys) {
 		for _, k := range keys {
 			if x, _ := db.Config().Exists(ctx, k).Result(); x == 0 {
-				return fmt.Errorf("%s: not configured (nothing deleted)", k)
+				return fmt.Errorf("%s: not configured (nothing deleted)%s", k, keyHint(k))
 			}
 		}
 	}
@@ -199,6 +199,18 @@ func deleteEntries(ctx context.Context, e *Env, keys ...string) error {
 	}
 	printApplied(e, rep)
 	return nil
+}
+
+// keyHint explains why a key the user named may not be found: the schema's
+// complaint about its spelling ("use Vlan100|00:aa:…"), if it has one.
+func keyHint(full string) string {
+	table, key, _ := strings.Cut(full, schema.ConfigSep)
+	_, err := schema.Parse(table, key, map[string]string{})
+	var fe *schema.FieldError
+	if errors.As(err, &fe) && fe.Field == "" {
+		return "; " + fe.Error()
+	}
+	return ""
 }
 
 func printApplied(e *Env, rep []applied) {
