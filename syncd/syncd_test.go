@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"reflect"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,5 +206,54 @@ func TestDaemonOverflowAndRedisRestart(t *testing.T) {
 	})
 	if s := h.d.Stats(); s.Resyncs < 2 {
 		t.Errorf("Resyncs = %d, want start + Redis restart", s.Resyncs)
+	}
+}
+
+// writeCalls is how many HSET and HDEL commands the server has executed.
+func writeCalls(t *testing.T, c *redis.Client) (n int) {
+	info := c.Info(context.Background(), "commandstats").Val()
+	for _, line := range strings.Split(info, "\n") {
+		for _, cmd := range []string{"cmdstat_hset:", "cmdstat_hdel:"} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd+"calls="); ok {
+				v, err := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+				if err != nil {
+					t.Fatalf("commandstats %q: %v", line, err)
+				}
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+func TestDaemonRestartWritesNothingWhenRight(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, func(h *harness) {
+		h.k.AddPort("Ethernet0")
+		h.k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet0", AdminUp: ptr(true)})
+		h.k.SetStats("Ethernet0", netlinkmgr.LinkStats{RxPackets: 3})
+		h.k.AddNeigh(netlinkmgr.NeighInfo{Link: "Ethernet0", IP: netip.MustParseAddr("10.0.0.2"),
+			MAC: mac("02:00:00:00:00:02"), State: "reachable"})
+		h.config.HSet(ctx, "PORT|Ethernet0", "admin_status", "up")
+	})
+	h.hashIs(h.cnt, "COUNTERS:Ethernet0", map[string]string{"rx_packets": "3", "tx_packets": "0",
+		"rx_bytes": "0", "tx_bytes": "0", "rx_errors": "0", "tx_errors": "0", "rx_dropped": "0", "tx_dropped": "0"})
+	before := writeCalls(t, h.state)
+
+	// A second syncd on the same kernel and Redis (as after a restart)
+	// adopts what is there and writes nothing.
+	d := New(Config{Kernel: h.k, State: h.state, Counters: h.cnt, Config: h.config, CountersInterval: 50 * time.Millisecond})
+	ctx2, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx2) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-d.Ready():
+	case <-time.After(20 * time.Second):
+		t.Fatal("second daemon not ready")
+	}
+	time.Sleep(200 * time.Millisecond) // a few counter intervals of both daemons
+	if after := writeCalls(t, h.state); after != before {
+		t.Errorf("%d HSET/HDEL calls with nothing to change", after-before)
 	}
 }
