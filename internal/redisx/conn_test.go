@@ -128,11 +128,21 @@ func TestConnectAuth(t *testing.T) {
 		t.Fatal("wrong password accepted")
 	}
 
-	// An ACL user without +config gets the redis.conf advice.
+	// An ACL user without +config gets the redis.conf advice when
+	// notifications are off, and no error when they are on (probed).
+	if err := admin.ConfigSet(ctx, "notify-keyspace-events", "").Err(); err != nil {
+		t.Fatal(err)
+	}
 	err = EnsureKeyspaceEvents(ctx, alice.DB(0), WatchClasses)
 	var nce *NotifyConfigError
 	if !errors.As(err, &nce) {
 		t.Fatalf("EnsureKeyspaceEvents as alice = %v, want *NotifyConfigError", err)
+	}
+	if err := admin.ConfigSet(ctx, "notify-keyspace-events", "AKE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureKeyspaceEvents(ctx, alice.DB(4), WatchClasses); err != nil {
+		t.Fatalf("EnsureKeyspaceEvents as alice, notifications on: %v", err)
 	}
 
 	// Password only (the default user).
