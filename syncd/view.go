@@ -180,7 +180,8 @@ func (v *View) applyLink(l netlinkmgr.LinkInfo, deleted bool) {
 		return
 	}
 	if old, ok := v.linkName[l.Index]; ok && l.Index != 0 && old != l.Name {
-		v.removeLink(old) // renamed
+		v.removeLink(old)
+		v.renamed(old, l.Name)
 	}
 	prev, had := v.links[l.Name]
 	if had && prev.Index != l.Index && prev.Index != 0 {
@@ -219,6 +220,32 @@ func (v *View) removeLink(name string) {
 	}
 	v.routesSuspect = true
 	v.touchLink(name)
+}
+
+// renamed moves FDB entries and neighbours of a renamed link to its new
+// name: the kernel sends no FDB or neighbour event for a rename. Routes
+// name their devices too; removeLink already asked for a relist.
+func (v *View) renamed(old, name string) {
+	for id, f := range v.fdb {
+		if f.Link == old {
+			f.Link = name
+			v.fdb[id] = f
+			v.touch(schema.StateFDBTable, FdbKey(f, v.untagged))
+		}
+	}
+	for k, n := range v.neigh {
+		if n.Link == old {
+			delete(v.neigh, k)
+			v.touch(schema.StateNeighTable, k)
+			n.Link = name
+			nk := NeighKey(n)
+			v.neigh[nk] = n
+			if v.listing {
+				v.seenNeigh[nk] = struct{}{}
+			}
+			v.touch(schema.StateNeighTable, nk)
+		}
+	}
 }
 
 // setUntagged refiles VLAN-less FDB entries when default_pvid changes.

@@ -225,3 +225,23 @@ func TestViewRoutesSameMetricMerge(t *testing.T) {
 		t.Fatalf("after deleting e0's route ifname = %q, want e1", got)
 	}
 }
+
+func TestViewRenameMovesFdbAndNeighbours(t *testing.T) {
+	v := NewView()
+	m := map[string]schema.Fields{}
+	v.Apply(linkEv(eth("eth1", 5, true), false))
+	v.Apply(fdbEv(netlinkmgr.FdbInfo{MAC: mac("02:00:00:00:00:aa"), Link: "eth1", Master: "Bridge"}, false))
+	v.Apply(neighEv(netlinkmgr.NeighInfo{Link: "eth1", IP: netip.MustParseAddr("10.0.0.2"), MAC: mac("02:00:00:00:00:02"), State: "stale"}, false))
+	mirror(v, m)
+	v.Apply(linkEv(eth("Ethernet8", 5, true), false))
+	mirror(v, m)
+	if got := m["FDB_TABLE|Vlan1:02:00:00:00:00:aa"]["port"]; got != "Ethernet8" {
+		t.Errorf("FDB port after rename = %q", got)
+	}
+	if _, ok := m["NEIGH_TABLE|eth1|10.0.0.2"]; ok {
+		t.Error("neighbour still under the old name")
+	}
+	if _, ok := m["NEIGH_TABLE|Ethernet8|10.0.0.2"]; !ok {
+		t.Errorf("neighbour not under the new name: %v", m)
+	}
+}
