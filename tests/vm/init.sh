@@ -42,6 +42,11 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro host /n
 	fail "cannot mount the host root share (tag host)"
 
 R=/newroot
+# A second view of the host root, kept from the tmpfs mounts below, to
+# re-expose host paths under /tmp or /run that the job needs (a checkout
+# under /tmp, say): the host lists them in /run/vmio/expose.
+mkdir -p /hostro
+mount --bind $R /hostro || fail "bind the host root to /hostro"
 mount -t proc proc $R/proc || fail "mount proc"
 mount -t sysfs sysfs $R/sys || fail "mount sysfs"
 mount -t devtmpfs devtmpfs $R/dev || fail "mount devtmpfs"
@@ -56,6 +61,11 @@ mount -t cgroup2 cgroup2 $R/sys/fs/cgroup 2>/dev/null
 mkdir -p $R/run/netns $R/run/lock $R/run/vmio
 mount --move /vmio $R/run/vmio || fail "move the results share to /run/vmio"
 V=$R/run/vmio
+if [ -s $V/expose ]; then
+	while read -r p; do
+		mkdir -p "$R$p" && mount --bind "/hostro$p" "$R$p" || fail "expose host path $p"
+	done <$V/expose
+fi
 
 hostname switchyard-vm
 ip link set lo up
