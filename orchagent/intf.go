@@ -26,11 +26,7 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 				return pendingOut("waiting for "+vk, refs)
 			}
 		}
-		_, ok, err := o.getLink(in.Name)
-		if err != nil {
-			return kernelOut(err, refs)
-		}
-		if !ok {
+		if !o.view.linkExists(in.Name) {
 			return pendingOut(waitingForLink(in.Name), refs)
 		}
 		if in.IsBare() || o.view.hasAddr(in.Name, in.Addr) {

@@ -255,6 +255,10 @@ func (o *Orch) record(table, key string, present bool, out outcome) {
 			o.sink.DeleteResult(table, key)
 		}
 	}
+	if !o.log.Logger.IsLevelEnabled(logrus.InfoLevel) {
+		o.enqueueRefs(ck)
+		return
+	}
 	e := o.log.WithFields(logrus.Fields{"table": table, "key": key})
 	switch {
 	case !present:
@@ -271,6 +275,9 @@ func (o *Orch) record(table, key string, present bool, out outcome) {
 // outcome: the daemon's audit trail.
 func (o *Orch) act(table, key, action string, f func() error) error {
 	err := f()
+	if err == nil && !o.log.Logger.IsLevelEnabled(logrus.InfoLevel) {
+		return nil
+	}
 	e := o.log.WithFields(logrus.Fields{"table": table, "key": key, "action": action})
 	if err != nil {
 		e.WithField("outcome", "error").WithError(err).Warn("kernel change failed")

@@ -66,6 +66,7 @@ func (r *rig) del(table, key string)               { r.o.DeleteConfig(table, key
 func (r *rig) settle() {
 	r.t.Helper()
 	for i := 0; i < 100; i++ {
+		r.linkEchoes()
 		keys := r.o.Drain()
 		if len(keys) == 0 {
 			// As if the echoes of our writes had been consumed.
@@ -88,6 +89,33 @@ func (r *rig) settle() {
 		}
 	}
 	r.t.Fatalf("reconcile does not settle: keys keep re-enqueuing each other: %v", r.o.Drain())
+}
+
+// linkEchoes feeds the link events the real kernel would have sent for
+// links that appeared or vanished since the view last looked.
+func (r *rig) linkEchoes() {
+	ls, err := r.k.Links().List()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for i := range ls {
+		have[ls[i].Name] = true
+		if !r.o.view.linkExists(ls[i].Name) {
+			r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventLink, Link: &ls[i]})
+		}
+	}
+	r.o.view.mu.Lock()
+	var gone []string
+	for n := range r.o.view.links {
+		if !have[n] {
+			gone = append(gone, n)
+		}
+	}
+	r.o.view.mu.Unlock()
+	for _, n := range gone {
+		r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventLink, Deleted: true, Link: &netlinkmgr.LinkInfo{Name: n}})
+	}
 }
 
 // linkEvent feeds the Fake's current view of name as a netlink event.

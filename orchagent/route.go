@@ -34,11 +34,7 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 		if nh.Ifname == "" {
 			continue
 		}
-		_, ok, err := o.getLink(nh.Ifname)
-		if err != nil {
-			return kernelOut(err, refs)
-		}
-		if !ok {
+		if !o.view.linkExists(nh.Ifname) {
 			return pendingOut(waitingForLink(nh.Ifname), refs)
 		}
 	}

@@ -191,6 +191,15 @@ func (v *kernelView) allRoutes() []netlinkmgr.RouteInfo {
 	return out
 }
 
+// linkExists answers from the view: every appearance and disappearance of
+// a link is an event that re-enqueues the keys that asked.
+func (v *kernelView) linkExists(name string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.links[name]
+	return ok
+}
+
 func (v *kernelView) hasAddr(link string, p netip.Prefix) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -134,7 +134,7 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 		time.Sleep(5 * time.Millisecond)
 	}
 	orch = time.Since(t0)
-	e.kill()
+	e.proc.Stop()
 
 	ns := testns.New(b)
 	ns.Veth("Ethernet0", nil, "p0")
