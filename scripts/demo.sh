@@ -231,15 +231,15 @@ ping_summary() {
 say "Pings from h0 (20 each)"
 for t in $TARGETS; do ping_summary "$H0" "$t" 20 0.02; done
 
-say "Impairment: 20% loss on packets arriving on Ethernet1 (h1's replies)"
+say "Impairment: 20% loss on packets arriving on Ethernet1 (h1's replies); 50% on ICMP from h2 (a flow rule)"
 swctl config impairment set Ethernet1 --loss 20 --seed 7
+swctl config impairment flow add Ethernet2 icmp --proto icmp --loss 50 --seed 7
 swctl wait --timeout "$WAIT" || note "the impairment is not applied (above); continuing"
 swctl show impairment
 
-say "Pings from h0 again (200 to h1)"
-ping_summary "$H0" "h1:$IMPAIRED" 200 0.01
+say "Pings from h0 again (200 to h1 and h2)"
 for t in $TARGETS; do
-	case $t in h1:*) ;; *) ping_summary "$H0" "$t" 20 0.02 ;; esac
+	case $t in h1:* | h2:*) ping_summary "$H0" "$t" 200 0.01 ;; *) ping_summary "$H0" "$t" 20 0.02 ;; esac
 done
 
 sleep 1.5 # impaird and syncd publish counters every second
