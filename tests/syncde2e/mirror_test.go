@@ -90,6 +90,15 @@ func TestFdbLearnedThroughBridgeAndFlushed(t *testing.T) {
 	e.field(e.state, "FDB_TABLE|Vlan1:"+m2, "port", "")
 	e.field(e.state, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "")
 	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
+
+	// Ageing: relearn, then let the entries age out (2 s; the hosts are
+	// silent without pings).
+	ping(t, e.h1, "10.0.0.2", 2)
+	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "port", "Ethernet0")
+	e.sw.IP("link", "set", "Bridge", "type", "bridge", "ageing_time", "200")
+	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "port", "")
+	e.field(e.state, "FDB_TABLE|Vlan1:"+m2, "port", "")
+	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
 }
 
 func TestNeighboursRoutesAndCounters(t *testing.T) {
