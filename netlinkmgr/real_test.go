@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchyard-net/switchyard/tests/testns"
 	"golang.org/x/sys/unix"
 )
 
@@ -409,5 +410,28 @@ func TestRealWrites(t *testing.T) {
 	_ = k.Links().Del("nope") // failed writes count too
 	if got := k.Writes(); got != 3 {
 		t.Fatalf("Writes() = %d, want 3", got)
+	}
+}
+
+// TestRealOpenByPathAndCurrent: NetNSPath and the caller's own namespace
+// (empty Options, here entered with Do) reach the same namespace.
+func TestRealOpenByPathAndCurrent(t *testing.T) {
+	ns := testns.New(t)
+	k, err := Open(Options{NetNSPath: ns.Path()})
+	must(t, err)
+	defer k.Close()
+	must(t, k.Links().Add(LinkInfo{Name: "Bridge", Kind: "bridge"}))
+	if j := judgeLink(t, ns, "Bridge"); j.Linkinfo.InfoKind != "bridge" {
+		t.Fatalf("ip says %+v", j)
+	}
+	var cur Kernel
+	must(t, ns.Do(func() error { var err error; cur, err = Open(Options{}); return err }))
+	defer cur.Close()
+	// The handle stays bound to the namespace after Do restored the thread.
+	if _, err := cur.Links().Get("Bridge"); err != nil {
+		t.Fatalf("Open(Options{}) inside the namespace: %v", err)
+	}
+	if _, err := Open(Options{NetNSPath: "/proc/self/ns/does-not-exist"}); !IsNotFound(err) || !strings.Contains(err.Error(), "network namespace file") {
+		t.Fatalf("missing path: %v", err)
 	}
 }
