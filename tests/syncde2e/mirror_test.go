@@ -159,3 +159,25 @@ func TestNeighboursRoutesAndCounters(t *testing.T) {
 	e.sameKeys("ROUTE_TABLE|*", e.judgeRoutes)
 	e.sameKeys("NEIGH_TABLE|*", e.judgeNeigh)
 }
+
+func TestRenamedPortCarriesItsEntries(t *testing.T) {
+	e := newEnv(t)
+	e.configurePorts("Ethernet0", "Ethernet8")
+	e.start()
+	e.sw.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
+	e.sw.IP("route", "add", "10.90.0.0/16", "dev", "Ethernet4")
+	e.field(e.state, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "Ethernet4")
+	e.field(e.state, "ROUTE_TABLE|10.90.0.0/16", "ifname", "Ethernet4")
+	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
+	if ks := keys(e.state, "PORT_TABLE|*"); len(ks) != 1 {
+		t.Errorf("PORT_TABLE keys = %v before the rename, want Ethernet0 only", ks)
+	}
+
+	e.sw.IP("link", "set", "Ethernet4", "down")
+	e.sw.IP("link", "set", "Ethernet4", "name", "Ethernet8")
+	e.sw.IP("link", "set", "Ethernet8", "up")
+	e.field(e.state, "PORT_TABLE|Ethernet8", "oper_status", "up")
+	e.field(e.state, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "Ethernet8")
+	e.sameKeys("ROUTE_TABLE|*", e.judgeRoutes) // the device route went with admin down
+	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
+}
