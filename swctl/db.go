@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"sort"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ func Dial(url string) (*DB, error) {
 	}
 	opts, err := redis.ParseURL(u)
 	if err != nil {
-		return nil, fmt.Errorf("--redis %q: %v", url, err)
+		return nil, fmt.Errorf("--redis %q: %v", redact(url), err)
 	}
 	// One attempt, short timeouts: a CLI should fail fast and say why.
 	opts.MaxRetries = 1
@@ -51,9 +52,25 @@ func Dial(url string) (*DB, error) {
 	defer cancel()
 	if err := d.Client(schema.ConfigDB).Ping(ctx).Err(); err != nil {
 		d.Close()
-		return nil, fmt.Errorf("cannot reach Redis at %s: %v (is redis-server running? set --redis or $%s)", url, err, EnvRedis)
+		hint := fmt.Sprintf("is redis-server running? set --redis or $%s", EnvRedis)
+		if msg := err.Error(); strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") {
+			hint = "check the user and password in the URL"
+		}
+		return nil, fmt.Errorf("cannot reach Redis at %s: %v (%s)", redact(url), err, hint)
 	}
 	return d, nil
+}
+
+// redact hides the password of a URL for messages.
+func redact(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = neturl.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
 }
 
 // Client returns the client of database n (cached).
