@@ -191,7 +191,11 @@ func (x realLinks) Get(name string) (LinkInfo, error) {
 	}
 	a := link.Attrs()
 	names := map[int]string{a.Index: a.Name}
-	for _, idx := range []int{a.MasterIndex, a.ParentIndex} {
+	idxs := []int{a.MasterIndex}
+	if a.NetNsID < 0 { // a parent/peer in another namespace has no name here
+		idxs = append(idxs, a.ParentIndex)
+	}
+	for _, idx := range idxs {
 		if idx != 0 && names[idx] == "" {
 			if o, err := k.h.LinkByIndex(idx); err == nil {
 				names[idx] = o.Attrs().Name
