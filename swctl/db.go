@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	neturl "net/url"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -23,31 +23,22 @@ func (silentLogger) Printf(context.Context, string, ...any) {}
 func init() { redis.SetLogger(silentLogger{}) }
 
 // DB hands out one Redis client per database number, all to the server
-// named by the --redis URL (the same forms the daemons accept).
+// named by the --redis URL. The URL grammar is the daemons' own
+// (redisx.Connect): redis://, rediss://, unix://, with user and password.
 type DB struct {
-	URL     string
-	opts    *redis.Options
-	clients map[int]*redis.Client
+	conn *redisx.Conn
 }
 
-// Dial parses url ("redis://[user:pass@]host:port", "unix:///path/redis.sock")
-// and checks that the server answers.
+// Dial parses url and checks that the server answers.
 func Dial(url string) (*DB, error) {
-	u := url
-	if !strings.Contains(u, "://") {
+	if !strings.Contains(url, "://") {
 		return nil, fmt.Errorf("--redis %q: want redis://[user:pass@]host:port or unix:///path/redis.sock", url)
 	}
-	opts, err := redis.ParseURL(u)
+	conn, err := redisx.Connect(url)
 	if err != nil {
-		return nil, fmt.Errorf("--redis %q: %v", redact(url), err)
+		return nil, fmt.Errorf("--redis: %v", err)
 	}
-	// One attempt, short timeouts: a CLI should fail fast and say why.
-	opts.MaxRetries = 1
-	opts.DialTimeout = 3 * time.Second
-	opts.ReadTimeout = 10 * time.Second
-	opts.WriteTimeout = 10 * time.Second
-	opts.PoolSize = 4
-	d := &DB{URL: url, opts: opts, clients: map[int]*redis.Client{}}
+	d := &DB{conn: conn}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := d.Client(schema.ConfigDB).Ping(ctx).Err(); err != nil {
@@ -56,42 +47,16 @@ func Dial(url string) (*DB, error) {
 		if msg := err.Error(); strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") {
 			hint = "check the user and password in the URL"
 		}
-		return nil, fmt.Errorf("cannot reach Redis at %s: %v (%s)", redact(url), err, hint)
+		return nil, fmt.Errorf("cannot reach Redis at %s: %v (%s)", conn, err, hint)
 	}
 	return d, nil
 }
 
-// redact hides the password of a URL for messages.
-func redact(raw string) string {
-	u, err := neturl.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, has := u.User.Password(); has {
-		u.User = neturl.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
-
 // Client returns the client of database n (cached).
-func (d *DB) Client(n int) *redis.Client {
-	if c, ok := d.clients[n]; ok {
-		return c
-	}
-	o := *d.opts
-	o.DB = n
-	c := redis.NewClient(&o)
-	d.clients[n] = c
-	return c
-}
+func (d *DB) Client(n int) *redis.Client { return d.conn.DB(n) }
 
 // Close closes every client.
-func (d *DB) Close() {
-	for _, c := range d.clients {
-		c.Close()
-	}
-	d.clients = map[int]*redis.Client{}
-}
+func (d *DB) Close() { d.conn.Close() }
 
 // Config, State and Counters are the clients of CONFIG_DB, STATE_DB and COUNTERS_DB.
 func (d *DB) Config() *redis.Client   { return d.Client(schema.ConfigDB) }
