@@ -129,7 +129,7 @@ esac
 say "Cabling: namespace $SW (ports Ethernet0-3), hosts $HOSTS"
 ip netns add "$SW"
 ip -n "$SW" link set lo up
-ip netns exec "$SW" sysctl -qw net.ipv4.ip_forward=1
+echo 1 | ip netns exec "$SW" tee /proc/sys/net/ipv4/ip_forward >/dev/null # route between ports
 i=0
 for h in $HOSTS; do
 	ip netns add "$h"
