@@ -214,6 +214,7 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		return nil
 	}
 	f, present := o.cfg.get(table, k)
+	gen := o.view.gen.Load()
 	var out outcome
 	if present {
 		out = h.apply(k, f)
@@ -226,6 +227,12 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		o.idx.drop(key)
 	}
 	o.record(table, k, present, out)
+	if out.res.State != schema.StateOK && o.view.gen.Load() != gen {
+		// An event changed the view while this key was deciding to wait,
+		// possibly before its dependencies were registered above: look
+		// again rather than miss the wake-up.
+		o.enqueue(key)
+	}
 	return out.err
 }
 

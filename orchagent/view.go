@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 )
@@ -16,6 +17,7 @@ import (
 // that change nothing we care about are dropped. It is filled by Prime,
 // kept current by netlink events and by our own successful writes.
 type kernelView struct {
+	gen    atomic.Uint64 // bumped by every event that changed the view
 	mu     sync.Mutex
 	links  map[string]linkSnap
 	routes map[netip.Prefix][]netlinkmgr.RouteInfo // proto 201, main table
@@ -282,10 +284,16 @@ func (o *Orch) HandleEvent(ev netlinkmgr.Event) {
 		if err := o.Prime(); err != nil {
 			o.log.WithError(err).Warn("relist after netlink overflow failed")
 		}
+		o.view.gen.Add(1)
 		for _, k := range o.cfg.all() {
 			o.enqueue(k)
 		}
 		return
+	}
+	if len(res) > 0 {
+		// After the view changed and before the dependants are looked
+		// up: see Reconcile.
+		o.view.gen.Add(1)
 	}
 	o.enqueueRefs(res...)
 }
