@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-net/switchyard/tests/e2eutil"
+	"github.com/switchyard-net/switchyard/tests/kernelcap"
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
 
@@ -301,5 +302,32 @@ func TestRestartNoWritesThenSweepAfterInitialized(t *testing.T) {
 	e.waitGone("STATIC_ROUTE|10.8.0.0/16")
 	if rs := routes(e.sw, "10.9.0.0/16"); len(rs) != 1 {
 		t.Fatalf("configured route swept: %+v", rs)
+	}
+}
+
+// A kernel without 802.1Q or VLAN filtering (the host kernel): VLAN keys
+// are errors naming the missing feature, their members wait, everything
+// else keeps working. Skipped where the kernel has both features.
+func TestMissingKernelFeature(t *testing.T) {
+	testns.RequireRoot(t)
+	vlan, _ := kernelcap.Has(kernelcap.VLAN8021Q)
+	filt, _ := kernelcap.Has(kernelcap.VlanFiltering)
+	if vlan && filt {
+		t.Skip("this kernel has 802.1Q and bridge VLAN filtering: nothing is missing")
+	}
+	e := newEnv(t)
+	peer := testns.New(t)
+	e.sw.Veth("Ethernet0", peer, "eth1")
+	e.start()
+	e.hset("VLAN|Vlan100", "vlanid", "100")
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
+	e.hset("PORT|Ethernet0", "mtu", "9000")
+	e.hset("INTERFACE|Ethernet0|10.0.0.1/24")
+	e.waitState("VLAN|Vlan100", "error", "kernel lacks")
+	e.waitState("VLAN_MEMBER|Vlan100|Ethernet0", "pending", "waiting for VLAN|Vlan100")
+	e.waitOK("PORT|Ethernet0", "INTERFACE|Ethernet0|10.0.0.1/24")
+	h, _ := e.state.HGet(context.Background(), "VLAN_TABLE|Vlan100", "reason").Result()
+	if !strings.Contains(h, "802.1Q") && !strings.Contains(h, "VLAN filtering") {
+		t.Fatalf("reason %q does not name the missing feature", h)
 	}
 }
