@@ -385,7 +385,7 @@ var contractScenarios = []scenario{
 // only turns a missing event into a failure instead of a hang.
 func waitEvent(t *testing.T, ch <-chan Event, what string, match func(Event) bool) {
 	t.Helper()
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(90 * time.Second)
 	for {
 		select {
 		case ev, ok := <-ch:
@@ -396,7 +396,7 @@ func waitEvent(t *testing.T, ch <-chan Event, what string, match func(Event) boo
 				return
 			}
 		case <-timeout:
-			t.Fatalf("no %s event within 20s", what)
+			t.Fatalf("no %s event within 90s", what)
 		}
 	}
 }
