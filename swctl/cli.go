@@ -151,7 +151,7 @@ type quietError struct{ error }
 func dispatch(ctx context.Context, c *Command, env *Env, args []string) error {
 	// Flags given before a verb ("swctl --redis URL show vlan") belong to
 	// the nearest node; only --redis and --help are allowed there.
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") && c.Setup == nil {
+	if len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && c.Setup == nil {
 		fs := newFlagSet(c, env)
 		if err := fs.Parse(args); err != nil {
 			return flagErr(c, env, fs, err)

@@ -168,8 +168,10 @@ func TestHelpNeedsNoRedis(t *testing.T) {
 	walk(Root(), nil)
 
 	var out, errb bytes.Buffer
-	if code := Run(context.Background(), []string{"config"}, &out, &errb); code != ExitUsage {
-		t.Errorf("swctl config (no verb): exit %d, want %d", code, ExitUsage)
+	for _, args := range [][]string{{"config"}, {"-"}, {"config", "-"}, {"--", "-"}, {"frob"}} {
+		if code := Run(context.Background(), args, &out, &errb); code != ExitUsage {
+			t.Errorf("swctl %q: exit %d, want %d", args, code, ExitUsage)
+		}
 	}
 	if code := Run(context.Background(), []string{"--redis", "unix:///nonexistent/redis.sock", "show", "vlan"}, &out, &errb); code != ExitRuntime {
 		t.Errorf("swctl show vlan without Redis: exit %d, want %d", code, ExitRuntime)
