@@ -2,19 +2,25 @@
 // really holds into Redis for downstream services: ports and VLAN devices
 // (STATE_DB PORT_TABLE, VLAN_TABLE), bridge FDB entries (FDB_TABLE),
 // IPv4/IPv6 neighbours (NEIGH_TABLE), main-table routes (ROUTE_TABLE) and
-// per-port link counters (COUNTERS_DB COUNTERS:<port>).
+// per-port link counters (COUNTERS_DB COUNTERS:<port>). docs/syncd.md
+// describes the keys and fields.
 //
-// It is built in three layers, each testable on its own:
+// It is built in layers, each testable on its own:
 //
 //   - mirror.go: pure functions from netlinkmgr objects to STATE_DB keys and
-//     field maps (no I/O);
-//   - view.go: the View, syncd's picture of the kernel, updated event by
-//     event; it records which STATE_DB keys a change may have touched, and
-//     answers "what should key K hold now" (level-triggered);
-//   - syncd.go: the daemon loop that feeds kernel and CONFIG_DB events into
-//     the View and flushes the touched keys to Redis, one pipeline per burst.
+//     field maps, and the fields syncd owns per table (no I/O);
+//   - view.go, view_routes.go: the View, syncd's picture of the kernel,
+//     updated event by event; it records which STATE_DB keys a change may
+//     have touched and answers "what should key K hold now"
+//     (level-triggered), including listings after a netlink overflow;
+//   - store.go: the owned-field Redis writer (only changes, only its own
+//     fields, one pipeline per flush);
+//   - portwatch.go: the CONFIG_DB PORT watch (which ports to mirror);
+//   - syncd.go: the daemon loop that feeds kernel and PORT events into the
+//     View and flushes the touched keys, one pipeline per burst, with a full
+//     rewrite after a start, a Redis restart or a failed write.
 //
 // syncd only reads the kernel: it must never change a link, route or FDB
-// entry. In Redis it writes only the fields it owns (see OwnedFields), so a
+// entry. In Redis it writes only the fields it owns (OwnedFields), so a
 // hash that also holds orchagent's state/reason survives syncd's deletes.
 package syncd
