@@ -66,6 +66,9 @@ cleanup() {
 		sleep 0.1
 	done
 	for pid in $pids; do kill -KILL "$pid" 2>/dev/null || true; done
+	for pid in $pids; do # SIGKILL is asynchronous: let them go before removing their namespaces
+		for i in $(seq 20); do [ -r "/proc/$pid/cmdline" ] && [ -s "/proc/$pid/cmdline" ] || break; sleep 0.1; done
+	done
 	for ns in $HOSTS $SW ${P}swprobe; do
 		ip netns del "$ns" 2>/dev/null || true
 	done

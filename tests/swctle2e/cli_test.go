@@ -95,3 +95,21 @@ func TestBinaryLoadSave(t *testing.T) {
 	}
 	mustSwctl(t, srv, "wait", "--timeout", "10s")
 }
+
+// TestDemoConfigsAreCanonical: the sample configs load, and saving them
+// back gives the files byte for byte (they are written in save's form, so
+// they double as examples of it).
+func TestDemoConfigsAreCanonical(t *testing.T) {
+	srv := testredis.Start(t)
+	for _, name := range []string{"routed.json", "vlan.json"} {
+		file := filepath.Join(e2eutil.RepoRoot(t), "demo", name)
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustSwctl(t, srv, "config", "load", "--replace", file)
+		if got := mustSwctl(t, srv, "config", "save"); got != string(want) {
+			t.Errorf("demo/%s is not in canonical saved form; swctl config save gives:\n%s", name, got)
+		}
+	}
+}
