@@ -118,12 +118,17 @@ probe_vlan() {
 	return $ok
 }
 MODE=${SWITCHYARD_DEMO_MODE:-auto}
-if [ "$MODE" = auto ]; then
-	if probe_vlan; then MODE=vlan; else MODE=routed; fi
-fi
 case $MODE in
-vlan)   say "Kernel $(uname -r) has 802.1Q and bridge VLAN filtering: VLAN demo (demo/vlan.json)" ;;
-routed) say "Kernel $(uname -r) lacks 802.1Q VLAN devices: routed-port demo (demo/routed.json)" ;;
+auto)
+	if probe_vlan; then
+		MODE=vlan
+		say "Kernel $(uname -r) has 802.1Q and bridge VLAN filtering: VLAN demo (demo/vlan.json)"
+	else
+		MODE=routed
+		say "Kernel $(uname -r) lacks 802.1Q VLAN devices or bridge VLAN filtering: routed-port demo (demo/routed.json)"
+	fi ;;
+vlan)   say "SWITCHYARD_DEMO_MODE=vlan: VLAN demo (demo/vlan.json)" ;;
+routed) say "SWITCHYARD_DEMO_MODE=routed: routed-port demo (demo/routed.json)" ;;
 *)      die "SWITCHYARD_DEMO_MODE=$MODE: want auto, vlan or routed" ;;
 esac
 
