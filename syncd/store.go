@@ -2,6 +2,7 @@ package syncd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync/atomic"
@@ -29,6 +30,7 @@ type Store struct {
 	pending map[string]schema.Fields // cache entries after the staged writes (nil value = gone)
 	pipe    redis.Pipeliner
 	cmds    int
+	keys    []string // key of each staged command, in order
 
 	roundTrips atomic.Uint64 // pipelines and single commands sent
 	commands   atomic.Uint64 // commands sent
@@ -74,7 +76,7 @@ func (s *Store) Has(key string) bool { _, ok := s.cache[key]; return ok }
 func (s *Store) Forget() {
 	clear(s.cache)
 	clear(s.pending)
-	s.pipe, s.cmds = nil, 0
+	s.pipe, s.cmds, s.keys = nil, 0, nil
 }
 
 // Load adopts the owned fields of the keys matching pattern (SCAN, then
@@ -108,10 +110,13 @@ func (s *Store) Load(ctx context.Context, pattern string) error {
 		}
 		s.roundTrips.Add(1)
 		s.commands.Add(uint64(len(chunk)))
-		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		if _, err := pipe.Exec(ctx); err != nil && !isServerError(err) {
 			return fmt.Errorf("load %s: %w", pattern, err)
 		}
 		for i, k := range chunk {
+			if cmds[i].Err() != nil {
+				continue // not a hash: not ours
+			}
 			owned := s.owned(k)
 			vals := cmds[i].Val()
 			f := schema.Fields{}
@@ -177,11 +182,11 @@ func (s *Store) Set(ctx context.Context, key string, fields schema.Fields) {
 	}
 	if len(hset) > 0 {
 		s.pipeline().HSet(ctx, key, hset...)
-		s.cmds++
+		s.staged(key)
 	}
 	if len(hdel) > 0 {
 		s.pipeline().HDel(ctx, key, hdel...)
-		s.cmds++
+		s.staged(key)
 	}
 	if len(hset)+len(hdel) > 0 {
 		if len(next) == 0 {
@@ -204,35 +209,81 @@ func (s *Store) Delete(ctx context.Context, key string) {
 	}
 	sort.Strings(names)
 	s.pipeline().HDel(ctx, key, names...)
-	s.cmds++
+	s.staged(key)
 	s.pending[key] = nil
+}
+
+func (s *Store) staged(key string) {
+	s.cmds++
+	s.keys = append(s.keys, key)
 }
 
 // Staged is the number of commands waiting for Flush.
 func (s *Store) Staged() int { return s.cmds }
 
-// Flush sends the staged commands in one pipeline. On error the Store
-// forgets everything (Redis may hold part of the pipeline): the caller
-// must Load again and rewrite.
+// KeyErrors are keys Redis refused to write (a server error such as
+// WRONGTYPE: another writer stored something that is not a hash); the rest
+// of the pipeline was applied. Such a key is retried when next touched.
+type KeyErrors map[string]error
+
+func (e KeyErrors) Error() string {
+	keys := make([]string, 0, len(e))
+	for k := range e {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return fmt.Sprintf("redis refused %d keys, e.g. %s: %v", len(keys), keys[0], e[keys[0]])
+}
+
+// isServerError tells a reply of the server from a connection failure.
+func isServerError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+// Flush sends the staged commands in one pipeline. On a connection error
+// the Store forgets everything (Redis may hold part of the pipeline): the
+// caller must Load again and rewrite. Keys the server refused come back as
+// KeyErrors, everything else having been written.
 func (s *Store) Flush(ctx context.Context) error {
 	if s.pipe == nil || s.cmds == 0 {
 		return nil
 	}
-	pipe, n := s.pipe, s.cmds
-	s.pipe, s.cmds = nil, 0
+	pipe, n, keys := s.pipe, s.cmds, s.keys
+	s.pipe, s.cmds, s.keys = nil, 0, nil
 	s.roundTrips.Add(1)
 	s.commands.Add(uint64(n))
-	if _, err := pipe.Exec(ctx); err != nil {
-		s.Forget()
-		return fmt.Errorf("write %d commands: %w", n, err)
+	cmds, err := pipe.Exec(ctx)
+	var failed KeyErrors
+	if err != nil {
+		failed = KeyErrors{}
+		for i, c := range cmds {
+			if e := c.Err(); e != nil && i < len(keys) {
+				if !isServerError(e) {
+					failed = nil
+					break
+				}
+				failed[keys[i]] = e
+			}
+		}
+		if len(failed) == 0 {
+			s.Forget()
+			return fmt.Errorf("write %d commands: %w", n, err)
+		}
 	}
 	for k, f := range s.pending {
-		if f == nil {
+		switch {
+		case failed[k] != nil:
+			delete(s.cache, k) // unknown: the next Set writes every field
+		case f == nil:
 			delete(s.cache, k)
-		} else {
+		default:
 			s.cache[k] = f
 		}
 	}
 	clear(s.pending)
+	if failed != nil {
+		return failed
+	}
 	return nil
 }

@@ -2,6 +2,7 @@ package syncd
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strconv"
 	"testing"
@@ -101,5 +102,29 @@ func TestStoreLoadAdoptsAndForget(t *testing.T) {
 	}
 	if got := c.HGet(ctx, "PORT_TABLE|Ethernet0", "mtu").Val(); got != "1500" {
 		t.Errorf("after Forget mtu = %q, want rewritten 1500", got)
+	}
+}
+
+func TestStoreSurvivesAKeyThatIsNotAHash(t *testing.T) {
+	srv := testredis.Start(t)
+	c := srv.Client(schema.StateDB)
+	ctx := context.Background()
+	c.Set(ctx, "ROUTE_TABLE|10.0.0.0/8", "a string", 0) // another writer's mistake
+	s := NewStore(c, StateOwned)
+	if err := s.Load(ctx, "ROUTE_TABLE|*"); err != nil {
+		t.Fatalf("Load with a string key: %v", err)
+	}
+	s.Set(ctx, "ROUTE_TABLE|10.0.0.0/8", schema.Fields{"protocol": "kernel"})
+	s.Set(ctx, "ROUTE_TABLE|10.1.0.0/16", schema.Fields{"protocol": "static"})
+	err := s.Flush(ctx)
+	var refused KeyErrors
+	if !errors.As(err, &refused) || len(refused) != 1 || refused["ROUTE_TABLE|10.0.0.0/8"] == nil {
+		t.Fatalf("Flush = %v, want KeyErrors for the string key only", err)
+	}
+	if got := c.HGet(ctx, "ROUTE_TABLE|10.1.0.0/16", "protocol").Val(); got != "static" {
+		t.Errorf("the rest of the pipeline was not written: protocol %q", got)
+	}
+	if !s.Has("ROUTE_TABLE|10.1.0.0/16") || s.Has("ROUTE_TABLE|10.0.0.0/8") {
+		t.Errorf("cache after partial failure: keys %v", s.Keys())
 	}
 }

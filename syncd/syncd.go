@@ -278,7 +278,11 @@ func (d *Daemon) commit(ctx context.Context, what string) error {
 		return nil
 	}
 	if err := d.state.Flush(ctx); err != nil {
-		return err
+		var refused KeyErrors
+		if !errors.As(err, &refused) {
+			return err
+		}
+		d.log.WithError(err).Warn("keys not written")
 	}
 	d.bursts.Add(1)
 	if d.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
@@ -356,5 +360,11 @@ func (d *Daemon) writeCounters(ctx context.Context) error {
 			d.counters.Delete(ctx, k)
 		}
 	}
-	return d.counters.Flush(ctx)
+	err = d.counters.Flush(ctx)
+	var refused KeyErrors
+	if errors.As(err, &refused) {
+		d.log.WithError(err).Warn("counters not written")
+		return nil
+	}
+	return err
 }
