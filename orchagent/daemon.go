@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/internal/workqueue"
@@ -94,12 +95,35 @@ func Run(ctx context.Context, c Config) error {
 		rw.run(ctx)
 	}()
 
-	var initialized, synced atomic.Bool
+	var initialized, synced, seenInit atomic.Bool
+	var heldMu sync.Mutex
+	held := map[string]bool{} // deletions waiting for CONFIG_DB_INITIALIZED
 	maybeSweep := func(ctx context.Context) {
 		if initialized.Load() && synced.Load() {
+			heldMu.Lock()
+			for k := range held {
+				q.Add(k)
+			}
+			clear(held)
+			heldMu.Unlock()
 			o.RequestSweep()
 			rw.cleanStale(ctx, o)
 		}
+	}
+	// holdDelete: once CONFIG_DB_INITIALIZED was "1", a key that vanishes
+	// while it is not "1" (Redis restarted empty, or was flushed) must not
+	// tear the switch down: the deletion waits for the config to be
+	// declared complete again. Redis is asked directly because the rescan
+	// may deliver the table keys before CONFIG_DB_INITIALIZED itself.
+	holdDelete := func(ctx context.Context) bool {
+		if !seenInit.Load() {
+			return false
+		}
+		v, err := cfgDB.Get(ctx, schema.KeyConfigDBInitialized).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return false
+		}
+		return strings.TrimSpace(v) != "1"
 	}
 	w := redisx.NewWatcher(cfgDB, redisx.WatchOptions{
 		DB:     schema.ConfigDB,
@@ -127,12 +151,22 @@ func Run(ctx context.Context, c Config) error {
 				log.WithError(ev.Err).WithField("key", ev.Key).Warn("unreadable CONFIG_DB key")
 			case ev.Table == "":
 				now := !ev.Deleted && strings.TrimSpace(ev.Value) == "1"
+				if now {
+					seenInit.Store(true)
+				}
 				if now && !initialized.Swap(true) {
 					log.Info("CONFIG_DB_INITIALIZED is 1: stale owned objects may be swept")
 					maybeSweep(ctx)
 				} else if !now {
 					initialized.Store(false)
 				}
+			case ev.Deleted && holdDelete(ctx):
+				log.WithFields(logrus.Fields{"table": ev.Table, "key": ev.Key}).
+					Warn("key gone while CONFIG_DB_INITIALIZED is not 1: kernel objects kept until it is")
+				o.HoldDelete(ev.Table, ev.Key)
+				heldMu.Lock()
+				held[schema.ConfigKey(ev.Table, ev.Key)] = true
+				heldMu.Unlock()
 			case ev.Deleted:
 				o.DeleteConfig(ev.Table, ev.Key)
 			default:

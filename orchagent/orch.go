@@ -155,6 +155,12 @@ func (o *Orch) DeleteConfig(table, key string) {
 	o.enqueue(schema.ConfigKey(table, key))
 }
 
+// HoldDelete records that table|key is gone from config without removing
+// what it made: the daemon holds deletions seen while
+// CONFIG_DB_INITIALIZED is not "1" after it was (Redis restarted empty or
+// flushed) and releases them with Enqueue once it is "1" again.
+func (o *Orch) HoldDelete(table, key string) { o.cfg.del(table, key) }
+
 // ConfigKeys returns every configured key as "TABLE|key".
 func (o *Orch) ConfigKeys() []string { return o.cfg.all() }
 
