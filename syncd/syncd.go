@@ -23,7 +23,7 @@ const maxBurst = 50000
 
 // linger is how long the loop waits for the next kernel event of a burst
 // once the queue is empty, and maxLinger how long a burst may be held in
-// all: the kernel emits a 10k-object burst over ~100 ms, a little faster
+// all (also under a steady stream): the kernel emits a 10k-object burst over ~100 ms, a little faster
 // than syncd consumes it in bursts of a few events, so a short wait folds
 // it into far fewer pipelines for at most maxLinger of added latency.
 const (
@@ -179,7 +179,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) drain(events <-chan netlinkmgr.Event) bool {
 	deadline := time.Now().Add(maxLinger)
 	var t *time.Timer
-	for n := 0; n < maxBurst; n++ {
+	for n := 1; n < maxBurst; n++ {
+		if n%64 == 0 && time.Now().After(deadline) {
+			return true // a steady stream: flush at least every maxLinger
+		}
 		select {
 		case ev, ok := <-events:
 			if !ok {
