@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
@@ -40,9 +41,26 @@ func TestPortsFollowLinkFlapAndKeepOthersFields(t *testing.T) {
 		t.Errorf("PORT_TABLE keys = %v, want the two configured ports only", ks)
 	}
 
+	// A downstream consumer (docs/syncd.md): keyspace events are on
+	// because syncd turned them on (testredis starts with them off).
+	sub := e.state.PSubscribe(ctx, "__keyspace@6__:PORT_TABLE|*")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the psubscribe confirmation
+		t.Fatal(err)
+	}
+
 	// The far end goes down: the port loses carrier.
 	e.h1.IP("link", "set", "eth0", "down")
 	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "down")
+	deadline := time.After(wait)
+	for seen := false; !seen; {
+		select {
+		case m := <-sub.Channel():
+			seen = m.Channel == "__keyspace@6__:PORT_TABLE|Ethernet0" && m.Payload == "hset"
+		case <-deadline:
+			t.Fatal("no keyspace event (hset) for PORT_TABLE|Ethernet0 after the flap")
+		}
+	}
 	e.field(e.state, "PORT_TABLE|Ethernet0", "admin_status", "up")
 	e.h1.IP("link", "set", "eth0", "up")
 	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
