@@ -70,7 +70,7 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 			return kernelOut(err, refs)
 		}
 	}
-	vl, err := o.k.BridgeVlans().List(m.Port)
+	vl, err := o.listVids(m.Port)
 	if err != nil {
 		return kernelOut(err, refs)
 	}
@@ -93,16 +93,14 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 		if untagged {
 			mode = "pvid untagged"
 		}
-		if err := o.act(schema.TableVlanMember, key, fmt.Sprintf("add vid %d %s on %s", vid, mode, m.Port), func() error {
-			return o.k.BridgeVlans().Add(netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: vid, PVID: untagged, Untagged: untagged})
-		}); err != nil {
+		if err := o.addVid(schema.TableVlanMember, key, fmt.Sprintf("add vid %d %s on %s", vid, mode, m.Port),
+			netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: vid, PVID: untagged, Untagged: untagged}); err != nil {
 			return kernelOut(err, refs)
 		}
 	}
 	if vid1 && vid != 1 && !o.configured(schema.TableVlanMember, "Vlan1|"+m.Port) {
-		if err := o.act(schema.TableVlanMember, key, "delete vid 1 from "+m.Port, func() error {
-			return ignoreNotFound(o.k.BridgeVlans().Del(netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: 1}))
-		}); err != nil {
+		if err := o.delVid(schema.TableVlanMember, key, "delete vid 1 from "+m.Port,
+			netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: 1}); err != nil {
 			return kernelOut(err, refs)
 		}
 	}
@@ -133,7 +131,7 @@ func (o *Orch) unbindMember(key string, vid int, port string) error {
 	if err != nil || !brOK || l.MasterIdx != br.Index {
 		return err
 	}
-	vl, err := o.k.BridgeVlans().List(port)
+	vl, err := o.listVids(port)
 	if err != nil {
 		if _, missing := netlinkmgr.MissingFeature(err); !missing {
 			return err
@@ -141,9 +139,8 @@ func (o *Orch) unbindMember(key string, vid int, port string) error {
 	}
 	for _, v := range vl {
 		if v.Link == port && int(v.VID) == vid {
-			if err := o.act(schema.TableVlanMember, key, fmt.Sprintf("delete vid %d from %s", vid, port), func() error {
-				return ignoreNotFound(o.k.BridgeVlans().Del(netlinkmgr.BridgeVlanInfo{Link: port, VID: uint16(vid)}))
-			}); err != nil {
+			if err := o.delVid(schema.TableVlanMember, key, fmt.Sprintf("delete vid %d from %s", vid, port),
+				netlinkmgr.BridgeVlanInfo{Link: port, VID: uint16(vid)}); err != nil {
 				return err
 			}
 		}
@@ -157,4 +154,21 @@ func (o *Orch) unbindMember(key string, vid int, port string) error {
 	return o.act(schema.TableVlanMember, key, "release "+port+" from "+BridgeName, func() error {
 		return o.k.Links().Set(netlinkmgr.LinkInfo{Name: port, Master: &none})
 	})
+}
+
+// addVid and delVid are bridge VLAN writes that keep the view current.
+func (o *Orch) addVid(table, key, action string, v netlinkmgr.BridgeVlanInfo) error {
+	if err := o.act(table, key, action, func() error { return o.k.BridgeVlans().Add(v) }); err != nil {
+		return err
+	}
+	o.view.notedVid(v, true)
+	return nil
+}
+
+func (o *Orch) delVid(table, key, action string, v netlinkmgr.BridgeVlanInfo) error {
+	if err := o.act(table, key, action, func() error { return ignoreNotFound(o.k.BridgeVlans().Del(v)) }); err != nil {
+		return err
+	}
+	o.view.notedVid(v, false)
+	return nil
 }

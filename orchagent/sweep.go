@@ -74,7 +74,7 @@ func (o *Orch) Sweep(ctx context.Context) error {
 // sweepPort removes the vids of a Bridge port that no VLAN_MEMBER key
 // names, and releases the port when none does.
 func (o *Orch) sweepPort(port string) error {
-	vl, err := o.k.BridgeVlans().List(port)
+	vl, err := o.listVids(port)
 	if err != nil {
 		if _, missing := netlinkmgr.MissingFeature(err); !missing {
 			return err
@@ -91,9 +91,8 @@ func (o *Orch) sweepPort(port string) error {
 			continue
 		}
 		vid := v.VID
-		if err := o.act(schema.TableVlanMember, key, fmt.Sprintf("sweep: delete vid %d from %s", vid, port), func() error {
-			return ignoreNotFound(o.k.BridgeVlans().Del(netlinkmgr.BridgeVlanInfo{Link: port, VID: vid}))
-		}); err != nil {
+		if err := o.delVid(schema.TableVlanMember, key, fmt.Sprintf("sweep: delete vid %d from %s", vid, port),
+			netlinkmgr.BridgeVlanInfo{Link: port, VID: vid}); err != nil {
 			return err
 		}
 	}

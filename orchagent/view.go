@@ -23,6 +23,11 @@ type kernelView struct {
 	routes map[netip.Prefix][]netlinkmgr.RouteInfo // proto 201, main table
 	addrs  map[string]map[netip.Prefix]bool
 	fdbs   map[fdbKey]netlinkmgr.FdbInfo // entries on Bridge
+	// vids caches "bridge vlan show dev L" per link, filled on first use
+	// (a listing dumps every bridge VLAN of the namespace); absent = not
+	// known. Kept by our writes and by the kernel's per-vid local FDB
+	// entries, which come and go with each vid of a port or of Bridge.
+	vids map[string]map[uint16]netlinkmgr.BridgeVlanInfo
 }
 
 // linkSnap is what link events are compared on.
@@ -48,6 +53,7 @@ func (v *kernelView) reset() {
 	v.routes = map[netip.Prefix][]netlinkmgr.RouteInfo{}
 	v.addrs = map[string]map[netip.Prefix]bool{}
 	v.fdbs = map[fdbKey]netlinkmgr.FdbInfo{}
+	v.vids = map[string]map[uint16]netlinkmgr.BridgeVlanInfo{}
 }
 
 func snapOf(l *netlinkmgr.LinkInfo) linkSnap {
@@ -193,6 +199,53 @@ func (v *kernelView) allRoutes() []netlinkmgr.RouteInfo {
 	return out
 }
 
+// listVids returns the bridge VLANs of link, from the view when known.
+func (o *Orch) listVids(link string) ([]netlinkmgr.BridgeVlanInfo, error) {
+	v := o.view
+	v.mu.Lock()
+	if m, ok := v.vids[link]; ok {
+		out := make([]netlinkmgr.BridgeVlanInfo, 0, len(m))
+		for _, x := range m {
+			out = append(out, x)
+		}
+		v.mu.Unlock()
+		return out, nil
+	}
+	v.mu.Unlock()
+	gen := v.gen.Load()
+	vl, err := o.k.BridgeVlans().List(link)
+	if err != nil {
+		return nil, err
+	}
+	m := map[uint16]netlinkmgr.BridgeVlanInfo{}
+	for _, x := range vl {
+		if x.Link == link {
+			m[x.VID] = x
+		}
+	}
+	v.mu.Lock()
+	if v.gen.Load() == gen { // no event raced the listing
+		v.vids[link] = m
+	}
+	v.mu.Unlock()
+	return vl, nil
+}
+
+// notedVid records our own bridge VLAN write.
+func (v *kernelView) notedVid(x netlinkmgr.BridgeVlanInfo, present bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	m, ok := v.vids[x.Link]
+	if !ok {
+		return
+	}
+	if present {
+		m[x.VID] = x
+	} else {
+		delete(m, x.VID)
+	}
+}
+
 // linkExists answers from the view: every appearance and disappearance of
 // a link is an event that re-enqueues the keys that asked.
 func (v *kernelView) linkExists(name string) bool {
@@ -309,6 +362,7 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 			return nil
 		}
 		delete(v.links, l.Name)
+		delete(v.vids, l.Name)
 		res = append(res, resLink(l.Name), resBrPort(l.Name), resReach)
 		res = append(res, v.purgeLinkLocked(l.Name)...)
 		return res
@@ -316,6 +370,9 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 	now := snapOf(l)
 	v.links[l.Name] = now
 	existence := !had || old.index != now.index
+	if existence || old.masterIdx != now.masterIdx {
+		delete(v.vids, l.Name) // joining or leaving a bridge changes vids
+	}
 	switch {
 	case existence:
 		res = append(res, resLink(l.Name), resReach)
@@ -419,15 +476,25 @@ func (v *kernelView) onFdb(f *netlinkmgr.FdbInfo, deleted bool) []string {
 	if f.Master != "" && f.Master != BridgeName {
 		return nil
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if f.Local && f.Vlan != 0 {
 		// The kernel adds and removes a permanent entry for the port's
 		// (or Bridge's) MAC with each of its vids, and netlinkmgr drops
 		// the AF_BRIDGE link messages that announce vid changes: this is
 		// how a vid removed behind our back is noticed.
+		m, known := v.vids[f.Link]
+		_, has := m[f.Vlan]
+		switch {
+		case deleted && known && has:
+			delete(m, f.Vlan)
+		case !deleted && known && !has:
+			delete(v.vids, f.Link) // there now, flags unknown
+		case known:
+			return nil // the echo of our own write
+		}
 		return []string{resBrVid(f.Link, f.Vlan)}
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	k := fdbKey{f.Vlan, f.MAC.String()}
 	old, had := v.fdbs[k]
 	if deleted {

@@ -153,7 +153,7 @@ func (o *Orch) ensureBridge(key string) (netlinkmgr.LinkInfo, error) {
 
 // bridgeSelfVids lists the VLANs on the Bridge device itself.
 func (o *Orch) bridgeSelfVids() (map[uint16]bool, error) {
-	vl, err := o.k.BridgeVlans().List(BridgeName)
+	vl, err := o.listVids(BridgeName)
 	if err != nil {
 		return nil, err
 	}
@@ -172,18 +172,16 @@ func (o *Orch) ensureBridgeVid(key string, vid uint16) error {
 		return err
 	}
 	if have[1] && vid != 1 && !o.configured(schema.TableVlan, "Vlan1") {
-		if err := o.act(schema.TableVlan, key, "delete vid 1 self from "+BridgeName, func() error {
-			return ignoreNotFound(o.k.BridgeVlans().Del(netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: 1, Self: true}))
-		}); err != nil {
+		if err := o.delVid(schema.TableVlan, key, "delete vid 1 self from "+BridgeName,
+			netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: 1, Self: true}); err != nil {
 			return err
 		}
 	}
 	if have[vid] {
 		return nil
 	}
-	return o.act(schema.TableVlan, key, fmt.Sprintf("add vid %d self on %s", vid, BridgeName), func() error {
-		return o.k.BridgeVlans().Add(netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: vid, Self: true})
-	})
+	return o.addVid(schema.TableVlan, key, fmt.Sprintf("add vid %d self on %s", vid, BridgeName),
+		netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: vid, Self: true})
 }
 
 func (o *Orch) delBridgeVid(key string, vid uint16) error {
@@ -197,9 +195,8 @@ func (o *Orch) delBridgeVid(key string, vid uint16) error {
 	if !have[vid] {
 		return nil
 	}
-	return o.act(schema.TableVlan, key, fmt.Sprintf("delete vid %d self from %s", vid, BridgeName), func() error {
-		return ignoreNotFound(o.k.BridgeVlans().Del(netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: vid, Self: true}))
-	})
+	return o.delVid(schema.TableVlan, key, fmt.Sprintf("delete vid %d self from %s", vid, BridgeName),
+		netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: vid, Self: true})
 }
 
 // bridgeMAC is a random locally administered unicast MAC for Bridge.
