@@ -36,3 +36,17 @@ func TestOperatorErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigRefused: a Redis that refuses CONFIG (managed services rename
+// or forbid it) makes syncd exit naming the redis.conf line to add.
+func TestConfigRefused(t *testing.T) {
+	bin := e2eutil.Binary(t, "syncd")
+	srv := testredis.Start(t, "--rename-command", "CONFIG", "SECRET-CONFIG")
+	out, err := exec.Command(bin, "--redis", srv.URL()).CombinedOutput()
+	if err == nil {
+		t.Fatalf("syncd exited 0 without CONFIG:\n%s", out)
+	}
+	if want := "notify-keyspace-events Kg$hxe"; !strings.Contains(string(out), want) {
+		t.Errorf("syncd said:\n%s\nwant it to name the redis.conf line %q", out, want)
+	}
+}
