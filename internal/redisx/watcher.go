@@ -62,9 +62,15 @@ type knownKey struct {
 	epoch uint64 // scan epoch in which it was last seen or touched
 }
 
-// NewWatcher returns a Watcher of opts.Tables and opts.Keys in c's server
-// (c's own DB number does not matter: opts.DB names the watched DB).
+// NewWatcher returns a Watcher of opts.Tables and opts.Keys in c's server.
+// opts.DB names the watched DB; when c is connected to another DB, the
+// watcher uses its own client on opts.DB so scans read the watched DB.
 func NewWatcher(c *redis.Client, opts WatchOptions) *Watcher {
+	if c.Options().DB != opts.DB {
+		o := *c.Options()
+		o.DB = opts.DB
+		c = redis.NewClient(&o)
+	}
 	if opts.Separator == "" {
 		opts.Separator = "|"
 	}
