@@ -7,9 +7,11 @@
 //
 // Data plane layout (one instance per port):
 //
-//   - slot 0 holds the port profile (IMPAIRMENT), slots 1..1024 the
-//     IMPAIRMENT_FLOW rules; profiles live in a non-preallocated hash so
-//     each update is atomic for readers;
+//   - one non-preallocated hash element holds the port config (active
+//     masks and the IMPAIRMENT profile, "slot 0"); each match entry holds
+//     its IMPAIRMENT_FLOW rule's slot (1..1024), rank and whole profile.
+//     Every update replaces an element whole (freed after an RCU grace
+//     period), so a packet sees the old or the new profile, never a mix;
 //   - rules are classified by tuple space search: each distinct match
 //     shape (which fields, prefix lengths, port-range block sizes) is a
 //     mask; per packet one hash lookup per active mask, best rank wins;

@@ -66,17 +66,24 @@ struct profile {
 	__u64 depth_ns;       /* policer: bucket depth (burst) in ns */
 };
 
-/* Value of the matches map: the rule's slot and rank (lower wins). */
+/* Value of the matches map: the rule's slot, rank (lower wins) and whole
+ * profile, so one lookup classifies and configures, and one map update
+ * replaces a rule's profile atomically. */
 struct match {
 	__u32 slot;
 	__u32 rank;
+	struct profile prof;
 };
 
-/* Port-wide config: bit m set = masks[m] is in use. A 4-byte store, so
- * packets see the old or the new set. */
+/* Port-wide config, one element of a non-preallocated hash: bit m of
+ * active_masks set = masks[m] is in use; the port profile (slot 0) when
+ * has_port. An update allocates a new element and frees the old one after
+ * an RCU grace period, so a packet reads the whole old or the whole new
+ * config (an array would be rewritten in place under it). */
 struct port_cfg {
 	__u32 active_masks;
-	__u32 pad;
+	__u32 has_port;
+	struct profile port;
 };
 
 /* Per-CPU state of one slot: counters, RNG and Gilbert state. */
@@ -109,10 +116,11 @@ struct flow_state {
 	__u32 ge_bad;
 };
 
-/* key 0 -> struct port_cfg */
+/* key 0 -> struct port_cfg; absent = nothing configured */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct port_cfg);
 } cfg SEC(".maps");
@@ -125,7 +133,7 @@ struct {
 	__type(value, struct tuple);
 } masks SEC(".maps");
 
-/* masked tuple (mask_id set) -> rule slot and rank */
+/* masked tuple (mask_id set) -> rule slot, rank and profile */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_MATCHES);
@@ -133,17 +141,6 @@ struct {
 	__type(key, struct tuple);
 	__type(value, struct match);
 } matches SEC(".maps");
-
-/* slot -> profile. Not preallocated: an update allocates a new element and
- * frees the old one after an RCU grace period, so a packet reads the whole
- * old or the whole new profile (an array would be rewritten in place). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_SLOTS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
-	__type(value, struct profile);
-} profiles SEC(".maps");
 
 /* slot -> per-CPU counters, RNG, Gilbert state */
 struct {
@@ -195,9 +192,16 @@ struct v6_frag {
 };
 
 /* parse fills t and the L4 payload offset; returns -1 for non-IP or
- * truncated packets, which pass untouched. */
-static __always_inline int parse(void *data, void *data_end, struct tuple *t, __u32 *payload)
+ * truncated packets, which pass untouched. A global (separately verified)
+ * function: the caller then sees t as one unknown tuple instead of one
+ * verifier state per parse path, which would multiply through the mask
+ * loop. */
+__attribute__((noinline)) int parse(struct xdp_md *ctx, struct tuple *t, __u32 *payload)
 {
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	if (!t || !payload)
+		return -1;
 	struct ethhdr *eth = data;
 	if ((void *)(eth + 1) > data_end)
 		return -1;
@@ -344,7 +348,7 @@ static __always_inline int lose(struct profile *p, struct slot_pcpu *c, __u32 *g
 		*ge_bad = bad;
 		return rng_next(c) < (bad ? p->ge_lb : p->ge_lg);
 	}
-	if (p->flags & F_LOSS_PERIODIC) {
+	if ((p->flags & F_LOSS_PERIODIC) && pcnt) {
 		__u64 n = __sync_fetch_and_add(pcnt, 1) + 1;
 		return p->period && n % p->period == 0;
 	}
@@ -373,14 +377,18 @@ static __always_inline int police(__u64 *tat, struct profile *p, __u64 len)
 }
 
 /* corrupt flips one random bit of the L4 payload; 0 when there is none. */
-static __always_inline int corrupt(void *data, void *data_end, __u32 off, struct slot_pcpu *c)
+static __always_inline int corrupt(struct xdp_md *ctx, __u32 off, struct slot_pcpu *c)
 {
-	if (off > 0xffff || data + off >= data_end)
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u64 len = data_end - data;
+	if (off >= len)
 		return 0;
-	__u32 plen = data_end - (data + off);
-	__u32 r = rng_next(c);
-	__u32 idx = (r % plen) & 0x3fff;
-	__u8 *b = data + off + idx;
+	__u32 plen = len - off;
+	__u32 pos = off + rng_next(c) % plen;
+	if (pos > 0x3fff)
+		return 0;
+	__u8 *b = data + pos;
 	if ((void *)(b + 1) > data_end)
 		return 0;
 	*b ^= 1 << (rng_next(c) >> 29);
@@ -396,13 +404,16 @@ int impair(struct xdp_md *ctx)
 	__u32 payload = 0;
 	__u32 zero = 0;
 
-	if (parse(data, data_end, &t, &payload) < 0)
-		return XDP_PASS;
 	struct port_cfg *cf = bpf_map_lookup_elem(&cfg, &zero);
 	if (!cf)
+		return XDP_PASS; /* nothing configured */
+	if (parse(ctx, &t, &payload) < 0)
 		return XDP_PASS;
 
-	__u32 slot = 0, best = 0xffffffff;
+	/* The best match is copied (slot, rank, profile): a pointer kept across
+	 * iterations would make every iteration a new verifier state. */
+	struct profile bp = {};
+	__u32 best_rank = 0xffffffff, best_slot = 0;
 	__u32 active = cf->active_masks;
 	for (__u32 m = 0; m < MAX_MASKS; m++) {
 		if (!(active >> m))
@@ -427,15 +438,24 @@ int impair(struct xdp_md *ctx)
 			k.dst[i] = t.dst[i] & mk->dst[i];
 		}
 		struct match *mt = bpf_map_lookup_elem(&matches, &k);
-		if (mt && mt->rank < best) {
-			best = mt->rank;
-			slot = mt->slot;
+		if (mt && mt->rank < best_rank) {
+			best_rank = mt->rank;
+			best_slot = mt->slot;
+			__builtin_memcpy(&bp, &mt->prof, sizeof(bp));
 		}
 	}
 
-	struct profile *p = bpf_map_lookup_elem(&profiles, &slot);
-	if (!p)
+	struct profile *p;
+	__u32 slot;
+	if (best_rank != 0xffffffff) {
+		p = &bp;
+		slot = best_slot;
+	} else if (cf->has_port) {
+		p = &cf->port;
+		slot = 0;
+	} else {
 		return XDP_PASS; /* no rule matched and the port has no profile */
+	}
 	struct slot_pcpu *c = bpf_map_lookup_elem(&pcpu, &slot);
 	if (!c)
 		return XDP_PASS;
@@ -446,7 +466,7 @@ int impair(struct xdp_md *ctx)
 		reseed(c, p);
 
 	__u32 *ge_bad = &c->ge_bad;
-	__u64 *tat, *pcnt;
+	__u64 *tat = NULL, *pcnt = NULL;
 	if (p->flags & F_SCOPE_FLOW) {
 		struct flow_key fk = {.t = t, .slot = slot};
 		fk.t.dscp = 0; /* a flow re-marking its packets stays one flow */
@@ -469,7 +489,7 @@ int impair(struct xdp_md *ctx)
 		ge_bad = &fs->ge_bad;
 		tat = &fs->tat;
 		pcnt = &fs->period_cnt;
-	} else {
+	} else if (p->flags & (F_RATE | F_LOSS_PERIODIC)) {
 		struct slot_shared *s = bpf_map_lookup_elem(&shared, &slot);
 		if (!s) {
 			c->passed++;
@@ -488,11 +508,11 @@ int impair(struct xdp_md *ctx)
 		c->dropped_loss++;
 		return XDP_DROP;
 	}
-	if ((p->flags & F_RATE) && !police(tat, p, len)) {
+	if ((p->flags & F_RATE) && tat && !police(tat, p, len)) {
 		c->dropped_rate++;
 		return XDP_DROP;
 	}
-	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt(data, data_end, payload, c))
+	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt(ctx, payload, c))
 		c->corrupted++;
 	c->passed++;
 	return XDP_PASS;

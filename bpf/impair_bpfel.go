@@ -32,12 +32,14 @@ type impairMatch struct {
 	_    structs.HostLayout
 	Slot uint32
 	Rank uint32
+	Prof impairProfile
 }
 
 type impairPortCfg struct {
 	_           structs.HostLayout
 	ActiveMasks uint32
-	Pad         uint32
+	HasPort     uint32
+	Port        impairProfile
 }
 
 type impairProfile struct {
@@ -106,7 +108,6 @@ const (
 	impairMapMasks     = "masks"
 	impairMapMatches   = "matches"
 	impairMapPcpu      = "pcpu"
-	impairMapProfiles  = "profiles"
 	impairMapShared    = "shared"
 	impairMapSlotNames = "slot_names"
 	impairProgImpair   = "impair"
@@ -168,7 +169,6 @@ type impairMapSpecs struct {
 	Masks     *ebpf.MapSpec `ebpf:"masks"`
 	Matches   *ebpf.MapSpec `ebpf:"matches"`
 	Pcpu      *ebpf.MapSpec `ebpf:"pcpu"`
-	Profiles  *ebpf.MapSpec `ebpf:"profiles"`
 	Shared    *ebpf.MapSpec `ebpf:"shared"`
 	SlotNames *ebpf.MapSpec `ebpf:"slot_names"`
 }
@@ -204,7 +204,6 @@ type impairMaps struct {
 	Masks     *ebpf.Map `ebpf:"masks"`
 	Matches   *ebpf.Map `ebpf:"matches"`
 	Pcpu      *ebpf.Map `ebpf:"pcpu"`
-	Profiles  *ebpf.Map `ebpf:"profiles"`
 	Shared    *ebpf.Map `ebpf:"shared"`
 	SlotNames *ebpf.Map `ebpf:"slot_names"`
 }
@@ -216,7 +215,6 @@ func (m *impairMaps) Close() error {
 		m.Masks,
 		m.Matches,
 		m.Pcpu,
-		m.Profiles,
 		m.Shared,
 		m.SlotNames,
 	)

@@ -56,7 +56,19 @@ func Load(dir string) (*Port, error) {
 		}
 	}
 	p := &Port{Dir: dir, slots: map[string]uint32{}}
-	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}})
+	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}}
+	err = spec.LoadAndAssign(&p.objs, opts)
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		// Pins of a release with another map layout: start this port
+		// afresh (its impairment pauses while the new program attaches).
+		if rerr := RemovePins(dir); rerr != nil {
+			return nil, fmt.Errorf("remove incompatible pins in %s: %w", dir, rerr)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create pin directory %s: %w", dir, err)
+		}
+		err = spec.LoadAndAssign(&p.objs, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load impairment program with maps in %s: %w", dir, err)
 	}
@@ -78,15 +90,17 @@ func (p *Port) recover() error {
 			p.slots[n] = s
 		}
 	}
+	var cfg impairPortCfg
+	if err := p.objs.Cfg.Lookup(uint32(0), &cfg); err == nil {
+		p.nextGen = cfg.Port.Gen
+	}
 	var (
-		slot uint32
-		prof Profile
+		k Tuple
+		m impairMatch
 	)
-	it := p.objs.Profiles.Iterate()
-	for it.Next(&slot, &prof) {
-		if prof.Gen >= p.nextGen {
-			p.nextGen = prof.Gen
-		}
+	it := p.objs.Matches.Iterate()
+	for it.Next(&k, &m) {
+		p.nextGen = max(p.nextGen, m.Prof.Gen)
 	}
 	p.nextGen++
 	return it.Err()
@@ -196,7 +210,7 @@ func (p *Port) Remove() error {
 		errs = append(errs, p.link.Unpin(), p.link.Close())
 		p.link = nil
 	}
-	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.Masks, p.objs.Matches, p.objs.Profiles,
+	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.Masks, p.objs.Matches,
 		p.objs.Pcpu, p.objs.Shared, p.objs.Flows, p.objs.SlotNames} {
 		errs = append(errs, m.Unpin())
 	}
@@ -247,8 +261,8 @@ func (p *Port) Counters() (map[string]Counters, error) {
 		out[name] = c
 		return nil
 	}
-	var prof Profile
-	if err := p.objs.Profiles.Lookup(uint32(PortSlot), &prof); err == nil {
+	var cfg impairPortCfg
+	if err := p.objs.Cfg.Lookup(uint32(0), &cfg); err == nil && cfg.HasPort != 0 {
 		if err := read("", PortSlot); err != nil {
 			return nil, err
 		}

@@ -105,18 +105,18 @@ func Run(ctx context.Context, c Config) error {
 	q := workqueue.New(workqueue.Options{BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second})
 	defer q.ShutDown()
 
+	synced := make(chan struct{})
 	w := redisx.NewWatcher(cfgDB, redisx.WatchOptions{
 		DB:     schema.ConfigDB,
 		Tables: []string{schema.TableImpairment, schema.TableImpairmentFlow},
+		// OnSync runs once every scanned key was handed to the events
+		// channel; the marker goes through the consumer goroutine so it
+		// is handled after those events.
 		OnSync: func(ctx context.Context) {
-			if restarted, err := d.results.CheckRestart(ctx); err == nil && restarted {
-				d.results.Forget()
-				d.counters.Forget()
-				for _, p := range d.knownPorts() {
-					q.Add(p)
-				}
+			select {
+			case synced <- struct{}{}:
+			case <-ctx.Done():
 			}
-			q.Add(sweepKey)
 		},
 		OnError: func(err error) { c.Log.WithError(err).Warn("redis watcher") },
 	})
@@ -125,13 +125,37 @@ func Run(ctx context.Context, c Config) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for ev := range w.Events(ctx) {
-			if ev.Err != nil {
-				c.Log.WithError(ev.Err).WithField("key", ev.Key).Warn("unreadable CONFIG_DB key")
-				continue
-			}
-			if port := d.setConfig(ev); port != "" {
-				q.Add(port)
+		// Ports are reconciled only once the first scan is complete: a
+		// restarted impaird that applied IMPAIRMENT before it had read
+		// IMPAIRMENT_FLOW would drop the port's rules for a moment.
+		initial := true
+		evs := w.Events(ctx)
+		for {
+			select {
+			case ev, ok := <-evs:
+				if !ok {
+					return
+				}
+				if ev.Err != nil {
+					c.Log.WithError(ev.Err).WithField("key", ev.Key).Warn("unreadable CONFIG_DB key")
+					continue
+				}
+				if port := d.setConfig(ev); port != "" && !initial {
+					q.Add(port)
+				}
+			case <-synced:
+				if restarted, err := d.results.CheckRestart(ctx); err == nil && restarted {
+					d.results.Forget()
+					d.counters.Forget()
+				}
+				if initial {
+					c.Log.Info("CONFIG_DB scanned: reconciling ports")
+				}
+				initial = false
+				for _, p := range d.knownPorts() {
+					q.Add(p)
+				}
+				q.Add(sweepKey)
 			}
 		}
 	}()

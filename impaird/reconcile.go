@@ -209,13 +209,24 @@ func (d *daemon) writeCounters(ctx context.Context) error {
 		}
 		want[schema.CountersKey(schema.ImpairmentCountersTable, port)] = counterHash(total)
 	}
+	// Keys of a configured port not loaded yet (impaird just restarted)
+	// stay until the port is adopted.
+	keep := map[string]bool{}
+	for port := range d.imp {
+		keep[port] = d.ports[port] == nil
+	}
+	for port := range d.flows {
+		keep[port] = d.ports[port] == nil
+	}
 	d.mu.Unlock()
 	b := d.counters.Batch()
 	for key, f := range want {
 		b.Set(key, f)
 	}
+	prefix := schema.ImpairmentCountersTable + schema.CountersSep
 	for _, key := range d.counters.Keys() {
-		if _, ok := want[key]; !ok {
+		port, _, _ := strings.Cut(strings.TrimPrefix(key, prefix), schema.ConfigSep)
+		if _, ok := want[key]; !ok && !keep[port] {
 			b.Delete(key)
 		}
 	}

@@ -1,0 +1,255 @@
+//go:build ignore
+
+// edt.c: earliest-departure-time delay, jitter and shaping on egress.
+// A tc clsact egress program (direct action) stamps skb->tstamp
+// (CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns and of fq) with the
+// time the packet may leave; the fq root qdisc holds it until then.
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+
+char __license[] SEC("license") = "GPL";
+
+#define DIST_SIZE 4096       /* entries per distribution table (netem's) */
+#define DIST_SCALE_SHIFT 13  /* table values are sigma * 8192 (NETEM_DIST_SCALE) */
+#define NUM_DISTS 4
+
+/* A class carried across from XDP ingress: skb->mark = MARK_MAGIC | id. */
+#define MARK_MAGIC 0xED000000u
+#define MARK_MAGIC_MASK 0xFF000000u
+#define MARK_CLASS_MASK 0x00FFFFFFu
+
+/* An skb->tstamp further than this ahead of now is not a departure time
+ * (a receive timestamp in CLOCK_REALTIME, say) and is ignored. */
+#define MAX_AHEAD_NS (60ull * 1000000000ull)
+
+enum dist { DIST_UNIFORM = 0, DIST_NORMAL = 1, DIST_PARETO = 2, DIST_PARETONORMAL = 3 };
+
+#define F_REORDER 1 /* jitter may reorder a flow */
+
+/* Which profile: a port (ifindex, class 0) or a class carried in the mark
+ * (ifindex 0, class id). */
+struct key {
+	__u32 ifindex;
+	__u32 class;
+};
+
+/* One profile, written whole by the control plane. */
+struct cfg {
+	__u64 delay_ns;
+	__u64 jitter_ns;
+	__u64 rate_bps;   /* shaping rate; 0 = no shaping */
+	__u64 limit_ns;   /* a packet waiting longer than this to be shaped is dropped */
+	__u32 loss;       /* channel loss after shaping: P(drop) * 2^32 */
+	__u32 dist;       /* enum dist */
+	__u32 flags;      /* F_* */
+	__u32 _pad;
+};
+
+/* The shaper's virtual clock: when the link is next free. */
+struct shaper {
+	struct bpf_spin_lock lock;
+	__u32 _pad;
+	__u64 next_ns;
+};
+
+struct stats {
+	__u64 packets;       /* stamped and passed */
+	__u64 bytes;
+	__u64 dropped_limit; /* congestion: beyond the shaping queue limit */
+	__u64 dropped_loss;  /* channel loss after shaping */
+};
+
+struct flow_key {
+	struct key key;
+	__u32 hash; /* skb flow hash */
+};
+
+struct dist_table {
+	__s16 v[DIST_SIZE];
+};
+
+/* key -> cfg */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct key);
+	__type(value, struct cfg);
+} configs SEC(".maps");
+
+/* key -> shaper state, shared by all CPUs (spin lock) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct key);
+	__type(value, struct shaper);
+} shapers SEC(".maps");
+
+/* key -> per-CPU counters */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct key);
+	__type(value, struct stats);
+} counters SEC(".maps");
+
+/* flow -> last departure time, to keep a flow's order without reorder */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct flow_key);
+	__type(value, __u64);
+} flows SEC(".maps");
+
+/* enum dist -> netem-style inverse CDF table (filled by Go at load) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NUM_DISTS);
+	__type(key, __u32);
+	__type(value, struct dist_table);
+} dists SEC(".maps");
+
+/* 0 -> per-CPU xorshift64* state (seeded from the kernel on first use) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rng SEC(".maps");
+
+static __always_inline __u64 rng_next(void)
+{
+	__u32 zero = 0;
+	__u64 *s = bpf_map_lookup_elem(&rng, &zero);
+	if (!s)
+		return ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32();
+	__u64 x = *s;
+	if (!x)
+		x = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32() | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* jitter_sample is netem's tabledist without mu: a signed offset in ns. */
+static __always_inline __s64 jitter_sample(const struct cfg *c)
+{
+	__u64 sigma = c->jitter_ns;
+	__u64 r = rng_next();
+	if (c->dist == DIST_UNIFORM)
+		return (__s64)((r >> 1) % (2 * sigma)) - (__s64)sigma;
+	__u32 d = c->dist;
+	struct dist_table *t = bpf_map_lookup_elem(&dists, &d);
+	if (!t)
+		return 0;
+	__s64 v = t->v[(r >> 52) & (DIST_SIZE - 1)];
+	return (v * (__s64)sigma) >> DIST_SCALE_SHIFT;
+}
+
+static __always_inline struct stats *stats_of(const struct key *k)
+{
+	struct stats *st = bpf_map_lookup_elem(&counters, k);
+	if (st)
+		return st;
+	struct stats zero = {};
+	bpf_map_update_elem(&counters, k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&counters, k);
+}
+
+static __always_inline struct shaper *shaper_of(const struct key *k)
+{
+	struct shaper *sh = bpf_map_lookup_elem(&shapers, k);
+	if (sh)
+		return sh;
+	struct shaper zero = {};
+	bpf_map_update_elem(&shapers, k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&shapers, k);
+}
+
+SEC("tc")
+int edt_egress(struct __sk_buff *skb)
+{
+	struct key k = {};
+	struct cfg *c = 0;
+
+	if ((skb->mark & MARK_MAGIC_MASK) == MARK_MAGIC) {
+		k.class = skb->mark & MARK_CLASS_MASK;
+		c = bpf_map_lookup_elem(&configs, &k);
+	}
+	if (!c) {
+		k.ifindex = skb->ifindex;
+		k.class = 0;
+		c = bpf_map_lookup_elem(&configs, &k);
+		if (!c)
+			return TC_ACT_OK;
+	}
+
+	__u64 now = bpf_ktime_get_ns();
+	__u64 t = now;
+	/* Respect an earlier departure time (TCP pacing) if it is one. */
+	if (skb->tstamp > now && skb->tstamp - now < MAX_AHEAD_NS)
+		t = skb->tstamp;
+	__u32 len = skb->len;
+	struct stats *st = stats_of(&k);
+
+	if (c->rate_bps) {
+		/* Shaping: a virtual clock per profile, advanced by the packet's
+		 * serialization time at the rate; the packet starts when the
+		 * link is free. Congestion loss first (tail drop beyond the
+		 * queue limit), then channel loss (seed 004 §3.4). */
+		struct shaper *sh = shaper_of(&k);
+		if (!sh)
+			return TC_ACT_OK;
+		__u64 tx = (__u64)len * 8000000000ull / c->rate_bps;
+		int drop = 0;
+		bpf_spin_lock(&sh->lock);
+		__u64 start = sh->next_ns > t ? sh->next_ns : t;
+		if (start - t > c->limit_ns)
+			drop = 1;
+		else
+			sh->next_ns = start + tx;
+		bpf_spin_unlock(&sh->lock);
+		if (drop) {
+			if (st)
+				st->dropped_limit++;
+			return TC_ACT_SHOT;
+		}
+		t = start;
+	}
+	if (c->loss && (__u32)(rng_next() >> 32) < c->loss) {
+		if (st)
+			st->dropped_loss++;
+		return TC_ACT_SHOT;
+	}
+
+	__s64 d = (__s64)c->delay_ns;
+	if (c->jitter_ns)
+		d += jitter_sample(c);
+	if (d > 0)
+		t += d;
+
+	if (!(c->flags & F_REORDER)) {
+		/* Never depart before the previous packet of this flow. Two
+		 * CPUs sending one flow at once may race here; a flow normally
+		 * stays on one CPU (one socket, one queue). */
+		struct flow_key fk = {.key = k, .hash = bpf_get_hash_recalc(skb)};
+		__u64 *last = bpf_map_lookup_elem(&flows, &fk);
+		if (last) {
+			if (*last > t)
+				t = *last;
+			*last = t;
+		} else {
+			bpf_map_update_elem(&flows, &fk, &t, BPF_ANY);
+		}
+	}
+
+	skb->tstamp = t;
+	if (st) {
+		st->packets++;
+		st->bytes += len;
+	}
+	return TC_ACT_OK;
+}
