@@ -81,6 +81,11 @@ type Profile struct {
 	// the jitter exceeds the packet gap). Off by default: a packet never
 	// departs before the previous packet of its flow.
 	Reorder bool
+	// Loss is channel loss in percent (0-100) applied after shaping, as
+	// seed 004 §3.4 orders it. ParseFields never sets it: the loss field
+	// belongs to the schema, and impaird copies it here for a port whose
+	// random loss must follow its shaping (see docs/edt.md).
+	Loss float64
 }
 
 // Active reports whether the profile needs the EDT data path at all.

@@ -1,0 +1,373 @@
+package edt
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	bpfedt "github.com/switchyard-net/switchyard/bpf/edt"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Kernel objects this package owns on a port.
+var (
+	// fqHandle is the handle of our fq root qdisc ("ed:"), how a root
+	// qdisc is recognised as ours (also after a restart).
+	fqHandle = netlink.MakeHandle(0xed, 0)
+	// filterPrio and filterHandle identify our egress filter on clsact.
+	filterPrio   uint16 = 0xed
+	filterHandle uint32 = 1
+)
+
+// FilterName is the name of the egress filter (tc filter show names it).
+const FilterName = "switchyard_edt"
+
+// fq sizing: the queue must hold everything in flight for the longest
+// time a packet can wait (delay + jitter tail + shaping queue) at the
+// highest packet rate we plan for, 1 Gbit/s of minimum-size frames
+// (1.49 Mpps), so 200 ms at 1 Gbit/s loses nothing in the qdisc.
+const (
+	planPPS      = 1.5e6
+	minFqLimit   = 10000 // fq's default
+	maxFqLimit   = 1 << 24
+	horizonSlack = time.Second
+	minHorizon   = 10 * time.Second // fq's default
+)
+
+// MissingFeatureError says the kernel lacks what EDT needs on a port.
+// Feature is "fq qdisc" or "clsact qdisc".
+type MissingFeatureError struct {
+	Port, Feature string
+	Err           error
+}
+
+func (e *MissingFeatureError) Error() string {
+	return fmt.Sprintf("%s: kernel lacks the %s (needed for delay/jitter/shaping): %v", e.Port, e.Feature, e.Err)
+}
+
+func (e *MissingFeatureError) Unwrap() error { return e.Err }
+
+// Options configure an Installer.
+type Options struct {
+	// NetNS is a named network namespace (ip netns add NAME); empty = the
+	// caller's.
+	NetNS string
+}
+
+// Installer puts EDT on ports of one network namespace. It is safe for
+// concurrent use. One BPF program instance serves all its ports.
+type Installer struct {
+	mu    sync.Mutex
+	h     *netlink.Handle
+	objs  *bpfedt.Objects
+	ports map[string]*port
+}
+
+// port is what Apply found on a port before taking it over.
+type port struct {
+	ifindex int
+	// prev is the root qdisc to put back on Remove; nil means the
+	// kernel's default (restored by deleting ours).
+	prev netlink.Qdisc
+	// clsactOurs: Apply created the clsact qdisc.
+	clsactOurs bool
+}
+
+// New opens a netlink handle in o.NetNS. The BPF program is loaded on
+// the first Apply.
+func New(o Options) (*Installer, error) {
+	var h *netlink.Handle
+	var err error
+	if o.NetNS == "" {
+		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+	} else {
+		ns, nerr := netns.GetFromName(o.NetNS)
+		if nerr != nil {
+			return nil, fmt.Errorf("open network namespace %s: %w", o.NetNS, nerr)
+		}
+		defer ns.Close()
+		h, err = netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle in %q: %w", o.NetNS, err)
+	}
+	return &Installer{h: h, ports: map[string]*port{}}, nil
+}
+
+// Close releases the handle and the program's file descriptors. What is
+// installed stays installed (the filter holds the program): Close is not
+// Remove.
+func (i *Installer) Close() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.h.Close()
+	if i.objs != nil {
+		return i.objs.Close()
+	}
+	return nil
+}
+
+// FqFor is the fq root qdisc Apply installs for p on the link with
+// index ifindex: horizon and limits sized from the profile.
+//
+// Equivalent to: tc qdisc replace dev $l root handle ed: fq limit N
+// flow_limit N horizon H
+func FqFor(ifindex int, p Profile) *netlink.Fq {
+	tail := p.Jitter
+	if p.Distribution != Uniform {
+		tail = p.Jitter * 4 // netem tables clamp at 32767/8192 sigma
+	}
+	window := p.Delay + tail + p.QueueLimit()
+	horizon := max(minHorizon, window+horizonSlack)
+	limit := uint32(math.Min(math.Max(math.Ceil(window.Seconds()*planPPS), minFqLimit), maxFqLimit))
+	fq := netlink.NewFq(netlink.QdiscAttrs{LinkIndex: ifindex, Parent: netlink.HANDLE_ROOT, Handle: fqHandle})
+	fq.PacketLimit = limit
+	fq.FlowPacketLimit = limit
+	fq.Horizon = uint32(horizon / time.Microsecond)
+	fq.HorizonDropPolicy = netlink.HORIZON_DROP_POLICY_DROP
+	fq.Pacing = 1
+	return fq
+}
+
+func config(p Profile) bpfedt.Config {
+	return bpfedt.Config{
+		Delay: p.Delay, Jitter: p.Jitter, Dist: int(p.Distribution),
+		RateBps: p.Shape, QueueLimit: p.QueueLimit(), Loss: p.Loss / 100, Reorder: p.Reorder,
+	}
+}
+
+// Apply gives ifname the profile p: clsact and the egress program are
+// added, fq becomes the root qdisc (the previous root qdisc is
+// remembered for Remove) and the profile is written to the program's
+// map. Applying again updates in place with no traffic gap. On a kernel
+// without fq or clsact the error is a *MissingFeatureError and the port
+// is left as it was.
+//
+// Equivalent to: tc qdisc add dev $l clsact; tc qdisc replace dev $l
+// root handle ed: fq ...; tc filter replace dev $l egress prio 237
+// handle 1 bpf da obj edt.o
+func (i *Installer) Apply(ifname string, p Profile) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if p.Distribution > ParetoNormal || p.Loss < 0 || p.Loss > 100 {
+		return fmt.Errorf("%s: invalid profile %+v", ifname, p)
+	}
+	link, err := i.h.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("%s: find link: %w", ifname, err)
+	}
+	idx := link.Attrs().Index
+	if i.objs == nil {
+		if i.objs, err = bpfedt.Load(); err != nil {
+			return fmt.Errorf("%s: %w", ifname, err)
+		}
+	}
+	st := i.ports[ifname]
+	if st == nil || st.ifindex != idx {
+		st = &port{ifindex: idx}
+		root, err := i.rootQdisc(link)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ifname, err)
+		}
+		if root != nil && root.Attrs().Handle != fqHandle {
+			if major, _ := netlink.MajorMinor(root.Attrs().Handle); major != 0 {
+				st.prev = root // not the kernel's default: put it back on Remove
+			}
+		}
+	}
+	// The profile first, so the first stamped packet already has it.
+	key := bpfedt.PortKey(idx)
+	if err := i.objs.Set(key, config(p)); err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
+	}
+	createdClsact, err := i.ensureClsact(ifname, idx)
+	if err != nil {
+		i.objs.Delete(key)
+		return err
+	}
+	st.clsactOurs = st.clsactOurs || createdClsact
+	if err := i.h.QdiscReplace(FqFor(idx, p)); err != nil {
+		if createdClsact {
+			i.h.QdiscDel(clsact(idx))
+		}
+		i.objs.Delete(key)
+		if missing(err) {
+			return &MissingFeatureError{Port: ifname, Feature: "fq qdisc", Err: err}
+		}
+		return fmt.Errorf("%s: install fq root qdisc: %w", ifname, err)
+	}
+	if err := i.h.FilterReplace(i.filter(idx)); err != nil {
+		return fmt.Errorf("%s: attach edt program on egress: %w", ifname, err)
+	}
+	i.ports[ifname] = st
+	return nil
+}
+
+// Remove takes EDT off ifname: the egress filter goes, clsact goes when
+// Apply created it (or, after a restart, when nothing else uses it), and
+// the previous root qdisc comes back (the kernel's default when it was
+// the default or is unknown). Removing a port without EDT is no error.
+//
+// Equivalent to: tc filter del dev $l egress prio 237 handle 1 bpf;
+// tc qdisc del dev $l clsact; tc qdisc replace dev $l root <previous>
+// (or tc qdisc del dev $l root)
+func (i *Installer) Remove(ifname string) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	link, err := i.h.LinkByName(ifname)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			delete(i.ports, ifname)
+			return nil
+		}
+		return fmt.Errorf("%s: find link: %w", ifname, err)
+	}
+	idx := link.Attrs().Index
+	st := i.ports[ifname]
+	if st == nil || st.ifindex != idx {
+		st = &port{ifindex: idx}
+	}
+	if err := i.h.FilterDel(i.filter(idx)); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%s: detach edt program: %w", ifname, err)
+	}
+	if err := i.maybeDelClsact(ifname, idx, st.clsactOurs); err != nil {
+		return err
+	}
+	root, err := i.rootQdisc(link)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
+	}
+	if root != nil && root.Attrs().Handle == fqHandle && root.Type() == "fq" {
+		if st.prev != nil {
+			if err := i.h.QdiscReplace(st.prev); err != nil {
+				return fmt.Errorf("%s: restore root qdisc %s %s: %w", ifname, st.prev.Type(), netlink.HandleStr(st.prev.Attrs().Handle), err)
+			}
+		} else if err := i.h.QdiscDel(root); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("%s: delete fq root qdisc: %w", ifname, err)
+		}
+	}
+	if i.objs != nil {
+		if err := i.objs.Delete(bpfedt.PortKey(idx)); err != nil {
+			return fmt.Errorf("%s: %w", ifname, err)
+		}
+	}
+	delete(i.ports, ifname)
+	return nil
+}
+
+// Stats returns ifname's EDT counters (zero when none).
+func (i *Installer) Stats(ifname string) (bpfedt.Stats, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	st := i.ports[ifname]
+	if st == nil || i.objs == nil {
+		return bpfedt.Stats{}, nil
+	}
+	return i.objs.Stats(bpfedt.PortKey(st.ifindex))
+}
+
+func (i *Installer) filter(idx int) *netlink.BpfFilter {
+	f := &netlink.BpfFilter{
+		FilterAttrs: netlink.FilterAttrs{
+			LinkIndex: idx, Parent: netlink.HANDLE_MIN_EGRESS, Handle: filterHandle,
+			Protocol: unix.ETH_P_ALL, Priority: filterPrio,
+		},
+		Name: FilterName, DirectAction: true, Fd: -1,
+	}
+	if i.objs != nil {
+		f.Fd = i.objs.Program().FD()
+	}
+	return f
+}
+
+func clsact(idx int) *netlink.GenericQdisc {
+	return &netlink.GenericQdisc{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_CLSACT, Handle: netlink.MakeHandle(0xffff, 0)},
+		QdiscType:  "clsact",
+	}
+}
+
+// rootQdisc is the link's root qdisc (nil if none is listed).
+func (i *Installer) rootQdisc(link netlink.Link) (netlink.Qdisc, error) {
+	qs, err := i.h.QdiscList(link)
+	if err != nil {
+		return nil, fmt.Errorf("list qdiscs: %w", err)
+	}
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.HANDLE_ROOT {
+			return q, nil
+		}
+	}
+	return nil, nil
+}
+
+func (i *Installer) hasClsact(idx int) (bool, error) {
+	qs, err := i.h.QdiscList(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx}})
+	if err != nil {
+		return false, err
+	}
+	for _, q := range qs {
+		if q.Type() == "clsact" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ensureClsact adds clsact unless present; created reports whether it
+// did.
+func (i *Installer) ensureClsact(ifname string, idx int) (created bool, err error) {
+	has, err := i.hasClsact(idx)
+	if err != nil {
+		return false, fmt.Errorf("%s: list qdiscs: %w", ifname, err)
+	}
+	if has {
+		return false, nil
+	}
+	if err := i.h.QdiscAdd(clsact(idx)); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return false, nil
+		}
+		if missing(err) {
+			return false, &MissingFeatureError{Port: ifname, Feature: "clsact qdisc", Err: err}
+		}
+		return false, fmt.Errorf("%s: add clsact qdisc: %w", ifname, err)
+	}
+	return true, nil
+}
+
+// maybeDelClsact deletes clsact when ours, or when no filter is left on
+// it (after a restart we no longer know who made it).
+func (i *Installer) maybeDelClsact(ifname string, idx int, ours bool) error {
+	has, err := i.hasClsact(idx)
+	if err != nil || !has {
+		return err
+	}
+	if !ours {
+		link := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx}}
+		for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
+			fs, err := i.h.FilterList(link, parent)
+			if err != nil {
+				return fmt.Errorf("%s: list filters: %w", ifname, err)
+			}
+			if len(fs) > 0 {
+				return nil
+			}
+		}
+	}
+	if err := i.h.QdiscDel(clsact(idx)); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%s: delete clsact qdisc: %w", ifname, err)
+	}
+	return nil
+}
+
+// missing reports whether a qdisc error means the kernel does not know
+// the kind (no module, not built).
+func missing(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTSUP)
+}
