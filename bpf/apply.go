@@ -24,12 +24,9 @@ import (
 //
 // Running Apply twice with the same plan changes nothing the second time.
 func (p *Port) Apply(plan *Plan) error {
-	var cfg impairPortCfg
-	hasCfg := true
-	if err := p.objs.Cfg.Lookup(uint32(0), &cfg); errors.Is(err, ebpf.ErrKeyNotExist) {
-		hasCfg = false
-	} else if err != nil {
-		return fmt.Errorf("read cfg: %w", err)
+	cfg, hasCfg, err := p.readCfg()
+	if err != nil {
+		return err
 	}
 	have := map[Tuple]impairMatch{}
 	var (
@@ -150,10 +147,40 @@ func (p *Port) putCfg(want, cur impairPortCfg, hasCur bool) error {
 	if hasCur && want == cur {
 		return nil
 	}
-	if err := p.objs.Cfg.Put(uint32(0), &want); err != nil {
-		return fmt.Errorf("write cfg: %w", err)
+	inner, err := ebpf.NewMap(p.innerSpec)
+	if err != nil {
+		return fmt.Errorf("create config array: %w", err)
+	}
+	defer inner.Close() // cfg holds its own reference
+	if err := inner.Put(uint32(0), &want); err != nil {
+		return fmt.Errorf("write config array: %w", err)
+	}
+	if err := p.objs.Cfg.Put(uint32(0), inner); err != nil {
+		return fmt.Errorf("publish config: %w", err)
 	}
 	return nil
+}
+
+// readCfg returns the published port config; false when there is none.
+func (p *Port) readCfg() (impairPortCfg, bool, error) {
+	var (
+		cfg impairPortCfg
+		id  uint32
+	)
+	if err := p.objs.Cfg.Lookup(uint32(0), &id); errors.Is(err, ebpf.ErrKeyNotExist) {
+		return cfg, false, nil
+	} else if err != nil {
+		return cfg, false, fmt.Errorf("read cfg: %w", err)
+	}
+	inner, err := ebpf.NewMapFromID(ebpf.MapID(id))
+	if err != nil {
+		return cfg, false, fmt.Errorf("open config array %d: %w", id, err)
+	}
+	defer inner.Close()
+	if err := inner.Lookup(uint32(0), &cfg); err != nil {
+		return cfg, false, fmt.Errorf("read config array %d: %w", id, err)
+	}
+	return cfg, true, nil
 }
 
 func (p *Port) newGen() uint32 {

@@ -104,6 +104,7 @@ type impairTuple struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	impairMapCfg       = "cfg"
+	impairMapCfgProto  = "cfg_proto"
 	impairMapFlows     = "flows"
 	impairMapMasks     = "masks"
 	impairMapMatches   = "matches"
@@ -165,6 +166,7 @@ type impairProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type impairMapSpecs struct {
 	Cfg       *ebpf.MapSpec `ebpf:"cfg"`
+	CfgProto  *ebpf.MapSpec `ebpf:"cfg_proto"`
 	Flows     *ebpf.MapSpec `ebpf:"flows"`
 	Masks     *ebpf.MapSpec `ebpf:"masks"`
 	Matches   *ebpf.MapSpec `ebpf:"matches"`
@@ -200,6 +202,7 @@ func (o *impairObjects) Close() error {
 // It can be passed to loadImpairObjects or ebpf.CollectionSpec.LoadAndAssign.
 type impairMaps struct {
 	Cfg       *ebpf.Map `ebpf:"cfg"`
+	CfgProto  *ebpf.Map `ebpf:"cfg_proto"`
 	Flows     *ebpf.Map `ebpf:"flows"`
 	Masks     *ebpf.Map `ebpf:"masks"`
 	Matches   *ebpf.Map `ebpf:"matches"`
@@ -211,6 +214,7 @@ type impairMaps struct {
 func (m *impairMaps) Close() error {
 	return _ImpairClose(
 		m.Cfg,
+		m.CfgProto,
 		m.Flows,
 		m.Masks,
 		m.Matches,

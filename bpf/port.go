@@ -27,11 +27,13 @@ const linkPin = "link"
 // Port is one port's loaded impairment program, its maps (pinned under
 // Dir) and, once attached, its XDP bpf link (pinned as Dir/link).
 type Port struct {
-	Dir     string
-	objs    impairObjects
-	link    link.Link
-	slots   map[string]uint32 // rule name -> slot (1..MaxRules)
-	nextGen uint32
+	Dir   string
+	objs  impairObjects
+	link  link.Link
+	slots map[string]uint32 // rule name -> slot (1..MaxRules)
+	// innerSpec makes the one-element arrays published in cfg.
+	innerSpec *ebpf.MapSpec
+	nextGen   uint32
 	// Mode is how the link was attached by this process; empty for an
 	// adopted link (ask netlink).
 	Mode XDPMode
@@ -56,6 +58,8 @@ func Load(dir string) (*Port, error) {
 		}
 	}
 	p := &Port{Dir: dir, slots: map[string]uint32{}}
+	p.innerSpec = spec.Maps["cfg_proto"].Copy()
+	p.innerSpec.Name, p.innerSpec.Pinning = "cfg", ebpf.PinNone
 	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}}
 	err = spec.LoadAndAssign(&p.objs, opts)
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
@@ -90,8 +94,9 @@ func (p *Port) recover() error {
 			p.slots[n] = s
 		}
 	}
-	var cfg impairPortCfg
-	if err := p.objs.Cfg.Lookup(uint32(0), &cfg); err == nil {
+	if cfg, ok, err := p.readCfg(); err != nil {
+		return err
+	} else if ok {
 		p.nextGen = cfg.Port.Gen
 	}
 	var (
@@ -210,7 +215,7 @@ func (p *Port) Remove() error {
 		errs = append(errs, p.link.Unpin(), p.link.Close())
 		p.link = nil
 	}
-	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.Masks, p.objs.Matches,
+	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.CfgProto, p.objs.Masks, p.objs.Matches,
 		p.objs.Pcpu, p.objs.Shared, p.objs.Flows, p.objs.SlotNames} {
 		errs = append(errs, m.Unpin())
 	}
@@ -261,8 +266,9 @@ func (p *Port) Counters() (map[string]Counters, error) {
 		out[name] = c
 		return nil
 	}
-	var cfg impairPortCfg
-	if err := p.objs.Cfg.Lookup(uint32(0), &cfg); err == nil && cfg.HasPort != 0 {
+	if cfg, ok, err := p.readCfg(); err != nil {
+		return nil, err
+	} else if ok && cfg.HasPort != 0 {
 		if err := read("", PortSlot); err != nil {
 			return nil, err
 		}
