@@ -177,8 +177,9 @@ func TestPolicerTwoCPUs(t *testing.T) {
 		wg.Add(1)
 		go func(cpu int) {
 			defer wg.Done()
+			// Never unlocked: the thread exits with the goroutine instead
+			// of going back to the pool pinned to one CPU.
 			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
 			var one unix.CPUSet
 			one.Set(cpu)
 			unix.SchedSetaffinity(0, &one)
