@@ -192,7 +192,9 @@ int edt_egress(struct __sk_buff *skb)
 	/* Respect an earlier departure time (TCP pacing) if it is one. */
 	if (skb->tstamp > now && skb->tstamp - now < MAX_AHEAD_NS)
 		t = skb->tstamp;
-	__u32 len = skb->len;
+	/* Bytes on the wire: wire_len counts every segment's headers of a
+	 * GSO packet (qdisc_pkt_len_init), len only the first's. */
+	__u32 len = skb->wire_len ? skb->wire_len : skb->len;
 	struct stats *st = stats_of(&k);
 
 	if (c->rate_bps) {
