@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -40,6 +41,9 @@ var counterFields = []string{"rx_packets", "rx_bytes", "passed", "dropped_loss",
 // retryMissing is how often a port whose netdev is missing, or that holds
 // a foreign XDP program, is looked at again.
 const retryMissing = 2 * time.Second
+
+// resyncInterval is how often every port is reconciled again.
+const resyncInterval = 10 * time.Second
 
 // sweepKey is the work item that removes pins and results nobody wants.
 const sweepKey = "\x00sweep"
@@ -152,6 +156,7 @@ func Run(ctx context.Context, c Config) error {
 					c.Log.Info("CONFIG_DB scanned: reconciling ports")
 				}
 				initial = false
+				d.synced.Store(true)
 				for _, p := range d.knownPorts() {
 					q.Add(p)
 				}
@@ -163,6 +168,7 @@ func Run(ctx context.Context, c Config) error {
 		defer wg.Done()
 		t := time.NewTicker(c.CountersInterval)
 		defer t.Stop()
+		lastResync := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
@@ -170,6 +176,15 @@ func Run(ctx context.Context, c Config) error {
 			case <-t.C:
 				if err := d.writeCounters(ctx); err != nil && ctx.Err() == nil {
 					c.Log.WithError(err).Warn("write counters")
+				}
+				// Nothing tells impaird that a netdev was re-created or its
+				// program detached behind its back: look again now and then
+				// (a no-op when all is right).
+				if time.Since(lastResync) >= resyncInterval && d.isSynced() {
+					lastResync = time.Now()
+					for _, p := range d.knownPorts() {
+						q.Add(p)
+					}
 				}
 			}
 		}
@@ -210,6 +225,8 @@ type daemon struct {
 	k        *kernel
 	results  *redisx.StateWriter
 	counters *redisx.StateWriter
+
+	synced atomic.Bool // the first CONFIG_DB scan is complete
 
 	mu    sync.Mutex
 	imp   map[string]schema.Fields            // port -> IMPAIRMENT hash
@@ -260,6 +277,8 @@ func (d *daemon) setConfig(ev redisx.Event) string {
 	}
 	return ""
 }
+
+func (d *daemon) isSynced() bool { return d.synced.Load() }
 
 func (d *daemon) knownPorts() []string {
 	d.mu.Lock()

@@ -39,7 +39,7 @@ const (
 )
 
 // MissingFeatureError says the kernel lacks what EDT needs on a port.
-// Feature is "fq qdisc" or "clsact qdisc".
+// Feature is "fq qdisc", "clsact qdisc" or "bpf tc filter (cls_bpf)".
 type MissingFeatureError struct {
 	Port, Feature string
 	Err           error
@@ -201,6 +201,9 @@ func (i *Installer) Apply(ifname string, p Profile) error {
 		return fmt.Errorf("%s: install fq root qdisc: %w", ifname, err)
 	}
 	if err := i.h.FilterReplace(i.filter(idx)); err != nil {
+		if missing(err) {
+			return &MissingFeatureError{Port: ifname, Feature: "bpf tc filter (cls_bpf)", Err: err}
+		}
 		return fmt.Errorf("%s: attach edt program on egress: %w", ifname, err)
 	}
 	i.ports[ifname] = st
