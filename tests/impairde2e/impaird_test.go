@@ -181,4 +181,14 @@ func TestImpairdErrorsAndForeignProgram(t *testing.T) {
 	if id, _ := xdpProg(t, e.sw, "Ethernet8"); id == 0 {
 		t.Error("Ethernet8: no program attached")
 	}
+
+	// The netdev is re-created (new ifindex): the periodic resync
+	// re-attaches within about 10 s.
+	e.sw.IP("link", "del", "Ethernet8")
+	e.sw.Veth("Ethernet8", nil, "peer8")
+	e2eutil.Eventually(t, wait, "re-created Ethernet8 re-attached", func() (bool, string) {
+		id, _ := xdpProg(t, e.sw, "Ethernet8")
+		st := hgetall(e.state, "IMPAIRMENT_FLOW_TABLE|Ethernet8|x")
+		return id != 0 && st["state"] == "ok", fmt.Sprintf("prog %d, state %v", id, st)
+	})
 }
