@@ -13,7 +13,7 @@ import (
 // The TestVLAN* tests need 802.1Q devices and bridge VLAN filtering: on
 // the host kernel they skip, in the VM suite (tests/vm/suite.txt) they run.
 
-func requireVLAN(t *testing.T) {
+func requireVLAN(t testing.TB) {
 	t.Helper()
 	kernelcap.Require(t, kernelcap.VLAN8021Q, kernelcap.VlanFiltering)
 }

@@ -1,0 +1,195 @@
+package orchagente2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/switchyard-net/switchyard/tests/testns"
+)
+
+// VM-only benchmarks (they need 802.1Q and VLAN filtering):
+//
+//	go test -c -o /tmp/o.test ./tests/orchagente2e
+//	tests/vm/vmexec --timeout 1200 /tmp/o.test -test.run '^$' -test.bench VLAN -test.benchtime 1x
+
+// cfgEntry is one CONFIG_DB hash of a bulk write.
+type cfgEntry struct {
+	key    string
+	fields []any
+}
+
+// bulkAllOK writes entries in one pipeline and returns the time until every
+// one of them has state ok in STATE_DB.
+func bulkAllOK(b *testing.B, e *env, entries []cfgEntry) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	tables := map[string]bool{}
+	for _, en := range entries {
+		t, _, _ := strings.Cut(en.key, "|")
+		tables[t] = true
+	}
+	var pats []string
+	for t := range tables {
+		pats = append(pats, "__keyspace@6__:"+t+"_TABLE|*")
+	}
+	ps := e.state.PSubscribe(ctx, pats...)
+	defer ps.Close()
+	for range pats {
+		if _, err := ps.Receive(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ch := ps.Channel(redis.WithChannelSize(4096))
+	pipe := e.cfg.Pipeline()
+	for _, en := range entries {
+		pipe.HSet(ctx, en.key, en.fields...)
+	}
+	t0 := time.Now()
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+	seen := map[string]bool{}
+	limit := 15 * time.Minute
+	deadline := time.After(limit)
+	for len(seen) < len(entries) {
+		select {
+		case m := <-ch:
+			seen[m.Channel] = true
+		case <-deadline:
+			b.Fatalf("%d of %d results written after %v", len(seen), len(entries), limit)
+		}
+	}
+	for {
+		p := e.state.Pipeline()
+		for _, en := range entries {
+			p.HGet(ctx, stateKey(en.key), "state")
+		}
+		cmds, _ := p.Exec(ctx)
+		ok, bad := 0, ""
+		for i, c := range cmds {
+			if v, _ := c.(interface{ Val() string }); v != nil && v.Val() == "ok" {
+				ok++
+			} else if bad == "" {
+				h, _ := e.state.HGetAll(ctx, stateKey(entries[i].key)).Result()
+				bad = fmt.Sprintf("%s: %v", entries[i].key, h)
+			}
+		}
+		if ok == len(entries) {
+			return time.Since(t0)
+		}
+		if time.Since(t0) > limit {
+			b.Fatalf("%d of %d ok after %v; first not ok %s", ok, len(entries), limit, bad)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rawBatch times "ip -batch" then "bridge -batch" in ns.
+func rawBatch(b *testing.B, ns *testns.NS, ipCmds, bridgeCmds []string) time.Duration {
+	b.Helper()
+	dir := b.TempDir()
+	t0 := time.Now()
+	for _, x := range []struct {
+		tool string
+		cmds []string
+	}{{"ip", ipCmds}, {"bridge", bridgeCmds}} {
+		if len(x.cmds) == 0 {
+			continue
+		}
+		f := filepath.Join(dir, x.tool)
+		if err := os.WriteFile(f, []byte(strings.Join(x.cmds, "\n")+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if out, err := exec.Command(x.tool, "-n", ns.Name, "-batch", f).CombinedOutput(); err != nil {
+			b.Fatalf("%s -batch: %v: %s", x.tool, err, out)
+		}
+	}
+	return time.Since(t0)
+}
+
+// twoPorts makes Ethernet0 and Ethernet4 (veths to a peer) in ns.
+func twoPorts(b *testing.B, ns *testns.NS) {
+	peer := testns.New(b)
+	ns.Veth("Ethernet0", peer, "eth0")
+	ns.Veth("Ethernet4", peer, "eth4")
+}
+
+var rawBridge = []string{
+	"link add Bridge type bridge vlan_filtering 1 vlan_default_pvid 0",
+	"link set Bridge up",
+	"link set Ethernet0 master Bridge",
+	"link set Ethernet4 master Bridge",
+}
+
+// BenchmarkVLAN4094TwoTaggedMembers: 4,094 VLANs each with 2 tagged
+// members in one bulk write → all ok, against ip -batch + bridge -batch
+// making the same devices and vids.
+func BenchmarkVLAN4094TwoTaggedMembers(b *testing.B) {
+	requireVLAN(b)
+	const n = 4094
+	var entries []cfgEntry
+	ipCmds := append([]string(nil), rawBridge...)
+	var brCmds []string
+	for v := 1; v <= n; v++ {
+		name := fmt.Sprintf("Vlan%d", v)
+		entries = append(entries,
+			cfgEntry{"VLAN|" + name, []any{"vlanid", fmt.Sprint(v)}},
+			cfgEntry{"VLAN_MEMBER|" + name + "|Ethernet0", []any{"tagging_mode", "tagged"}},
+			cfgEntry{"VLAN_MEMBER|" + name + "|Ethernet4", []any{"tagging_mode", "tagged"}})
+		ipCmds = append(ipCmds, fmt.Sprintf("link add link Bridge name %s up type vlan id %d", name, v))
+		brCmds = append(brCmds, fmt.Sprintf("vlan add dev Bridge vid %d self", v),
+			fmt.Sprintf("vlan add dev Ethernet0 vid %d", v), fmt.Sprintf("vlan add dev Ethernet4 vid %d", v))
+	}
+	for i := 0; i < b.N; i++ {
+		e := newEnv(b)
+		twoPorts(b, e.sw)
+		e.startLevel("warn")
+		orch := bulkAllOK(b, e, entries)
+		e.proc.Stop()
+		ns := testns.New(b)
+		twoPorts(b, ns)
+		raw := rawBatch(b, ns, ipCmds, brCmds)
+		b.ReportMetric(orch.Seconds(), "orchagent-s")
+		b.ReportMetric(raw.Seconds(), "ip+bridge-batch-s")
+		b.ReportMetric(orch.Seconds()/raw.Seconds(), "orch/raw")
+	}
+}
+
+// BenchmarkVLANFdb10k: 10,000 static FDB entries on one VLAN member in
+// one bulk write → all ok, against bridge -batch adding the same entries.
+func BenchmarkVLANFdb10k(b *testing.B) {
+	requireVLAN(b)
+	const n = 10000
+	var entries []cfgEntry
+	var brCmds []string
+	for i := 0; i < n; i++ {
+		mac := fmt.Sprintf("02:00:00:01:%02x:%02x", i/256, i%256)
+		entries = append(entries, cfgEntry{"FDB|Vlan100|" + mac, []any{"port", "Ethernet0"}})
+		brCmds = append(brCmds, "fdb replace "+mac+" dev Ethernet0 master static vlan 100")
+	}
+	for i := 0; i < b.N; i++ {
+		e := newEnv(b)
+		twoPorts(b, e.sw)
+		e.startLevel("warn")
+		e.hset("VLAN|Vlan100", "vlanid", "100")
+		e.hset("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
+		e.waitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|Ethernet0")
+		orch := bulkAllOK(b, e, entries)
+		e.proc.Stop()
+		ns := testns.New(b)
+		twoPorts(b, ns)
+		setup := append(append([]string(nil), rawBridge...), "link add link Bridge name Vlan100 up type vlan id 100")
+		rawBatch(b, ns, setup, []string{"vlan add dev Bridge vid 100 self", "vlan add dev Ethernet0 vid 100 pvid untagged"})
+		raw := rawBatch(b, ns, nil, brCmds)
+		b.ReportMetric(float64(n)/orch.Seconds(), "orchagent-fdb/s")
+		b.ReportMetric(float64(n)/raw.Seconds(), "bridge-batch-fdb/s")
+		b.ReportMetric(orch.Seconds()/raw.Seconds(), "orch/raw")
+	}
+}
