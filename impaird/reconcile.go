@@ -148,6 +148,9 @@ func foreignReason(port string, id uint32) string {
 
 // teardown detaches the port's program and removes its pins.
 func (d *daemon) teardown(port string) error {
+	if !safeDirName(port) {
+		return nil // an invalid key ("..", "a/b"): never a pin directory of ours
+	}
 	if p := d.ports[port]; p != nil {
 		delete(d.ports, port)
 		if err := p.Remove(); err != nil {
@@ -239,4 +242,11 @@ func counterHash(c bpf.Counters) schema.Fields {
 		"rx_packets": u(c.RxPackets), "rx_bytes": u(c.RxBytes), "passed": u(c.Passed),
 		"dropped_loss": u(c.DroppedLoss), "dropped_rate": u(c.DroppedRate), "corrupted": u(c.Corrupted),
 	}
+}
+
+// safeDirName reports whether port can name a directory under --bpffs
+// without escaping it.
+func safeDirName(port string) bool {
+	return port != "" && port != "." && port != ".." && len(port) <= schema.MaxIfnameLen &&
+		!strings.ContainsAny(port, "/\x00")
 }
