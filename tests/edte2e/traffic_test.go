@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -215,36 +216,51 @@ func (s *sender) send() error {
 }
 
 // paced sends n packets at about pps (batches every millisecond: TCG
-// sleeps are coarse).
+// sleeps are coarse). See onCPU0 for where it runs.
 func (s *sender) paced(t *testing.T, n, pps int) {
 	t.Helper()
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		if due := start.Add(time.Duration(float64(i) / float64(pps) * 1e9)); time.Until(due) > time.Millisecond {
-			time.Sleep(time.Until(due))
+	err := onCPU0(func() error {
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			if due := start.Add(time.Duration(float64(i) / float64(pps) * 1e9)); time.Until(due) > time.Millisecond {
+				time.Sleep(time.Until(due))
+			}
+			if err := s.send(); err != nil {
+				return fmt.Errorf("send packet %d: %w", i, err)
+			}
 		}
-		if err := s.send(); err != nil {
-			t.Fatalf("send packet %d: %v", i, err)
-		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
-// flood sends as fast as it can for d; returns how many it sent.
-func (s *sender) flood(t *testing.T, d time.Duration) int {
-	t.Helper()
-	n := 0
-	for end := time.Now().Add(d); time.Now().Before(end); n++ {
-		if err := s.send(); err != nil && err != unix.ENOBUFS {
-			t.Fatalf("send: %v", err)
+// onCPU0 runs f on an OS thread pinned to CPU 0 (the thread is thrown
+// away afterwards). The sender's CPU enqueues into fq and arms its
+// timer there, so fq dequeues on one CPU and veth hands the packets to
+// one CPU's backlog: otherwise two CPUs' backlogs reorder a few packets
+// on receive, with netem as with EDT, which is not what is measured.
+func onCPU0(f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the pinned thread exits with the goroutine
+		var set unix.CPUSet
+		set.Set(0)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			done <- fmt.Errorf("pin sender to CPU 0: %w", err)
+			return
 		}
-	}
-	return n
+		done <- f()
+	}()
+	return <-done
 }
 
 // stats of a delay sample set.
 type delayStats struct {
 	n                     int
 	min, median, p99, max time.Duration
+	p10, p25, p75, p90    time.Duration
 	mean, stddev          float64 // ns
 	reordered             int
 }
@@ -272,6 +288,7 @@ func summarize(ss []sample) delayStats {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	st.min, st.median, st.max = d[0], d[len(d)/2], d[len(d)-1]
 	st.p99 = d[len(d)*99/100]
+	st.p10, st.p25, st.p75, st.p90 = d[len(d)/10], d[len(d)/4], d[len(d)*3/4], d[len(d)*9/10]
 	return st
 }
 
