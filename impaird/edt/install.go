@@ -147,9 +147,9 @@ func config(p Profile) bpfedt.Config {
 // without fq or clsact the error is a *MissingFeatureError and the port
 // is left as it was.
 //
-// Equivalent to: tc qdisc add dev $l clsact; tc qdisc replace dev $l
-// root handle ed: fq ...; tc filter replace dev $l egress prio 237
-// handle 1 bpf da obj edt.o
+// Equivalent to: tc qdisc add dev $l clsact; tc filter replace dev $l
+// egress prio 237 handle 1 bpf da obj edt.o; tc qdisc replace dev $l
+// root handle ed: fq ...
 func (i *Installer) Apply(ifname string, p Profile) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -190,21 +190,33 @@ func (i *Installer) Apply(ifname string, p Profile) error {
 		return err
 	}
 	st.clsactOurs = st.clsactOurs || createdClsact
-	if err := i.h.QdiscReplace(FqFor(idx, p)); err != nil {
+	// undo puts the port back as it was when this Apply fails.
+	undo := func(filter bool) {
+		if filter {
+			i.h.FilterDel(i.filter(idx))
+		}
 		if createdClsact {
 			i.h.QdiscDel(clsact(idx))
 		}
-		i.objs.Delete(key)
-		if missing(err) {
-			return &MissingFeatureError{Port: ifname, Feature: "fq qdisc", Err: err}
+		if i.ports[ifname] == nil {
+			i.objs.Delete(key)
 		}
-		return fmt.Errorf("%s: install fq root qdisc: %w", ifname, err)
 	}
+	// The filter before fq: a packet stamped before fq is in place just
+	// leaves when the old qdisc sends it (most ignore skb->tstamp).
 	if err := i.h.FilterReplace(i.filter(idx)); err != nil {
+		undo(false)
 		if missing(err) {
 			return &MissingFeatureError{Port: ifname, Feature: "bpf tc filter (cls_bpf)", Err: err}
 		}
 		return fmt.Errorf("%s: attach edt program on egress: %w", ifname, err)
+	}
+	if err := i.h.QdiscReplace(FqFor(idx, p)); err != nil {
+		undo(i.ports[ifname] == nil)
+		if missing(err) {
+			return &MissingFeatureError{Port: ifname, Feature: "fq qdisc", Err: err}
+		}
+		return fmt.Errorf("%s: install fq root qdisc: %w", ifname, err)
 	}
 	i.ports[ifname] = st
 	return nil
