@@ -28,17 +28,9 @@ func (p *Port) Apply(plan *Plan) error {
 	if err != nil {
 		return err
 	}
-	have := map[Tuple]impairMatch{}
-	var (
-		k Tuple
-		v impairMatch
-	)
-	it := p.objs.Matches.Iterate()
-	for it.Next(&k, &v) {
-		have[k] = v
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("read matches: %w", err)
+	have, err := p.readMatches()
+	if err != nil {
+		return err
 	}
 	if err := p.applySlots(plan); err != nil {
 		return err
@@ -82,7 +74,7 @@ func (p *Port) Apply(plan *Plan) error {
 		ids[m] = id
 	}
 	var newActive uint32
-	want := map[Tuple]impairMatch{}
+	want := map[matchEntry]impairMatch{}
 	for rank, r := range plan.Rules {
 		slot := p.slots[r.Name]
 		cur, ok := curProf[slot]
@@ -102,29 +94,32 @@ func (p *Port) Apply(plan *Plan) error {
 			}
 			newActive |= 1 << id
 			key.MaskId = uint8(id)
-			if _, dup := want[key]; !dup { // an earlier (better) rule keeps it
-				want[key] = impairMatch{Slot: slot, Rank: uint32(rank), Prof: prof}
+			for _, v4 := range families(r.Family) {
+				e := matchEntry{v4: v4, key: key}
+				if _, dup := want[e]; !dup { // an earlier (better) rule keeps it
+					want[e] = impairMatch{Slot: slot, Rank: uint32(rank), Prof: prof}
+				}
 			}
 		}
 	}
-	for k, v := range want {
-		if cur, ok := have[k]; ok && cur == v {
+	for e, v := range want {
+		if cur, ok := have[e]; ok && cur == v {
 			continue
 		}
-		if err := p.objs.Matches.Put(&k, &v); err != nil {
-			return fmt.Errorf("write match entry: %w", err)
+		if err := p.putMatch(e, &v); err != nil {
+			return err
 		}
 	}
 	newCfg.ActiveMasks = oldActive | newActive
 	if err := p.putCfg(newCfg, cfg, hasCfg); err != nil {
 		return err
 	}
-	for k := range have {
-		if _, ok := want[k]; ok {
+	for e := range have {
+		if _, ok := want[e]; ok {
 			continue
 		}
-		if err := p.objs.Matches.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("delete match entry: %w", err)
+		if err := p.deleteMatch(e); err != nil {
+			return err
 		}
 	}
 	final := newCfg
@@ -269,4 +264,85 @@ func freeMask(used uint32) uint32 {
 		}
 	}
 	return MaxMasks
+}
+
+// matchEntry names one entry of matches4 (v4) or matches6; key is the
+// 48-byte tuple form in both cases (IPv4 addresses in word 0).
+type matchEntry struct {
+	v4  bool
+	key Tuple
+}
+
+// families lists the maps a rule of family fam (4, 6 or 0 = both) is in.
+func families(fam int) []bool {
+	switch fam {
+	case 4:
+		return []bool{true}
+	case 6:
+		return []bool{false}
+	}
+	return []bool{true, false}
+}
+
+func to4(t Tuple) impairTuple4 {
+	return impairTuple4{MaskId: t.MaskId, Family: t.Family, Proto: t.Proto, Dscp: t.Dscp,
+		Vlan: t.Vlan, Sport: t.Sport, Dport: t.Dport, Src: t.Src[0], Dst: t.Dst[0]}
+}
+
+func from4(t impairTuple4) Tuple {
+	return Tuple{MaskId: t.MaskId, Family: t.Family, Proto: t.Proto, Dscp: t.Dscp,
+		Vlan: t.Vlan, Sport: t.Sport, Dport: t.Dport, Src: [4]uint32{t.Src}, Dst: [4]uint32{t.Dst}}
+}
+
+// readMatches returns the entries of both match maps.
+func (p *Port) readMatches() (map[matchEntry]impairMatch, error) {
+	out := map[matchEntry]impairMatch{}
+	var (
+		k4 impairTuple4
+		k6 Tuple
+		v  impairMatch
+	)
+	it := p.objs.Matches4.Iterate()
+	for it.Next(&k4, &v) {
+		out[matchEntry{v4: true, key: from4(k4)}] = v
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read matches4: %w", err)
+	}
+	it = p.objs.Matches6.Iterate()
+	for it.Next(&k6, &v) {
+		out[matchEntry{key: k6}] = v
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read matches6: %w", err)
+	}
+	return out, nil
+}
+
+func (p *Port) putMatch(e matchEntry, v *impairMatch) error {
+	var err error
+	if e.v4 {
+		k := to4(e.key)
+		err = p.objs.Matches4.Put(&k, v)
+	} else {
+		err = p.objs.Matches6.Put(&e.key, v)
+	}
+	if err != nil {
+		return fmt.Errorf("write match entry: %w", err)
+	}
+	return nil
+}
+
+func (p *Port) deleteMatch(e matchEntry) error {
+	var err error
+	if e.v4 {
+		k := to4(e.key)
+		err = p.objs.Matches4.Delete(&k)
+	} else {
+		err = p.objs.Matches6.Delete(&e.key)
+	}
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("delete match entry: %w", err)
+	}
+	return nil
 }

@@ -14,7 +14,7 @@ import (
 const (
 	MaxRules   = 1024  // IMPAIRMENT_FLOW rules per port (slots 1..1024)
 	MaxMasks   = 32    // distinct match shapes per port
-	MaxMatches = 65536 // match entries per port (port ranges expand)
+	MaxMatches = 65536 // match entries per port and address family (port ranges expand)
 	maxSlots   = MaxRules + 1
 )
 
@@ -47,6 +47,9 @@ type Plan struct {
 type Rule struct {
 	Name    string
 	Profile Profile
+	// Family is 4 or 6 when the rule only matches that family (its
+	// entries go into matches4 or matches6), 0 for both.
+	Family int
 	// Matches are the rule's masked match tuples (mask_id unset); a port
 	// range becomes several prefix-aligned entries.
 	Matches []Tuple
@@ -85,22 +88,27 @@ func Compile(port *schema.Impairment, flows []schema.ImpairmentFlow) (*Plan, err
 		return sorted[i].Name < sorted[j].Name
 	})
 	masks := map[Tuple]bool{}
-	entries := 0
+	entries4, entries6 := 0, 0
 	for i := range sorted {
 		f := &sorted[i]
-		r := Rule{Name: f.Name, Profile: CompileProfile(&f.ImpairmentProfile, f.Scope == schema.ScopeFlow)}
+		r := Rule{Name: f.Name, Profile: CompileProfile(&f.ImpairmentProfile, f.Scope == schema.ScopeFlow), Family: f.Family()}
 		r.Masks, r.Matches = compileMatch(f)
 		for _, m := range r.Masks {
 			masks[m] = true
 		}
-		entries += len(r.Matches)
+		if r.Family != 6 {
+			entries4 += len(r.Matches)
+		}
+		if r.Family != 4 {
+			entries6 += len(r.Matches)
+		}
 		p.Rules = append(p.Rules, r)
 	}
 	if len(masks) > MaxMasks {
 		return nil, fmt.Errorf("the rules use %d distinct match shapes (combinations of fields, prefix lengths and port-range blocks): a port takes at most %d", len(masks), MaxMasks)
 	}
-	if entries > MaxMatches {
-		return nil, fmt.Errorf("the rules expand to %d match entries (port ranges split into aligned blocks): a port takes at most %d", entries, MaxMatches)
+	if entries := max(entries4, entries6); entries > MaxMatches {
+		return nil, fmt.Errorf("the rules expand to %d match entries of one address family (port ranges split into aligned blocks): a port takes at most %d", entries, MaxMatches)
 	}
 	return p, nil
 }

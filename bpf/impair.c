@@ -36,8 +36,9 @@ char __license[] SEC("license") = "Dual MIT/GPL";
 #define F_SEEDED 64
 
 /* A packet's match tuple; also a mask (same layout, ANDed field by field)
- * and, with mask_id set, a key of the matches map. Ports, vlan in host
- * order; addresses in network order (IPv4 in src[0]/dst[0]). */
+ * and, with mask_id set, a key of matches6 (IPv4: its tuple4 form is the
+ * key of matches4). Ports, vlan in host order; addresses in network order
+ * (IPv4 in src[0]/dst[0]). */
 struct tuple {
 	__u8 mask_id;
 	__u8 family; /* 4, 6 */
@@ -50,6 +51,20 @@ struct tuple {
 	__u32 pad1;
 	__u32 src[4];
 	__u32 dst[4];
+};
+
+/* The IPv4 form of a tuple: the same fields, one address word each. */
+struct tuple4 {
+	__u8 mask_id;
+	__u8 family;
+	__u8 proto;
+	__u8 dscp;
+	__u16 vlan;
+	__u16 sport;
+	__u16 dport;
+	__u16 pad0;
+	__u32 src;
+	__u32 dst;
 };
 
 /* One impairment profile. Probabilities are scaled to 2^32 (drop when a
@@ -66,9 +81,9 @@ struct profile {
 	__u64 depth_ns;       /* policer: bucket depth (burst) in ns */
 };
 
-/* Value of the matches map: the rule's slot, rank (lower wins) and whole
- * profile, so one lookup classifies and configures, and one map update
- * replaces a rule's profile atomically. */
+/* Value of matches4/matches6: the rule's slot, rank (lower wins) and
+ * whole profile, so one lookup classifies and configures, and one map
+ * update replaces a rule's profile atomically. */
 struct match {
 	__u32 slot;
 	__u32 rank;
@@ -151,14 +166,25 @@ struct {
 	__type(value, struct tuple);
 } masks SEC(".maps");
 
-/* masked tuple (mask_id set) -> rule slot, rank and profile */
+/* IPv4 packets: the 20-byte form of a masked tuple (mask_id set) -> rule
+ * slot, rank and profile. Hashing 20 instead of 48 bytes saves ~10 ns per
+ * lookup. Rules that do not pin the family have entries in both maps. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_MATCHES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct tuple4);
+	__type(value, struct match);
+} matches4 SEC(".maps");
+
+/* IPv6 packets: masked tuple (mask_id set) -> rule slot, rank and profile */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_MATCHES);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct tuple);
 	__type(value, struct match);
-} matches SEC(".maps");
+} matches6 SEC(".maps");
 
 /* slot -> per-CPU counters, RNG, Gilbert state */
 struct {
@@ -413,6 +439,79 @@ static __always_inline int corrupt(struct xdp_md *ctx, __u32 off, struct slot_pc
 	return 1;
 }
 
+/* best is the best match found so far (rank 0xffffffff = none). */
+struct best {
+	__u32 rank;
+	__u32 slot;
+	struct profile prof;
+};
+
+static __always_inline void take(struct best *b, struct match *mt)
+{
+	if (mt && mt->rank < b->rank) {
+		b->rank = mt->rank;
+		b->slot = mt->slot;
+		__builtin_memcpy(&b->prof, &mt->prof, sizeof(b->prof));
+	}
+}
+
+/* classify4 and classify6 are the tuple space search: for each active mask
+ * one lookup of the masked tuple; one loop per family so that each loop
+ * writes one key shape (a branch inside would double the verifier's
+ * states per iteration). */
+static __always_inline void classify4(struct tuple *t, __u32 active, struct best *b)
+{
+	for (__u32 m = 0; m < MAX_MASKS; m++) {
+		if (!(active >> m))
+			break;
+		if (!((active >> m) & 1))
+			continue;
+		struct tuple *mk = bpf_map_lookup_elem(&masks, &m);
+		if (!mk)
+			break;
+		struct tuple4 k = {
+			.mask_id = m,
+			.family = t->family & mk->family,
+			.proto = t->proto & mk->proto,
+			.dscp = t->dscp & mk->dscp,
+			.vlan = t->vlan & mk->vlan,
+			.sport = t->sport & mk->sport,
+			.dport = t->dport & mk->dport,
+			.src = t->src[0] & mk->src[0],
+			.dst = t->dst[0] & mk->dst[0],
+		};
+		take(b, bpf_map_lookup_elem(&matches4, &k));
+	}
+}
+
+static __always_inline void classify6(struct tuple *t, __u32 active, struct best *b)
+{
+	for (__u32 m = 0; m < MAX_MASKS; m++) {
+		if (!(active >> m))
+			break;
+		if (!((active >> m) & 1))
+			continue;
+		struct tuple *mk = bpf_map_lookup_elem(&masks, &m);
+		if (!mk)
+			break;
+		struct tuple k = {
+			.mask_id = m,
+			.family = t->family & mk->family,
+			.proto = t->proto & mk->proto,
+			.dscp = t->dscp & mk->dscp,
+			.vlan = t->vlan & mk->vlan,
+			.sport = t->sport & mk->sport,
+			.dport = t->dport & mk->dport,
+		};
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			k.src[i] = t->src[i] & mk->src[i];
+			k.dst[i] = t->dst[i] & mk->dst[i];
+		}
+		take(b, bpf_map_lookup_elem(&matches6, &k));
+	}
+}
+
 SEC("xdp")
 int impair(struct xdp_md *ctx)
 {
@@ -433,44 +532,17 @@ int impair(struct xdp_md *ctx)
 
 	/* The best match is copied (slot, rank, profile): a pointer kept across
 	 * iterations would make every iteration a new verifier state. */
-	struct profile bp = {};
-	__u32 best_rank = 0xffffffff, best_slot = 0;
-	__u32 active = cf->active_masks;
-	for (__u32 m = 0; m < MAX_MASKS; m++) {
-		if (!(active >> m))
-			break;
-		if (!((active >> m) & 1))
-			continue;
-		struct tuple *mk = bpf_map_lookup_elem(&masks, &m);
-		if (!mk)
-			break;
-		struct tuple k = {
-			.mask_id = m,
-			.family = t.family & mk->family,
-			.proto = t.proto & mk->proto,
-			.dscp = t.dscp & mk->dscp,
-			.vlan = t.vlan & mk->vlan,
-			.sport = t.sport & mk->sport,
-			.dport = t.dport & mk->dport,
-		};
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			k.src[i] = t.src[i] & mk->src[i];
-			k.dst[i] = t.dst[i] & mk->dst[i];
-		}
-		struct match *mt = bpf_map_lookup_elem(&matches, &k);
-		if (mt && mt->rank < best_rank) {
-			best_rank = mt->rank;
-			best_slot = mt->slot;
-			__builtin_memcpy(&bp, &mt->prof, sizeof(bp));
-		}
-	}
+	struct best bm = {.rank = 0xffffffff};
+	if (t.family == 4)
+		classify4(&t, cf->active_masks, &bm);
+	else
+		classify6(&t, cf->active_masks, &bm);
 
 	struct profile *p;
 	__u32 slot;
-	if (best_rank != 0xffffffff) {
-		p = &bp;
-		slot = best_slot;
+	if (bm.rank != 0xffffffff) {
+		p = &bm.prof;
+		slot = bm.slot;
 	} else if (cf->has_port) {
 		p = &cf->port;
 		slot = 0;

@@ -99,6 +99,20 @@ type impairTuple struct {
 	Dst    [4]uint32
 }
 
+type impairTuple4 struct {
+	_      structs.HostLayout
+	MaskId uint8
+	Family uint8
+	Proto  uint8
+	Dscp   uint8
+	Vlan   uint16
+	Sport  uint16
+	Dport  uint16
+	Pad0   uint16
+	Src    uint32
+	Dst    uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -107,7 +121,8 @@ const (
 	impairMapCfgProto  = "cfg_proto"
 	impairMapFlows     = "flows"
 	impairMapMasks     = "masks"
-	impairMapMatches   = "matches"
+	impairMapMatches4  = "matches4"
+	impairMapMatches6  = "matches6"
 	impairMapPcpu      = "pcpu"
 	impairMapShared    = "shared"
 	impairMapSlotNames = "slot_names"
@@ -169,7 +184,8 @@ type impairMapSpecs struct {
 	CfgProto  *ebpf.MapSpec `ebpf:"cfg_proto"`
 	Flows     *ebpf.MapSpec `ebpf:"flows"`
 	Masks     *ebpf.MapSpec `ebpf:"masks"`
-	Matches   *ebpf.MapSpec `ebpf:"matches"`
+	Matches4  *ebpf.MapSpec `ebpf:"matches4"`
+	Matches6  *ebpf.MapSpec `ebpf:"matches6"`
 	Pcpu      *ebpf.MapSpec `ebpf:"pcpu"`
 	Shared    *ebpf.MapSpec `ebpf:"shared"`
 	SlotNames *ebpf.MapSpec `ebpf:"slot_names"`
@@ -205,7 +221,8 @@ type impairMaps struct {
 	CfgProto  *ebpf.Map `ebpf:"cfg_proto"`
 	Flows     *ebpf.Map `ebpf:"flows"`
 	Masks     *ebpf.Map `ebpf:"masks"`
-	Matches   *ebpf.Map `ebpf:"matches"`
+	Matches4  *ebpf.Map `ebpf:"matches4"`
+	Matches6  *ebpf.Map `ebpf:"matches6"`
 	Pcpu      *ebpf.Map `ebpf:"pcpu"`
 	Shared    *ebpf.Map `ebpf:"shared"`
 	SlotNames *ebpf.Map `ebpf:"slot_names"`
@@ -217,7 +234,8 @@ func (m *impairMaps) Close() error {
 		m.CfgProto,
 		m.Flows,
 		m.Masks,
-		m.Matches,
+		m.Matches4,
+		m.Matches6,
 		m.Pcpu,
 		m.Shared,
 		m.SlotNames,

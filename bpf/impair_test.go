@@ -231,14 +231,11 @@ func TestApplyUpdates(t *testing.T) {
 	if c := counters(t, p, "a"); c.RxPackets != 2 || c.Passed != 1 {
 		t.Fatalf("counters after change: %+v", c)
 	}
-	var (
-		k Tuple
-		v impairMatch
-		n int
-	)
-	for it := p.objs.Matches.Iterate(); it.Next(&k, &v); {
-		n++
+	entries, err := p.readMatches()
+	if err != nil {
+		t.Fatal(err)
 	}
+	n := len(entries)
 	if n != 1 || len(p.Rules()) != 1 {
 		t.Fatalf("after removing b: %d match entries, rules %v", n, p.Rules())
 	}

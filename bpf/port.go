@@ -99,16 +99,15 @@ func (p *Port) recover() error {
 	} else if ok {
 		p.nextGen = cfg.Port.Gen
 	}
-	var (
-		k Tuple
-		m impairMatch
-	)
-	it := p.objs.Matches.Iterate()
-	for it.Next(&k, &m) {
+	entries, err := p.readMatches()
+	if err != nil {
+		return err
+	}
+	for _, m := range entries {
 		p.nextGen = max(p.nextGen, m.Prof.Gen)
 	}
 	p.nextGen++
-	return it.Err()
+	return nil
 }
 
 func cString(b []int8) string {
@@ -215,7 +214,7 @@ func (p *Port) Remove() error {
 		errs = append(errs, p.link.Unpin(), p.link.Close())
 		p.link = nil
 	}
-	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.CfgProto, p.objs.Masks, p.objs.Matches,
+	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.CfgProto, p.objs.Masks, p.objs.Matches4, p.objs.Matches6,
 		p.objs.Pcpu, p.objs.Shared, p.objs.Flows, p.objs.SlotNames} {
 		errs = append(errs, m.Unpin())
 	}

@@ -255,3 +255,23 @@ int edt_egress(struct __sk_buff *skb)
 	}
 	return TC_ACT_OK;
 }
+
+/* edt_ingress_meta: tc ingress on a port whose XDP program classified
+ * the packet. XDP cannot set skb->mark; it prepends 4 bytes of metadata
+ * (bpf_xdp_adjust_meta(ctx, -4)) holding MARK_MAGIC | class id, which
+ * the kernel keeps in front of the skb's data, and this program copies
+ * them into skb->mark for edt_egress on whichever port the packet
+ * leaves by. Metadata without the magic is left alone. */
+SEC("tc")
+int edt_ingress_meta(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *meta = (void *)(long)skb->data_meta;
+
+	if (meta + sizeof(__u32) > data)
+		return TC_ACT_OK;
+	__u32 v = *(__u32 *)meta;
+	if ((v & MARK_MAGIC_MASK) == MARK_MAGIC)
+		skb->mark = v;
+	return TC_ACT_OK;
+}

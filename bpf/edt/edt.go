@@ -90,6 +90,11 @@ func Load() (*Objects, error) {
 // Program is the tc egress program (attach with direct action).
 func (o *Objects) Program() *ebpf.Program { return o.objs.EdtEgress }
 
+// IngressProgram is the tc ingress program that copies a class id from
+// XDP metadata (4 bytes, MarkClass(id)) into skb->mark (attach with
+// direct action on the port whose XDP program classifies).
+func (o *Objects) IngressProgram() *ebpf.Program { return o.objs.EdtIngressMeta }
+
 // Set installs or replaces the profile at k (whole, atomically for the
 // packets). The shaper's clock and the counters carry on.
 func (o *Objects) Set(k Key, c Config) error {

@@ -64,13 +64,14 @@ type edtStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	edtMapConfigs    = "configs"
-	edtMapCounters   = "counters"
-	edtMapDists      = "dists"
-	edtMapFlows      = "flows"
-	edtMapRng        = "rng"
-	edtMapShapers    = "shapers"
-	edtProgEdtEgress = "edt_egress"
+	edtMapConfigs         = "configs"
+	edtMapCounters        = "counters"
+	edtMapDists           = "dists"
+	edtMapFlows           = "flows"
+	edtMapRng             = "rng"
+	edtMapShapers         = "shapers"
+	edtProgEdtEgress      = "edt_egress"
+	edtProgEdtIngressMeta = "edt_ingress_meta"
 )
 
 // loadEdt returns the embedded CollectionSpec for edt.
@@ -115,7 +116,8 @@ type edtSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type edtProgramSpecs struct {
-	EdtEgress *ebpf.ProgramSpec `ebpf:"edt_egress"`
+	EdtEgress      *ebpf.ProgramSpec `ebpf:"edt_egress"`
+	EdtIngressMeta *ebpf.ProgramSpec `ebpf:"edt_ingress_meta"`
 }
 
 // edtMapSpecs contains maps before they are loaded into the kernel.
@@ -185,12 +187,14 @@ type edtVariables struct {
 //
 // It can be passed to loadEdtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type edtPrograms struct {
-	EdtEgress *ebpf.Program `ebpf:"edt_egress"`
+	EdtEgress      *ebpf.Program `ebpf:"edt_egress"`
+	EdtIngressMeta *ebpf.Program `ebpf:"edt_ingress_meta"`
 }
 
 func (p *edtPrograms) Close() error {
 	return _EdtClose(
 		p.EdtEgress,
+		p.EdtIngressMeta,
 	)
 }
 
