@@ -61,10 +61,11 @@ type Options struct {
 // Installer puts EDT on ports of one network namespace. It is safe for
 // concurrent use. One BPF program instance serves all its ports.
 type Installer struct {
-	mu    sync.Mutex
-	h     *netlink.Handle
-	objs  *bpfedt.Objects
-	ports map[string]*port
+	mu      sync.Mutex
+	h       *netlink.Handle
+	objs    *bpfedt.Objects
+	ports   map[string]*port
+	classes map[uint32]Profile
 }
 
 // port is what Apply found on a port before taking it over.
@@ -75,6 +76,8 @@ type port struct {
 	prev netlink.Qdisc
 	// clsactOurs: Apply created the clsact qdisc.
 	clsactOurs bool
+	// profile is the port's own profile (inactive: classes only).
+	profile Profile
 }
 
 // New opens a netlink handle in o.NetNS. The BPF program is loaded on
@@ -95,7 +98,7 @@ func New(o Options) (*Installer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle in %q: %w", o.NetNS, err)
 	}
-	return &Installer{h: h, ports: map[string]*port{}}, nil
+	return &Installer{h: h, ports: map[string]*port{}, classes: map[uint32]Profile{}}, nil
 }
 
 // Close releases the handle and the program's file descriptors. What is
@@ -117,11 +120,7 @@ func (i *Installer) Close() error {
 // Equivalent to: tc qdisc replace dev $l root handle ed: fq limit N
 // flow_limit N horizon H
 func FqFor(ifindex int, p Profile) *netlink.Fq {
-	tail := p.Jitter
-	if p.Distribution != Uniform {
-		tail = p.Jitter * 4 // netem tables clamp at 32767/8192 sigma
-	}
-	window := p.Delay + tail + p.QueueLimit()
+	window := window(p)
 	horizon := max(minHorizon, window+horizonSlack)
 	limit := uint32(math.Min(math.Max(math.Ceil(window.Seconds()*planPPS), minFqLimit), maxFqLimit))
 	fq := netlink.NewFq(netlink.QdiscAttrs{LinkIndex: ifindex, Parent: netlink.HANDLE_ROOT, Handle: fqHandle})
@@ -131,6 +130,15 @@ func FqFor(ifindex int, p Profile) *netlink.Fq {
 	fq.HorizonDropPolicy = netlink.HORIZON_DROP_POLICY_DROP
 	fq.Pacing = 1
 	return fq
+}
+
+// window is the longest a packet of p can wait in fq.
+func window(p Profile) time.Duration {
+	tail := p.Jitter
+	if p.Distribution != Uniform {
+		tail = p.Jitter * 4 // netem tables clamp at 32767/8192 sigma
+	}
+	return p.Delay + tail + p.QueueLimit()
 }
 
 func config(p Profile) bpfedt.Config {
@@ -161,10 +169,8 @@ func (i *Installer) Apply(ifname string, p Profile) error {
 		return fmt.Errorf("%s: find link: %w", ifname, err)
 	}
 	idx := link.Attrs().Index
-	if i.objs == nil {
-		if i.objs, err = bpfedt.Load(); err != nil {
-			return fmt.Errorf("%s: %w", ifname, err)
-		}
+	if err := i.load(); err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
 	}
 	st := i.ports[ifname]
 	if st == nil || st.ifindex != idx {
@@ -179,9 +185,14 @@ func (i *Installer) Apply(ifname string, p Profile) error {
 			}
 		}
 	}
-	// The profile first, so the first stamped packet already has it.
+	// The profile first, so the first stamped packet already has it. An
+	// inactive profile: the port only carries classes (SetClass).
 	key := bpfedt.PortKey(idx)
-	if err := i.objs.Set(key, config(p)); err != nil {
+	if p.Active() || p.Loss > 0 {
+		if err := i.objs.Set(key, config(p)); err != nil {
+			return fmt.Errorf("%s: %w", ifname, err)
+		}
+	} else if err := i.objs.Delete(key); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
 	createdClsact, err := i.ensureClsact(ifname, idx)
@@ -211,14 +222,112 @@ func (i *Installer) Apply(ifname string, p Profile) error {
 		}
 		return fmt.Errorf("%s: attach edt program on egress: %w", ifname, err)
 	}
-	if err := i.h.QdiscReplace(FqFor(idx, p)); err != nil {
+	if err := i.h.QdiscReplace(FqFor(idx, i.sizing(p))); err != nil {
 		undo(i.ports[ifname] == nil)
 		if missing(err) {
 			return &MissingFeatureError{Port: ifname, Feature: "fq qdisc", Err: err}
 		}
 		return fmt.Errorf("%s: install fq root qdisc: %w", ifname, err)
 	}
+	st.profile = p
 	i.ports[ifname] = st
+	return nil
+}
+
+// SetClass sets the profile of class id: packets marked
+// bpfedt.MarkClass(id) (at ingress, see MarkIngress) get it on
+// whichever EDT port (Apply) they leave by, instead of that port's own.
+// Every EDT port's fq is resized to hold the longest profile.
+func (i *Installer) SetClass(id uint32, p Profile) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if id == 0 || id > bpfedt.MarkClassMask {
+		return fmt.Errorf("class id %d: want 1 to %d", id, bpfedt.MarkClassMask)
+	}
+	if err := i.load(); err != nil {
+		return err
+	}
+	if err := i.objs.Set(bpfedt.ClassKey(id), config(p)); err != nil {
+		return err
+	}
+	i.classes[id] = p
+	return i.resize()
+}
+
+// DeleteClass removes class id's profile: its packets get the egress
+// port's own profile again.
+func (i *Installer) DeleteClass(id uint32) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	delete(i.classes, id)
+	if i.objs == nil {
+		return nil
+	}
+	if err := i.objs.Delete(bpfedt.ClassKey(id)); err != nil {
+		return err
+	}
+	return i.resize()
+}
+
+// MarkIngress attaches the ingress program on ifname that turns a class
+// id left by XDP in the packet's metadata into skb->mark (see
+// docs/edt.md). Remove takes it off again.
+//
+// Equivalent to: tc qdisc add dev $l clsact; tc filter replace dev $l
+// ingress prio 237 handle 1 bpf da obj edt.o sec edt_ingress_meta
+func (i *Installer) MarkIngress(ifname string) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	link, err := i.h.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("%s: find link: %w", ifname, err)
+	}
+	idx := link.Attrs().Index
+	if err := i.load(); err != nil {
+		return err
+	}
+	if _, err := i.ensureClsact(ifname, idx); err != nil {
+		return err
+	}
+	f := i.filter(idx)
+	f.Parent, f.Fd = netlink.HANDLE_MIN_INGRESS, i.objs.IngressProgram().FD()
+	if err := i.h.FilterReplace(f); err != nil {
+		return fmt.Errorf("%s: attach edt ingress program: %w", ifname, err)
+	}
+	return nil
+}
+
+func (i *Installer) load() error {
+	if i.objs != nil {
+		return nil
+	}
+	o, err := bpfedt.Load()
+	if err != nil {
+		return err
+	}
+	i.objs = o
+	return nil
+}
+
+// sizing is the profile with the longest window among p and the
+// classes: what fq must hold on a port.
+func (i *Installer) sizing(p Profile) Profile {
+	best := p
+	for _, c := range i.classes {
+		if window(c) > window(best) {
+			best = c
+		}
+	}
+	return best
+}
+
+// resize updates every EDT port's fq to the current sizing.
+func (i *Installer) resize() error {
+	for name, st := range i.ports {
+		if err := i.h.QdiscReplace(FqFor(st.ifindex, i.sizing(st.profile))); err != nil {
+			return fmt.Errorf("%s: resize fq: %w", name, err)
+		}
+	}
 	return nil
 }
 
@@ -247,8 +356,12 @@ func (i *Installer) Remove(ifname string) error {
 	if st == nil || st.ifindex != idx {
 		st = &port{ifindex: idx}
 	}
-	if err := i.h.FilterDel(i.filter(idx)); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%s: detach edt program: %w", ifname, err)
+	for _, parent := range []uint32{netlink.HANDLE_MIN_EGRESS, netlink.HANDLE_MIN_INGRESS} {
+		f := i.filter(idx)
+		f.Parent = parent
+		if err := i.h.FilterDel(f); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("%s: detach edt program: %w", ifname, err)
+		}
 	}
 	if err := i.maybeDelClsact(ifname, idx, st.clsactOurs); err != nil {
 		return err

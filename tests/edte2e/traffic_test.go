@@ -33,11 +33,13 @@ const frameOverhead = 14 + 20 + 8
 // ARP exchange to delay the first packets).
 type pair struct {
 	A, B *testns.NS
+	// Dst is B's address the sender sends to.
+	Dst netip.Addr
 }
 
 func newPair(t *testing.T) *pair {
 	t.Helper()
-	p := &pair{A: testns.New(t), B: testns.New(t)}
+	p := &pair{A: testns.New(t), B: testns.New(t), Dst: addrB}
 	p.A.Veth("a0", p.B, "b0")
 	p.A.IP("link", "set", "a0", "up")
 	p.A.IP("addr", "add", addrA.String()+"/24", "dev", "a0")
@@ -93,7 +95,7 @@ func listen(t *testing.T, p *pair) *receiver {
 		}
 		// The receive timeout lets the loop notice Stop.
 		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 100000})
-		return unix.Bind(fd, &unix.SockaddrInet4{Port: udpPort, Addr: addrB.As4()})
+		return unix.Bind(fd, &unix.SockaddrInet4{Port: udpPort, Addr: p.Dst.As4()})
 	})
 	if err != nil {
 		t.Fatalf("receiver socket in %s: %v", p.B.Name, err)
@@ -197,7 +199,7 @@ func dial(t *testing.T, p *pair, payload int) *sender {
 		// Packets held in fq are charged to the socket until they leave:
 		// a large send buffer lets the sender run ahead of the delay.
 		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 256<<20)
-		return unix.Connect(fd, &unix.SockaddrInet4{Port: udpPort, Addr: addrB.As4()})
+		return unix.Connect(fd, &unix.SockaddrInet4{Port: udpPort, Addr: p.Dst.As4()})
 	})
 	if err != nil {
 		t.Fatalf("sender socket in %s: %v", p.A.Name, err)
