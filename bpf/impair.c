@@ -119,11 +119,23 @@ struct slot_shared {
 	__u32 pad;
 };
 
-/* scope flow: state per 5-tuple (plus vlan) and slot. */
+/* scope flow: state per 5-tuple (plus outer vlan) and slot; IPv4 flows
+ * use the 20-byte flow_key4 (cheaper to hash). */
 struct flow_key {
 	struct tuple t;
 	__u32 slot;
 	__u32 pad;
+};
+
+struct flow_key4 {
+	__u32 slot;
+	__u8 family;
+	__u8 proto;
+	__u16 vlan;
+	__u16 sport;
+	__u16 dport;
+	__u32 src;
+	__u32 dst;
 };
 
 struct flow_state {
@@ -202,13 +214,21 @@ struct {
 	__type(value, struct slot_shared);
 } shared SEC(".maps");
 
-/* scope flow: (tuple, slot) -> per-flow state */
+/* scope flow, IPv6: (tuple, slot) -> per-flow state */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, MAX_FLOWS);
 	__type(key, struct flow_key);
 	__type(value, struct flow_state);
 } flows SEC(".maps");
+
+/* scope flow, IPv4: (5-tuple, vlan, slot) -> per-flow state */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_FLOWS);
+	__type(key, struct flow_key4);
+	__type(value, struct flow_state);
+} flows4 SEC(".maps");
 
 /* slot -> rule name: control-plane bookkeeping (never read by the
  * program) so a restarted impaird re-adopts its slots from the pins. */
@@ -512,6 +532,40 @@ static __always_inline void classify6(struct tuple *t, __u32 active, struct best
 	}
 }
 
+/* flow_state4/6 find or create the scope-flow state of a packet's flow.
+ * DSCP is not part of the flow: a flow re-marking its packets stays one. */
+static __always_inline struct flow_state *flow_state4(struct tuple *t, __u32 slot, __u32 gen)
+{
+	struct flow_key4 k = {
+		.slot = slot,
+		.family = t->family,
+		.proto = t->proto,
+		.vlan = t->vlan,
+		.sport = t->sport,
+		.dport = t->dport,
+		.src = t->src[0],
+		.dst = t->dst[0],
+	};
+	struct flow_state *fs = bpf_map_lookup_elem(&flows4, &k);
+	if (fs)
+		return fs;
+	struct flow_state z = {.gen = gen};
+	bpf_map_update_elem(&flows4, &k, &z, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&flows4, &k);
+}
+
+static __always_inline struct flow_state *flow_state6(struct tuple *t, __u32 slot, __u32 gen)
+{
+	struct flow_key k = {.t = *t, .slot = slot};
+	k.t.dscp = 0;
+	struct flow_state *fs = bpf_map_lookup_elem(&flows, &k);
+	if (fs)
+		return fs;
+	struct flow_state z = {.gen = gen};
+	bpf_map_update_elem(&flows, &k, &z, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&flows, &k);
+}
+
 SEC("xdp")
 int impair(struct xdp_md *ctx)
 {
@@ -561,17 +615,14 @@ int impair(struct xdp_md *ctx)
 	__u32 *ge_bad = &c->ge_bad;
 	__u64 *tat = NULL, *pcnt = NULL;
 	if (p->flags & F_SCOPE_FLOW) {
-		struct flow_key fk = {.t = t, .slot = slot};
-		fk.t.dscp = 0; /* a flow re-marking its packets stays one flow */
-		struct flow_state *fs = bpf_map_lookup_elem(&flows, &fk);
+		struct flow_state *fs;
+		if (t.family == 4)
+			fs = flow_state4(&t, slot, p->gen);
+		else
+			fs = flow_state6(&t, slot, p->gen);
 		if (!fs) {
-			struct flow_state z = {.gen = p->gen};
-			bpf_map_update_elem(&flows, &fk, &z, BPF_NOEXIST);
-			fs = bpf_map_lookup_elem(&flows, &fk);
-			if (!fs) {
-				c->passed++;
-				return XDP_PASS;
-			}
+			c->passed++; /* the LRU could not make room */
+			return XDP_PASS;
 		}
 		if (fs->gen != p->gen) {
 			fs->gen = p->gen;

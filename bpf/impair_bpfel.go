@@ -20,6 +20,18 @@ type impairFlowKey struct {
 	Pad  uint32
 }
 
+type impairFlowKey4 struct {
+	_      structs.HostLayout
+	Slot   uint32
+	Family uint8
+	Proto  uint8
+	Vlan   uint16
+	Sport  uint16
+	Dport  uint16
+	Src    uint32
+	Dst    uint32
+}
+
 type impairFlowState struct {
 	_         structs.HostLayout
 	Tat       uint64
@@ -120,6 +132,7 @@ const (
 	impairMapCfg       = "cfg"
 	impairMapCfgProto  = "cfg_proto"
 	impairMapFlows     = "flows"
+	impairMapFlows4    = "flows4"
 	impairMapMasks     = "masks"
 	impairMapMatches4  = "matches4"
 	impairMapMatches6  = "matches6"
@@ -183,6 +196,7 @@ type impairMapSpecs struct {
 	Cfg       *ebpf.MapSpec `ebpf:"cfg"`
 	CfgProto  *ebpf.MapSpec `ebpf:"cfg_proto"`
 	Flows     *ebpf.MapSpec `ebpf:"flows"`
+	Flows4    *ebpf.MapSpec `ebpf:"flows4"`
 	Masks     *ebpf.MapSpec `ebpf:"masks"`
 	Matches4  *ebpf.MapSpec `ebpf:"matches4"`
 	Matches6  *ebpf.MapSpec `ebpf:"matches6"`
@@ -220,6 +234,7 @@ type impairMaps struct {
 	Cfg       *ebpf.Map `ebpf:"cfg"`
 	CfgProto  *ebpf.Map `ebpf:"cfg_proto"`
 	Flows     *ebpf.Map `ebpf:"flows"`
+	Flows4    *ebpf.Map `ebpf:"flows4"`
 	Masks     *ebpf.Map `ebpf:"masks"`
 	Matches4  *ebpf.Map `ebpf:"matches4"`
 	Matches6  *ebpf.Map `ebpf:"matches6"`
@@ -233,6 +248,7 @@ func (m *impairMaps) Close() error {
 		m.Cfg,
 		m.CfgProto,
 		m.Flows,
+		m.Flows4,
 		m.Masks,
 		m.Matches4,
 		m.Matches6,

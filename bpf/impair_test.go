@@ -325,6 +325,13 @@ func TestScopeFlow(t *testing.T) {
 		if got := verdicts(p, a, b, a, b); !equalVerdicts(got, tc.want) {
 			t.Errorf("%v: verdicts %v, want %v", tc.fields, got, tc.want)
 		}
+		// the same over IPv6 (its own flow table)
+		src6, dst6 := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
+		a6 := frame{src: src6, dst: dst6, proto: 17, sport: 1, dport: 1000}.bytes()
+		b6 := frame{src: src6, dst: dst6, proto: 17, sport: 1, dport: 2000}.bytes()
+		if got := verdicts(p, a6, b6, a6, b6); !equalVerdicts(got, tc.want) {
+			t.Errorf("%v over IPv6: verdicts %v, want %v", tc.fields, got, tc.want)
+		}
 	}
 	for _, scope := range []string{"rule", "flow"} {
 		p := loadPort(t)
