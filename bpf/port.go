@@ -37,6 +37,9 @@ type Port struct {
 	// Mode is how the link was attached by this process; empty for an
 	// adopted link (ask netlink).
 	Mode XDPMode
+	// Adopted says the last Attach took over the link pinned by an
+	// earlier run instead of attaching anew.
+	Adopted bool
 }
 
 // Load loads the program with its maps pinned under dir (created when
@@ -130,6 +133,7 @@ func (p *Port) Attach(ifindex int, mode XDPMode) error {
 		p.link.Close()
 		p.link = nil
 	}
+	p.Adopted = false
 	pin := filepath.Join(p.Dir, linkPin)
 	if p.Dir == "" {
 		// no pins: always a fresh link
@@ -140,7 +144,7 @@ func (p *Port) Attach(ifindex int, mode XDPMode) error {
 				l.Close()
 				return fmt.Errorf("update pinned XDP link %s to the new program: %w", pin, err)
 			}
-			p.link = l
+			p.link, p.Adopted = l, true
 			return nil
 		}
 		// A pin of a link on another (or a vanished) ifindex: retire it.

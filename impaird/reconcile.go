@@ -121,7 +121,11 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 			setAll(schema.Error(err.Error()), nil)
 			return retryMissing, nil
 		}
-		d.cfg.Log.WithFields(map[string]any{"port": port, "prog_id": p.ProgramID()}).Info("XDP program attached")
+		msg := "XDP program attached"
+		if p.Adopted {
+			msg = "pinned XDP link adopted, switched to this process's program"
+		}
+		d.cfg.Log.WithFields(map[string]any{"port": port, "prog_id": p.ProgramID()}).Info(msg)
 	}
 	if err := p.Apply(plan); err != nil {
 		setAll(schema.Error(err.Error()), nil)
