@@ -1,6 +1,7 @@
 package edte2e
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -113,20 +114,32 @@ func TestEDTClassFromXDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &pair{A: A, B: B, Dst: netip.MustParseAddr("10.2.0.1")}
-	e := summarize(measure(t, p, n, pps, 2*time.Second))
-	t.Logf("class 7, 20ms, through XDP metadata -> mark -> EDT on s2: %v", e)
-	if e.n != n || e.min < delay || e.median-delay > 5*time.Millisecond {
-		t.Fatalf("class 7: %v; want all %d, every one >= %v, median within 5ms", e, n, delay)
-	}
+	noisyAttempts(t, 3, func(int) string {
+		e := summarize(measure(t, p, n, pps, 2*time.Second))
+		t.Logf("class 7, 20ms, through XDP metadata -> mark -> EDT on s2: %v", e)
+		if e.n != n || e.min < delay {
+			t.Fatalf("class 7: %v; want all %d, every one >= %v", e, n, delay)
+		}
+		if e.median-delay > 5*time.Millisecond {
+			return fmt.Sprintf("median %v; want within 5ms of %v", e.median, delay)
+		}
+		return ""
+	})
 
 	if err := in.DeleteClass(7); err != nil {
 		t.Fatal(err)
 	}
-	o := summarize(measure(t, p, n, pps, 2*time.Second))
-	t.Logf("class 7 deleted: %v", o)
-	if o.n != n || o.median > delay/2 {
-		t.Fatalf("after DeleteClass: %v; want all %d, undelayed", o, n)
-	}
+	noisyAttempts(t, 3, func(int) string {
+		o := summarize(measure(t, p, n, pps, 2*time.Second))
+		t.Logf("class 7 deleted: %v", o)
+		if o.n != n {
+			t.Fatalf("after DeleteClass: received %d of %d", o.n, n)
+		}
+		if o.median > delay/2 {
+			return fmt.Sprintf("after DeleteClass: median %v; want undelayed (< %v)", o.median, delay/2)
+		}
+		return ""
+	})
 	for _, dev := range []string{"s1", "s2"} {
 		if err := in.Remove(dev); err != nil {
 			t.Fatal(err)
