@@ -15,6 +15,9 @@
 //     flow_limit), clsact, and the egress program; Remove restores the
 //     root qdisc that was there before. On kernels without fq or clsact
 //     Apply fails with a *MissingFeatureError naming the feature.
+//     Per class: SetClass(id, Profile) for packets marked
+//     bpfedt.MarkClass(id), MarkIngress(ifname) to turn XDP metadata
+//     into that mark on an ingress port.
 //
 // It must not talk to Redis, read the schema's tables or run commands
 // (tc, ip): impaird decides which ports get which Profile and reports
