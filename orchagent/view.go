@@ -28,6 +28,9 @@ type kernelView struct {
 	// known. Kept by our writes and by the kernel's per-vid local FDB
 	// entries, which come and go with each vid of a port or of Bridge.
 	vids map[string]map[uint16]netlinkmgr.BridgeVlanInfo
+	// vidsEpoch counts event-driven changes per link, so a listing that
+	// raced an event is not cached.
+	vidsEpoch map[string]uint64
 }
 
 // linkSnap is what link events are compared on.
@@ -54,6 +57,7 @@ func (v *kernelView) reset() {
 	v.addrs = map[string]map[netip.Prefix]bool{}
 	v.fdbs = map[fdbKey]netlinkmgr.FdbInfo{}
 	v.vids = map[string]map[uint16]netlinkmgr.BridgeVlanInfo{}
+	v.vidsEpoch = map[string]uint64{}
 }
 
 func snapOf(l *netlinkmgr.LinkInfo) linkSnap {
@@ -211,8 +215,8 @@ func (o *Orch) listVids(link string) ([]netlinkmgr.BridgeVlanInfo, error) {
 		v.mu.Unlock()
 		return out, nil
 	}
+	epoch := v.vidsEpoch[link]
 	v.mu.Unlock()
-	gen := v.gen.Load()
 	vl, err := o.k.BridgeVlans().List(link)
 	if err != nil {
 		return nil, err
@@ -224,7 +228,7 @@ func (o *Orch) listVids(link string) ([]netlinkmgr.BridgeVlanInfo, error) {
 		}
 	}
 	v.mu.Lock()
-	if v.gen.Load() == gen { // no event raced the listing
+	if v.vidsEpoch[link] == epoch { // no event about link raced the listing
 		v.vids[link] = m
 	}
 	v.mu.Unlock()
@@ -334,6 +338,7 @@ func (o *Orch) HandleEvent(ev netlinkmgr.Event) {
 			res = o.view.onFdb(ev.Fdb, ev.Deleted)
 		}
 	case netlinkmgr.EventResync:
+		o.log.Warn("netlink events overflowed: relisting the kernel and reconciling every key")
 		if err := o.Prime(); err != nil {
 			o.log.WithError(err).Warn("relist after netlink overflow failed")
 		}
@@ -363,6 +368,7 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 		}
 		delete(v.links, l.Name)
 		delete(v.vids, l.Name)
+		v.vidsEpoch[l.Name]++
 		res = append(res, resLink(l.Name), resBrPort(l.Name), resReach)
 		res = append(res, v.purgeLinkLocked(l.Name)...)
 		return res
@@ -372,6 +378,7 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 	existence := !had || old.index != now.index
 	if existence || old.masterIdx != now.masterIdx {
 		delete(v.vids, l.Name) // joining or leaving a bridge changes vids
+		v.vidsEpoch[l.Name]++
 	}
 	switch {
 	case existence:
@@ -489,10 +496,14 @@ func (v *kernelView) onFdb(f *netlinkmgr.FdbInfo, deleted bool) []string {
 		case deleted && known && has:
 			delete(m, f.Vlan)
 		case !deleted && known && !has:
-			delete(v.vids, f.Link) // there now, flags unknown
+			// There now (maybe our own write, not noted yet). Its flags
+			// are not in the event: assume tagged; our note, or the
+			// member's reconcile, puts the right ones.
+			m[f.Vlan] = netlinkmgr.BridgeVlanInfo{Link: f.Link, VID: f.Vlan, Self: f.Link == BridgeName}
 		case known:
 			return nil // the echo of our own write
 		}
+		v.vidsEpoch[f.Link]++
 		return []string{resBrVid(f.Link, f.Vlan)}
 	}
 	k := fdbKey{f.Vlan, f.MAC.String()}
