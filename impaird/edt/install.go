@@ -399,6 +399,16 @@ func (i *Installer) Stats(ifname string) (bpfedt.Stats, error) {
 	return i.objs.Stats(bpfedt.PortKey(st.ifindex))
 }
 
+// ClassStats returns class id's EDT counters (zero when none).
+func (i *Installer) ClassStats(id uint32) (bpfedt.Stats, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.objs == nil {
+		return bpfedt.Stats{}, nil
+	}
+	return i.objs.Stats(bpfedt.ClassKey(id))
+}
+
 func (i *Installer) filter(idx int) *netlink.BpfFilter {
 	f := &netlink.BpfFilter{
 		FilterAttrs: netlink.FilterAttrs{

@@ -126,6 +126,9 @@ func TestEDTClassFromXDP(t *testing.T) {
 		return ""
 	})
 
+	if st, err := in.ClassStats(7); err != nil || st.Packets < n {
+		t.Fatalf("class 7 counters %+v, %v; want >= %d packets", st, err, n)
+	}
 	if err := in.DeleteClass(7); err != nil {
 		t.Fatal(err)
 	}
