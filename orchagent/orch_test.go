@@ -266,7 +266,11 @@ func TestPortDriftReverted(t *testing.T) {
 
 func TestBadInputIsErrorAndChangesNothing(t *testing.T) {
 	r := newRig(t, netlinkmgr.NewFake().AddPort("Ethernet0"))
-	cases := []struct{ table, key string; kv []string; reason string }{
+	cases := []struct {
+		table, key string
+		kv         []string
+		reason     string
+	}{
 		{"PORT", "Ethernet0", []string{"mtu", "banana"}, "mtu"},
 		{"VLAN", "Vlan100", []string{"vlanid", "5000"}, "vlanid"},
 		{"VLAN", "Vlan200", []string{"vlanid", "201"}, "vlanid"},

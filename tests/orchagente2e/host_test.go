@@ -188,7 +188,10 @@ func TestBadInputs(t *testing.T) {
 	e.hset("PORT|Ethernet0", "mtu", "9000")
 	e.waitOK("PORT|Ethernet0")
 	before := snapshot(e.sw)
-	bad := []struct{ key, reason string; kv []string }{
+	bad := []struct {
+		key, reason string
+		kv          []string
+	}{
 		{"PORT|Ethernet0", "mtu", []string{"mtu", "banana"}},
 		{"VLAN|Vlan100", "vlanid", []string{"vlanid", "5000"}},
 		{"VLAN|Vlan200", "vlanid", []string{"vlanid", "201"}},
