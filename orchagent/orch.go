@@ -159,7 +159,12 @@ func (o *Orch) DeleteConfig(table, key string) {
 // what it made: the daemon holds deletions seen while
 // CONFIG_DB_INITIALIZED is not "1" after it was (Redis restarted empty or
 // flushed) and releases them with Enqueue once it is "1" again.
-func (o *Orch) HoldDelete(table, key string) { o.cfg.del(table, key) }
+func (o *Orch) HoldDelete(table, key string) {
+	o.cfg.del(table, key)
+	o.mu.Lock()
+	delete(o.results, schema.ConfigKey(table, key)) // not rewritten to a restarted Redis
+	o.mu.Unlock()
+}
 
 // ConfigKeys returns every configured key as "TABLE|key".
 func (o *Orch) ConfigKeys() []string { return o.cfg.all() }
