@@ -151,9 +151,10 @@ func config(p Profile) bpfedt.Config {
 // Apply gives ifname the profile p: clsact and the egress program are
 // added, fq becomes the root qdisc (the previous root qdisc is
 // remembered for Remove) and the profile is written to the program's
-// map. Applying again updates in place with no traffic gap. On a kernel
-// without fq or clsact the error is a *MissingFeatureError and the port
-// is left as it was.
+// map. Applying again updates in place with no traffic gap. A zero p
+// makes ifname an egress for classes only (SetClass). On a kernel
+// without fq, clsact or cls_bpf the error is a *MissingFeatureError and
+// the port is left as it was.
 //
 // Equivalent to: tc qdisc add dev $l clsact; tc filter replace dev $l
 // egress prio 237 handle 1 bpf da obj edt.o; tc qdisc replace dev $l
