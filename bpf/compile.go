@@ -29,6 +29,9 @@ const (
 	flagSeeded       = 64
 )
 
+// tickPerNs is the policer's time unit (impair.c TICK_SHIFT): 1/64 ns.
+const tickPerNs = 64
+
 // PortSlot is the slot of the port profile; rules use 1..MaxRules.
 const PortSlot = 0
 
@@ -135,7 +138,9 @@ func CompileProfile(s *schema.ImpairmentProfile, scopeFlow bool) Profile {
 		p.Flags |= flagRate
 		nsPerByte := 8e9 / float64(s.Rate)
 		p.NsPerByteFp = uint64(math.Round(nsPerByte * 65536))
-		p.DepthNs = uint64(math.Round(float64(s.EffectiveBurst()) * nsPerByte))
+		// A burst of a second or more at 1 bit/s is years of ticks: cap
+		// it far below the point where tat arithmetic could overflow.
+		p.Depth = uint64(min(math.Round(float64(s.EffectiveBurst())*nsPerByte*tickPerNs), 1<<60))
 	}
 	if s.Corrupt > 0 {
 		p.Flags |= flagCorrupt

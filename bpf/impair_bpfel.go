@@ -67,7 +67,7 @@ type impairProfile struct {
 	Period      uint64
 	Corrupt     uint64
 	NsPerByteFp uint64
-	DepthNs     uint64
+	Depth       uint64
 }
 
 type impairSlotName struct {
