@@ -2,6 +2,7 @@ package orchagent
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -310,5 +311,25 @@ func TestMissingKernelFeatureIsErrorRestKeepsWorking(t *testing.T) {
 	r.want("INTERFACE|Ethernet4|10.0.0.1/24", schema.StateOK, "")
 	if len(r.errs) != 0 {
 		t.Fatalf("missing feature retried as transient: %v", r.errs)
+	}
+}
+
+func TestKernelErrorRetriedWithReason(t *testing.T) {
+	r := newRig(t, netlinkmgr.NewFake().AddPort("Ethernet0"))
+	r.k.FailNext("link set Ethernet0", errors.New("device or resource busy"))
+	r.set("PORT", "Ethernet0", "mtu", "9000")
+	r.settle()
+	r.want("PORT|Ethernet0", schema.StateError, "busy")
+	if r.errs["PORT|Ethernet0"] == nil {
+		t.Fatal("kernel error not returned for a retry")
+	}
+	// The workqueue's backoff retry is one more Reconcile.
+	if err := r.o.Reconcile(context.Background(), "PORT|Ethernet0"); err != nil {
+		t.Fatal(err)
+	}
+	r.settle()
+	r.want("PORT|Ethernet0", schema.StateOK, "")
+	if *r.link("Ethernet0").MTU != 9000 {
+		t.Fatal("retry did not apply the mtu")
 	}
 }

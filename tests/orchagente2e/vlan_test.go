@@ -1,6 +1,7 @@
 package orchagente2e
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -219,4 +220,46 @@ func TestVLANParentDeleteReadd(t *testing.T) {
 	e.waitOK(append([]string{"VLAN|Vlan100"}, children...)...)
 	e.waitPing(h1, "10.100.0.1")
 	e.waitPing(h1, "10.100.0.3")
+}
+
+// VLAN config deleted while orchagent was down: VlanN, Bridge's vid and
+// the member go once CONFIG_DB_INITIALIZED is 1, not before; Bridge and the
+// port stay.
+func TestVLANSweepAfterRestart(t *testing.T) {
+	requireVLAN(t)
+	e := newEnv(t)
+	vlanHost(t, e.sw, "Ethernet0", 200, false)
+	vlanHost(t, e.sw, "Ethernet4", 100, false)
+	e.start()
+	e.initialized()
+	e.hset("VLAN|Vlan100", "vlanid", "100")
+	e.hset("VLAN_MEMBER|Vlan100|Ethernet4", "tagging_mode", "untagged")
+	e.hset("VLAN|Vlan200", "vlanid", "200")
+	e.hset("VLAN_MEMBER|Vlan200|Ethernet0", "tagging_mode", "untagged")
+	e.waitOK("VLAN|Vlan100", "VLAN|Vlan200", "VLAN_MEMBER|Vlan200|Ethernet0", "VLAN_MEMBER|Vlan100|Ethernet4")
+
+	e.kill()
+	e.cfg.Del(context.Background(), "CONFIG_DB_INITIALIZED")
+	e.del("VLAN|Vlan200", "VLAN_MEMBER|Vlan200|Ethernet0")
+	e.start()
+	e.hset("PORT|Ethernet96", "mtu", "1400") // a marker: the new process is reconciling
+	e.waitState("PORT|Ethernet96", "pending", "waiting for netdev")
+	if _, ok := link(e.sw, "Vlan200"); !ok {
+		t.Fatal("Vlan200 swept before CONFIG_DB_INITIALIZED")
+	}
+	e.initialized()
+	e2eutil.Eventually(t, wait, "stale VLAN 200 swept", func() (bool, string) {
+		_, dev := link(e.sw, "Vlan200")
+		v := bridgeVlans(e.sw)
+		_, self := v["Bridge"][200]
+		_, member := v["Ethernet0"][200]
+		l, _ := link(e.sw, "Ethernet0")
+		return !dev && !self && !member && l.Master == "", fmt.Sprintf("Vlan200 %v, self vid %v, member vid %v, master %q", dev, self, member, l.Master)
+	})
+	if _, ok := link(e.sw, "Vlan100"); !ok {
+		t.Fatal("configured Vlan100 swept")
+	}
+	if l, _ := link(e.sw, "Ethernet4"); l.Master != "Bridge" {
+		t.Fatal("configured member released")
+	}
 }
