@@ -279,6 +279,17 @@ func (m *monitor) seen() []string {
 	return append([]string(nil), m.lines...)
 }
 
+// settled waits until no IPv6 address in ns is still tentative: finishing
+// duplicate address detection is a kernel-made change "ip monitor" would
+// report.
+func settled(t testing.TB, ns *testns.NS) {
+	t.Helper()
+	e2eutil.Eventually(t, wait, "IPv6 DAD finished in "+ns.Name, func() (bool, string) {
+		out, err := ns.TryIP("-6", "addr", "show", "tentative")
+		return err == nil && strings.TrimSpace(out) == "", out
+	})
+}
+
 // ready makes a throwaway change and waits until the monitor reports it,
 // so nothing after this call can be missed; then it forgets all lines.
 func (m *monitor) ready(t testing.TB, ns *testns.NS) {

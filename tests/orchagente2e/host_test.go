@@ -187,6 +187,7 @@ func TestBadInputs(t *testing.T) {
 	e.start()
 	e.hset("PORT|Ethernet0", "mtu", "9000")
 	e.waitOK("PORT|Ethernet0")
+	settled(t, e.sw)
 	before := snapshot(e.sw)
 	bad := []struct {
 		key, reason string
@@ -231,6 +232,7 @@ func TestOwnershipForeignObjectsUntouched(t *testing.T) {
 	e.sw.IP("route", "add", "10.78.0.0/16", "via", "192.168.77.1")
 	e.sw.IP("link", "add", "br0", "type", "bridge")
 	e.sw.Veth("Ethernet0", peer, "eth1")
+	settled(t, e.sw)
 	before := snapshot(e.sw)
 	e.start()
 	e.initialized()
@@ -261,6 +263,7 @@ func TestRestartNoWritesThenSweepAfterInitialized(t *testing.T) {
 	idx, _ := link(e.sw, "Ethernet0")
 
 	e.kill()
+	settled(t, e.sw)
 	mon := startMonitor(t, e.sw)
 	mon.ready(t, e.sw)
 	// Results are rewritten from scratch by the new process: their return
