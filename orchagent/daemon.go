@@ -42,8 +42,23 @@ func Run(ctx context.Context, c Config) error {
 	}
 	defer conn.Close()
 	cfgDB, stateDB := conn.DB(schema.ConfigDB), conn.DB(schema.StateDB)
-	if err := redisx.EnsureKeyspaceEvents(ctx, cfgDB, redisx.WatchClasses); err != nil {
-		return err
+	// Wait for Redis rather than die with it (a switch boots its daemons
+	// together); a refused CONFIG SET is final.
+	for {
+		err := redisx.EnsureKeyspaceEvents(ctx, cfgDB, redisx.WatchClasses)
+		var nce *redisx.NotifyConfigError
+		if err == nil || errors.As(err, &nce) || ctx.Err() != nil {
+			if err != nil {
+				return err
+			}
+			break
+		}
+		log.WithError(err).Warn("waiting for redis")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
 	}
 	k, err := netlinkmgr.Open(netlinkmgr.Options{NetNS: c.NetNS})
 	if err != nil {
