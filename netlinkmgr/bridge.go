@@ -119,15 +119,11 @@ func (x realVlans) List(link string) ([]BridgeVlanInfo, error) {
 
 type realFdbs struct{ k *kernel }
 
-func (k *kernel) fdbNeigh(e FdbInfo) (*netlink.Neigh, error) {
-	l, err := k.link(e.Link)
-	if err != nil {
-		return nil, err
-	}
+func fdbNeigh(idx int, e FdbInfo) *netlink.Neigh {
 	return &netlink.Neigh{
-		LinkIndex: l.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
+		LinkIndex: idx, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
 		State: netlink.NUD_NOARP, HardwareAddr: e.MAC, Vlan: int(e.Vlan),
-	}, nil
+	}
 }
 
 // Add adds or replaces a static entry on a bridge port. Equivalent to:
@@ -136,11 +132,7 @@ func (x realFdbs) Add(e FdbInfo) error {
 	k := x.k
 	k.writes.Add(1)
 	obj := "fdb " + e.String()
-	n, err := k.fdbNeigh(e)
-	if err != nil {
-		return opErr("add", obj, err)
-	}
-	err = k.h.NeighSet(n)
+	err := k.withIfindex(e.Link, func(idx int) error { return k.h.NeighSet(fdbNeigh(idx, e)) })
 	if err != nil && e.Vlan != 0 && errors.Is(err, unix.EINVAL) {
 		err = fmt.Errorf("vlan %d not configured on %s (bridge vlan add): %w", e.Vlan, e.Link, err)
 	}
@@ -153,12 +145,11 @@ func (x realFdbs) Del(e FdbInfo) error {
 	k := x.k
 	k.writes.Add(1)
 	obj := "fdb " + e.String()
-	n, err := k.fdbNeigh(e)
-	if err != nil {
-		return opErr("del", obj, err)
-	}
-	n.State = 0
-	return opErr("del", obj, mapNotFound(k.h.NeighDel(n)))
+	return opErr("del", obj, mapNotFound(k.withIfindex(e.Link, func(idx int) error {
+		n := fdbNeigh(idx, e)
+		n.State = 0
+		return k.h.NeighDel(n)
+	})))
 }
 
 // List lists AF_BRIDGE entries whose master is bridge ("" = all, including

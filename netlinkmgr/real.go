@@ -22,6 +22,7 @@ type kernel struct {
 	ns     netns.NsHandle   // kept open for Watch subscriptions
 	nsName string           // for messages
 	writes atomic.Uint64
+	idx    ifindexCache // name → ifindex for routes, addresses, FDB
 }
 
 var _ Kernel = (*kernel)(nil)
@@ -75,7 +76,9 @@ func Open(opts Options) (Kernel, error) {
 	tv := unix.NsecToTimeval(requestTimeout.Nanoseconds())
 	s.SetSendTimeout(&tv)
 	s.SetReceiveTimeout(&tv)
-	return &kernel{h: h, raw: &nl.SocketHandle{Socket: s}, ns: ns, nsName: label}, nil
+	k := &kernel{h: h, raw: &nl.SocketHandle{Socket: s}, ns: ns, nsName: label}
+	k.idx.open(k)
+	return k, nil
 }
 
 func (k *kernel) Links() Links             { return realLinks{k} }
@@ -93,6 +96,7 @@ func (k *kernel) Writes() uint64 { return k.writes.Load() }
 func (k *kernel) Close() error {
 	k.h.Close()
 	k.raw.Close()
+	k.idx.close()
 	return k.ns.Close()
 }
 

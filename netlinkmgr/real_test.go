@@ -435,3 +435,65 @@ func TestRealOpenByPathAndCurrent(t *testing.T) {
 		t.Fatalf("missing path: %v", err)
 	}
 }
+
+// TestRealIfindexCache: writes that resolve a link name through the
+// ifindex cache follow links renamed, deleted and re-created behind the
+// wrapper's back, and a stale index the kernel refuses is looked up again.
+func TestRealIfindexCache(t *testing.T) {
+	env, k := routedNS(t)
+	ns := env.ns.(*testns.NS)
+	R := k.Routes()
+	dev := func(dst string) string {
+		t.Helper()
+		return env.routes(t, "route", "show", "proto", "201")[dst].Dev
+	}
+	route := func(dst, link string) RouteInfo {
+		return RouteInfo{Dst: pfx(dst), Protocol: ProtoSwitchyard, NextHops: []NextHop{{Link: link}}}
+	}
+	must(t, R.Replace(route("10.9.0.0/16", "Ethernet1"))) // caches Ethernet1
+	if d := dev("10.9.0.0/16"); d != "Ethernet1" {
+		t.Fatalf("route dev %q, want Ethernet1", d)
+	}
+
+	// Renamed, and a new link takes the name: the name means the new link.
+	ns.IP("link", "set", "Ethernet1", "down")
+	ns.IP("link", "set", "Ethernet1", "name", "Old1")
+	ns.IP("link", "add", "Ethernet1", "type", "veth", "peer", "name", "peerN")
+	ns.IP("link", "set", "Ethernet1", "up")
+	ns.IP("link", "set", "peerN", "up")
+	must(t, R.Replace(route("10.10.0.0/16", "Ethernet1")))
+	if d := dev("10.10.0.0/16"); d != "Ethernet1" {
+		t.Fatalf("after rename and re-create, route dev %q, want the new Ethernet1", d)
+	}
+	must(t, k.Addrs().Add(AddrInfo{Link: "Ethernet1", Prefix: pfx("10.0.9.1/24")}))
+	if a := judgeAddrs(t, ns, "Ethernet1"); !a["10.0.9.1/24"] {
+		t.Fatalf("address not on the new Ethernet1: %v", a)
+	}
+
+	// Deleted and re-created (a new ifindex).
+	ns.IP("link", "del", "Ethernet1")
+	mustNotFound(t, "route via a deleted link", R.Replace(route("10.11.0.0/16", "Ethernet1")))
+	ns.IP("link", "add", "Ethernet1", "type", "veth", "peer", "name", "peerN")
+	ns.IP("link", "set", "Ethernet1", "up")
+	ns.IP("link", "set", "peerN", "up")
+	must(t, R.Replace(route("10.11.0.0/16", "Ethernet1")))
+	if d := dev("10.11.0.0/16"); d != "Ethernet1" {
+		t.Fatalf("after delete and re-create, route dev %q, want Ethernet1", d)
+	}
+
+	// A cached index the kernel no longer knows (as if its message were
+	// lost) is refused with ENODEV and looked up again.
+	kk := k.(*kernel)
+	kk.idx.mu.Lock()
+	if kk.idx.sock == nil {
+		kk.idx.mu.Unlock()
+		t.Fatal("ifindex cache is off (RTNLGRP_LINK subscription failed)")
+	}
+	kk.idx.forgetIndex(kk.idx.byName["Ethernet2"])
+	kk.idx.byName["Ethernet2"], kk.idx.byIndex[99999] = 99999, "Ethernet2"
+	kk.idx.mu.Unlock()
+	must(t, R.Replace(route("10.12.0.0/16", "Ethernet2")))
+	if d := dev("10.12.0.0/16"); d != "Ethernet2" {
+		t.Fatalf("after a stale cached index, route dev %q, want Ethernet2", d)
+	}
+}

@@ -42,10 +42,9 @@ func (x realAddrs) Add(a AddrInfo) error {
 	if !a.Prefix.IsValid() {
 		return opErr("add", "address "+a.String(), fmt.Errorf("invalid prefix: %w", unix.EINVAL))
 	}
-	link, err := k.link(a.Link)
-	if err == nil {
-		err = k.h.AddrReplace(link, &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)})
-	}
+	err := k.withIfindex(a.Link, func(idx int) error {
+		return k.h.AddrReplace(indexLink(idx, a.Link), &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)})
+	})
 	if err != nil {
 		return opErr("add", "address "+a.String(), err)
 	}
@@ -58,11 +57,9 @@ func (x realAddrs) Del(a AddrInfo) error {
 	k := x.k
 	k.writes.Add(1)
 	obj := "address " + a.String()
-	link, err := k.link(a.Link)
-	if err != nil {
-		return opErr("del", obj, err)
-	}
-	return opErr("del", obj, mapNotFound(k.h.AddrDel(link, &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)})))
+	return opErr("del", obj, mapNotFound(k.withIfindex(a.Link, func(idx int) error {
+		return k.h.AddrDel(indexLink(idx, a.Link), &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)})
+	})))
 }
 
 // List lists IPv4 and IPv6 addresses (including IPv6 link-local ones) of
@@ -95,9 +92,16 @@ func (x realAddrs) List(link string) ([]AddrInfo, error) {
 
 type realRoutes struct{ k *kernel }
 
-// toNetlinkRoute builds the request; hops resolve their link names.
-func (k *kernel) toNetlinkRoute(r RouteInfo) (*netlink.Route, error) {
-	nr := &netlink.Route{
+// indexLink is a link known only by index and name, for requests that
+// send nothing else of it.
+func indexLink(idx int, name string) netlink.Link {
+	return &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx, Name: name}}
+}
+
+// toNetlinkRoute builds the request; hops resolve their link names
+// (cached reports whether any index came from the ifindex cache).
+func (k *kernel) toNetlinkRoute(r RouteInfo) (nr *netlink.Route, cached bool, err error) {
+	nr = &netlink.Route{
 		Dst:      prefixToIPNet(r.Dst),
 		Table:    tableOf(r.Table),
 		Protocol: netlink.RouteProtocol(r.Protocol),
@@ -109,18 +113,18 @@ func (k *kernel) toNetlinkRoute(r RouteInfo) (*netlink.Route, error) {
 	}
 	if r.Blackhole {
 		nr.Type = unix.RTN_BLACKHOLE
-		return nr, nil
+		return nr, false, nil
 	}
 	hops := make([]*netlink.NexthopInfo, 0, len(r.NextHops))
 	gw := false
 	for _, h := range r.NextHops {
 		nh := &netlink.NexthopInfo{}
 		if h.Link != "" {
-			l, err := k.link(h.Link)
+			idx, c, err := k.ifindex(h.Link)
 			if err != nil {
-				return nil, fmt.Errorf("nexthop dev %s: %w", h.Link, err)
+				return nil, false, fmt.Errorf("nexthop dev %s: %w", h.Link, err)
 			}
-			nh.LinkIndex = l.Attrs().Index
+			nh.LinkIndex, cached = idx, cached || c
 		}
 		if h.Gateway.IsValid() {
 			nh.Gw, gw = net.IP(h.Gateway.AsSlice()), true
@@ -132,7 +136,7 @@ func (k *kernel) toNetlinkRoute(r RouteInfo) (*netlink.Route, error) {
 	}
 	switch len(hops) {
 	case 0:
-		return nil, fmt.Errorf("need next hops or blackhole: %w", unix.EINVAL)
+		return nil, false, fmt.Errorf("need next hops or blackhole: %w", unix.EINVAL)
 	case 1:
 		nr.LinkIndex, nr.Gw = hops[0].LinkIndex, hops[0].Gw
 		if !gw && nr.Family == unix.AF_INET {
@@ -141,7 +145,7 @@ func (k *kernel) toNetlinkRoute(r RouteInfo) (*netlink.Route, error) {
 	default:
 		nr.MultiPath = hops
 	}
-	return nr, nil
+	return nr, cached, nil
 }
 
 // Replace installs or replaces the route with the same table, destination
@@ -167,11 +171,24 @@ func (k *kernel) replaceRoute(r RouteInfo) error {
 	if r.Blackhole && len(r.NextHops) > 0 {
 		return fmt.Errorf("need next hops or blackhole (not both): %w", unix.EINVAL)
 	}
-	nr, err := k.toNetlinkRoute(r)
+	nr, cached, err := k.toNetlinkRoute(r)
 	if err != nil {
 		return err
 	}
-	return k.h.RouteReplace(nr)
+	err = k.h.RouteReplace(nr)
+	if cached && isNoDevice(err) {
+		// A cached next-hop link went away: look every hop up afresh.
+		for _, h := range r.NextHops {
+			if h.Link != "" {
+				k.idx.forget(h.Link)
+			}
+		}
+		if nr, _, err = k.toNetlinkRoute(r); err != nil {
+			return err
+		}
+		err = k.h.RouteReplace(nr)
+	}
+	return err
 }
 
 // Del deletes the first route matching destination, table, and (when

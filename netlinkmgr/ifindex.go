@@ -1,0 +1,172 @@
+package netlinkmgr
+
+import (
+	"encoding/binary"
+	"errors"
+	"sync"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// ifindexCache maps link names to ifindexes for the writes that only need
+// the index (routes, addresses, FDB entries), saving the RTM_GETLINK round
+// trip that resolving a name costs on every call.
+//
+// It is kept correct by construction: a socket subscribed to RTNLGRP_LINK
+// (opened before the first lookup) receives a message for every change of
+// any link — rename, delete, re-create, made by us or anyone else. The
+// kernel queues that message before the changing request returns, so
+// draining the socket (non-blocking) before each use forgets every entry
+// whose link changed before this call: a cached index is never older than
+// what a fresh RTM_GETLINK would return at that moment. An overflowed or
+// unreadable socket clears the whole cache. Callers still retry once with a
+// fresh lookup when the kernel answers a cached index with ENODEV.
+type ifindexCache struct {
+	mu      sync.Mutex
+	sock    *nl.NetlinkSocket // nil: caching off, every call looks up
+	byName  map[string]int
+	byIndex map[int]string
+	buf     []byte
+}
+
+// ifindexCacheBuffer is the subscription's receive buffer: link messages
+// are rare next to route writes, and an overflow only clears the cache.
+const ifindexCacheBuffer = 1 << 20
+
+func (c *ifindexCache) open(k *kernel) {
+	s, err := nl.SubscribeAt(k.ns, netns.None(), unix.NETLINK_ROUTE, unix.RTNLGRP_LINK)
+	if err != nil {
+		return // no cache: correct, only slower
+	}
+	_ = s.SetReceiveBufferSize(ifindexCacheBuffer, false)
+	c.sock = s
+	c.byName = map[string]int{}
+	c.byIndex = map[int]string{}
+	c.buf = make([]byte, 64<<10)
+}
+
+func (c *ifindexCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sock != nil {
+		c.sock.Close()
+		c.sock = nil
+	}
+}
+
+func (c *ifindexCache) clear() {
+	clear(c.byName)
+	clear(c.byIndex)
+}
+
+func (c *ifindexCache) forgetIndex(idx int) {
+	if name, ok := c.byIndex[idx]; ok {
+		delete(c.byName, name)
+		delete(c.byIndex, idx)
+	}
+}
+
+// forget drops name (after the kernel said its cached index is gone).
+func (c *ifindexCache) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if idx, ok := c.byName[name]; ok {
+		delete(c.byName, name)
+		delete(c.byIndex, idx)
+	}
+}
+
+// drain applies every queued link message; c.mu is held.
+func (c *ifindexCache) drain() {
+	fd := c.sock.GetFd()
+	for {
+		n, _, err := unix.Recvfrom(fd, c.buf, unix.MSG_DONTWAIT)
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EWOULDBLOCK) {
+				return
+			}
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			// ENOBUFS (messages lost) or anything else: forget all.
+			c.clear()
+			if !errors.Is(err, unix.ENOBUFS) {
+				return
+			}
+			continue
+		}
+		if len(c.byName) == 0 {
+			continue
+		}
+		msgs, err := syscall.ParseNetlinkMessage(c.buf[:n])
+		if err != nil {
+			c.clear()
+			continue
+		}
+		for _, m := range msgs {
+			// struct ifinfomsg: family u8, pad u8, type u16, index s32.
+			if (m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK) || len(m.Data) < 8 {
+				c.clear()
+				continue
+			}
+			c.forgetIndex(int(int32(binary.NativeEndian.Uint32(m.Data[4:8]))))
+		}
+	}
+}
+
+// ifindex resolves name; cached reports whether the index came from the
+// cache (so an ENODEV from the kernel warrants one fresh retry).
+func (k *kernel) ifindex(name string) (idx int, cached bool, err error) {
+	c := &k.idx
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sock == nil {
+		l, err := k.link(name)
+		if err != nil {
+			return 0, false, err
+		}
+		return l.Attrs().Index, false, nil
+	}
+	c.drain()
+	if idx, ok := c.byName[name]; ok {
+		return idx, true, nil
+	}
+	// The lookup runs under c.mu, after the drain: any change to the link
+	// after it queues a message that the next drain applies.
+	l, err := k.link(name)
+	if err != nil {
+		return 0, false, err
+	}
+	idx = l.Attrs().Index
+	c.forgetIndex(idx)
+	c.byName[name], c.byIndex[idx] = idx, name
+	return idx, false, nil
+}
+
+// withIfindex runs do with name's ifindex; when a cached index is refused
+// with ENODEV (the link went away), the entry is dropped and do runs once
+// more with a fresh lookup.
+func (k *kernel) withIfindex(name string, do func(idx int) error) error {
+	idx, cached, err := k.ifindex(name)
+	if err != nil {
+		return err
+	}
+	err = do(idx)
+	if cached && isNoDevice(err) {
+		k.idx.forget(name)
+		if idx, _, err = k.ifindex(name); err != nil {
+			return err
+		}
+		err = do(idx)
+	}
+	return err
+}
+
+func isNoDevice(err error) bool {
+	var lnf netlink.LinkNotFoundError
+	return err != nil && (errors.Is(err, unix.ENODEV) || errors.As(err, &lnf))
+}
