@@ -23,6 +23,7 @@ type kernel struct {
 	nsName string           // for messages
 	writes atomic.Uint64
 	idx    ifindexCache // name → ifindex for routes, addresses, FDB
+	rt     routeSock    // route writes
 }
 
 var _ Kernel = (*kernel)(nil)
@@ -78,6 +79,10 @@ func Open(opts Options) (Kernel, error) {
 	s.SetReceiveTimeout(&tv)
 	k := &kernel{h: h, raw: &nl.SocketHandle{Socket: s}, ns: ns, nsName: label}
 	k.idx.open(k)
+	if err := k.rt.open(k); err != nil {
+		k.Close()
+		return nil, opErr("open", "netlink socket in network namespace "+label, err)
+	}
 	return k, nil
 }
 
@@ -97,6 +102,7 @@ func (k *kernel) Close() error {
 	k.h.Close()
 	k.raw.Close()
 	k.idx.close()
+	k.rt.close()
 	return k.ns.Close()
 }
 

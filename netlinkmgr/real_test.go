@@ -1,6 +1,7 @@
 package netlinkmgr
 
 import (
+	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -495,5 +496,37 @@ func TestRealIfindexCache(t *testing.T) {
 	must(t, R.Replace(route("10.12.0.0/16", "Ethernet2")))
 	if d := dev("10.12.0.0/16"); d != "Ethernet2" {
 		t.Fatalf("after a stale cached index, route dev %q, want Ethernet2", d)
+	}
+}
+
+// TestRealRouteTables: route writes (sent on the wrapper's own route
+// socket) in a table above 255 (RTA_TABLE), IPv6 single-path, device-only
+// routes, and the kernel's errno on failure.
+func TestRealRouteTables(t *testing.T) {
+	env, k := routedNS(t)
+	R := k.Routes()
+	must(t, R.Replace(RouteInfo{Dst: pfx("10.20.0.0/16"), Table: 1000, Protocol: ProtoSwitchyard, Metric: 7,
+		NextHops: []NextHop{{Gateway: ip("10.0.2.2"), Link: "Ethernet2"}}}))
+	must(t, R.Replace(RouteInfo{Dst: pfx("10.21.0.0/16"), Table: 100, Protocol: ProtoSwitchyard,
+		NextHops: []NextHop{{Link: "Ethernet1"}}}))
+	must(t, R.Replace(RouteInfo{Dst: pfx("2001:db8:200::/48"), Protocol: ProtoSwitchyard,
+		NextHops: []NextHop{{Gateway: ip("2001:db8:2::2"), Link: "Ethernet2"}}}))
+	if r := env.routes(t, "route", "show", "table", "1000")["10.20.0.0/16"]; r.Gateway != "10.0.2.2" || r.Dev != "Ethernet2" || r.Metric != 7 || r.Protocol != "201" {
+		t.Fatalf("table 1000 per ip: %+v", r)
+	}
+	if r := env.routes(t, "route", "show", "table", "100")["10.21.0.0/16"]; r.Dev != "Ethernet1" || r.Gateway != "" {
+		t.Fatalf("table 100 per ip: %+v", r)
+	}
+	if r := env.routes(t, "-6", "route", "show", "proto", "201")["2001:db8:200::/48"]; r.Gateway != "2001:db8:2::2" || r.Dev != "Ethernet2" || r.Metric != 1024 {
+		t.Fatalf("v6 single-path per ip: %+v", r)
+	}
+	list, err := R.List(RouteFilter{Table: 1000})
+	must(t, err)
+	if len(list) != 1 || list[0].Table != 1000 || list[0].Metric != 7 {
+		t.Fatalf("List table 1000: %+v", list)
+	}
+	err = R.Replace(RouteInfo{Dst: pfx("10.22.0.0/16"), NextHops: []NextHop{{Gateway: ip("192.0.2.1"), Link: "Ethernet1"}}})
+	if !errors.Is(err, unix.ENETUNREACH) {
+		t.Fatalf("unreachable gateway: %v, want ENETUNREACH", err)
 	}
 }

@@ -175,7 +175,7 @@ func (k *kernel) replaceRoute(r RouteInfo) error {
 	if err != nil {
 		return err
 	}
-	err = k.h.RouteReplace(nr)
+	err = k.rt.exec(routeRequest(nr))
 	if cached && isNoDevice(err) {
 		// A cached next-hop link went away: look every hop up afresh.
 		for _, h := range r.NextHops {
@@ -186,7 +186,7 @@ func (k *kernel) replaceRoute(r RouteInfo) error {
 		if nr, _, err = k.toNetlinkRoute(r); err != nil {
 			return err
 		}
-		err = k.h.RouteReplace(nr)
+		err = k.rt.exec(routeRequest(nr))
 	}
 	return err
 }
