@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/switchyard-net/switchyard/bpf"
+	"github.com/switchyard-net/switchyard/impaird/edt"
 	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/internal/workqueue"
 	"github.com/switchyard-net/switchyard/schema"
@@ -37,6 +38,10 @@ const (
 
 // Counter field names of IMPAIRMENT_COUNTERS.
 var counterFields = []string{"rx_packets", "rx_bytes", "passed", "dropped_loss", "dropped_rate", "corrupted"}
+
+// edtCounterFields are the IMPAIRMENT_COUNTERS fields of a port with a
+// delay/jitter/shape profile (see edt.go).
+var edtCounterFields = []string{CounterDelayed, CounterDroppedShape, CounterDroppedShapeLoss}
 
 // retryMissing is how often a port whose netdev is missing, or that holds
 // a foreign XDP program, is looked at again.
@@ -88,9 +93,16 @@ func Run(ctx context.Context, c Config) error {
 	}
 	defer k.Close()
 
+	inst, err := edt.New(edt.Options{NetNS: c.NetNS})
+	if err != nil {
+		return err
+	}
+	defer inst.Close() // what is installed stays, as the XDP programs do
+
 	d := newDaemon(c, k)
+	d.edt = newEDTState(inst)
 	d.results = redisx.NewStateWriter(conn.DB(schema.StateDB), []string{schema.FieldState, schema.FieldReason, FieldXDPMode, FieldProgID})
-	d.counters = redisx.NewStateWriter(conn.DB(schema.CountersDB), counterFields)
+	d.counters = redisx.NewStateWriter(conn.DB(schema.CountersDB), append(append([]string(nil), counterFields...), edtCounterFields...))
 	for _, pat := range []string{
 		schema.ResultTable(schema.TableImpairment) + schema.StateSep + "*",
 		schema.ResultTable(schema.TableImpairmentFlow) + schema.StateSep + "*",
@@ -235,6 +247,8 @@ type daemon struct {
 	// per port (to delete the ones that are no longer wanted).
 	ports      map[string]*bpf.Port
 	resultKeys map[string]map[string]bool
+	// edt is the delay/jitter/shaping state (nil in unit tests).
+	edt *edtState
 }
 
 func newDaemon(c Config, k *kernel) *daemon {

@@ -36,6 +36,19 @@ func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, err
 	defer d.mu.Unlock()
 	out := &outcome{results: map[string]schema.Fields{}}
 	retry, err := d.reconcileLocked(port, out)
+	if d.edt != nil && !strings.HasPrefix(port, "\x00") {
+		// Delay/jitter/shaping span ports (marked at ingress, timed at
+		// every egress): the whole namespace is brought in line.
+		if eerr := d.syncEDT(); eerr != nil && err == nil {
+			err = eerr
+		}
+		key := schema.ResultKey(schema.TableImpairment, port)
+		if r, ok := out.results[key]; ok && r[schema.FieldState] == string(schema.StateOK) {
+			if eerr := d.edt.errs[port]; eerr != nil {
+				out.set(schema.TableImpairment, port, schema.Error("delay/jitter/shaping: "+eerr.Error()), nil)
+			}
+		}
+	}
 	if werr := d.writeResults(ctx, port, out); werr != nil && err == nil {
 		err = werr
 	}
@@ -85,7 +98,24 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 			out.set(schema.TableImpairmentFlow, key, r, nil)
 		}
 	}
-	plan, err := bpf.Compile(imp, flows)
+	// Random loss of a shaping port follows the shaping (egress program).
+	_, xdpImp := edtSplit(imp)
+	if imp != nil && len(flowKeys) == 0 && imp.EDT.Active() && !xdpImp.Impairs() {
+		// Delay/jitter/shaping only: nothing for XDP to do, so no XDP
+		// program (syncEDT does the rest); one attached before goes.
+		if err := d.teardown(port); err != nil {
+			return 0, err
+		}
+		if _, err := d.k.xdp(port); errors.Is(err, errNoLink) {
+			setAll(schema.Pending("waiting for netdev "+port), nil)
+			return retryMissing, nil
+		} else if err != nil {
+			return 0, err
+		}
+		setAll(schema.OK(), nil)
+		return 0, nil
+	}
+	plan, err := bpf.Compile(xdpImp, flows)
 	if err != nil {
 		setAll(schema.Error(err.Error()), nil)
 		return 0, nil
@@ -214,7 +244,32 @@ func (d *daemon) writeCounters(ctx context.Context) error {
 				want[schema.CountersKey(schema.ImpairmentCountersTable, port+schema.ConfigSep+name)] = counterHash(c)
 			}
 		}
-		want[schema.CountersKey(schema.ImpairmentCountersTable, port)] = counterHash(total)
+		h := counterHash(total)
+		if d.edt != nil {
+			ef, err := d.edtStats(port)
+			if err != nil {
+				d.mu.Unlock()
+				return fmt.Errorf("read EDT counters of %s: %w", port, err)
+			}
+			for k, v := range ef {
+				h[k] = v
+			}
+		}
+		want[schema.CountersKey(schema.ImpairmentCountersTable, port)] = h
+	}
+	// Ports with delay/jitter/shaping only (no XDP program): EDT counters.
+	if d.edt != nil {
+		for port := range d.edt.marked {
+			if d.ports[port] != nil {
+				continue
+			}
+			ef, err := d.edtStats(port)
+			if err != nil {
+				d.mu.Unlock()
+				return fmt.Errorf("read EDT counters of %s: %w", port, err)
+			}
+			want[schema.CountersKey(schema.ImpairmentCountersTable, port)] = ef
+		}
 	}
 	// Keys of a configured port not loaded yet (impaird just restarted)
 	// stay until the port is adopted.

@@ -44,8 +44,10 @@ const (
 )
 
 // UnsupportedShapingReason is the reason given for delay, jitter, shaping
-// and reordering fields until the tc EDT + fq issue lands.
-const UnsupportedShapingReason = "delay/jitter/shaping are not supported yet (needs tc EDT + fq)"
+// and reordering fields on IMPAIRMENT_FLOW: per-class EDT needs the XDP
+// classifier to hand its class to tc, which it does not yet. IMPAIRMENT
+// (per port) supports them.
+const UnsupportedShapingReason = "delay/jitter/shaping per class (IMPAIRMENT_FLOW) are not supported yet: set them per port on IMPAIRMENT"
 
 // Impairment field names (shared by IMPAIRMENT and IMPAIRMENT_FLOW).
 const (
@@ -75,9 +77,10 @@ const (
 	FieldScope    = "scope"
 )
 
-// unsupportedShapingFields are rejected with UnsupportedShapingReason.
+// unsupportedShapingFields are rejected on IMPAIRMENT_FLOW with
+// UnsupportedShapingReason.
 var unsupportedShapingFields = map[string]bool{
-	"delay": true, "jitter": true, "shape": true, "shape_limit": true, "reorder": true,
+	FieldDelay: true, FieldJitter: true, FieldJitterDistribution: true, FieldShape: true, FieldShapeLimit: true, FieldReorder: true,
 }
 
 // ImpairmentProfile is what happens to the packets of a port or a class.
@@ -93,6 +96,9 @@ type ImpairmentProfile struct {
 	Burst                           uint64  // policer bucket in bytes; 0 = DefaultBurst(Rate)
 	Corrupt                         float64 // percent of packets with one bit flipped in the L4 payload
 	Seed                            *uint64 // nil = seeded from the kernel's RNG
+	// EDT is delay, jitter, shaping and reordering (IMPAIRMENT only),
+	// applied by tc on egress (impaird/edt); the zero value is none.
+	EDT EDTProfile
 }
 
 // Impairment is an IMPAIRMENT entry: the profile of packets arriving on Port.
@@ -253,6 +259,9 @@ func (p *ImpairmentProfile) fields(f Fields) Fields {
 	if p.Seed != nil {
 		f[FieldSeed] = strconv.FormatUint(*p.Seed, 10)
 	}
+	for k, v := range p.EDT.Format() {
+		f[k] = v
+	}
 	return f
 }
 
@@ -406,10 +415,22 @@ func (r ImpairmentFlow) Family() int {
 
 // parseProfile reads the impairment fields of f into p, marking them used.
 func parseProfile(t, key string, f Fields, used map[string]bool, p *ImpairmentProfile) error {
-	for name := range f {
-		if unsupportedShapingFields[name] {
-			return fieldError(t, key, name, f[name], UnsupportedShapingReason, "")
+	if t == TableImpairmentFlow {
+		for _, name := range EDTFields {
+			if v, ok := f[name]; ok && unsupportedShapingFields[name] {
+				return fieldError(t, key, name, v, UnsupportedShapingReason, "")
+			}
 		}
+	} else {
+		e, _, err := ParseEDTFields(f)
+		if err != nil {
+			fe := err.(*EDTFieldError)
+			return fieldError(t, key, fe.Field, fe.Value, fe.Reason, "")
+		}
+		for _, name := range EDTFields {
+			used[name] = true
+		}
+		p.EDT = e
 	}
 	get := func(name string) (string, bool) {
 		v, ok := f[name]
@@ -532,6 +553,9 @@ func unknownFields(t, key string, f Fields, used map[string]bool) error {
 func knownFields(t string) []string {
 	names := []string{FieldLoss, FieldLossModel, FieldGEP, FieldGER, FieldGELossGood, FieldGELossBad,
 		FieldPeriod, FieldRate, FieldBurst, FieldCorrupt, FieldSeed}
+	if t == TableImpairment {
+		names = append(names, EDTFields...)
+	}
 	if t == TableImpairmentFlow {
 		names = append([]string{FieldSrc, FieldDst, FieldProto, FieldSport, FieldDport, FieldDSCP,
 			FieldFlowVLAN, FieldPriority, FieldScope}, names...)

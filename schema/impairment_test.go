@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseImpairmentValid(t *testing.T) {
@@ -26,6 +27,11 @@ func TestParseImpairmentValid(t *testing.T) {
 		{"eth1", Fields{"rate": "10mbps"}, ImpairmentProfile{LossModel: LossRandom, Rate: 80e6}},
 		{"eth1", Fields{"corrupt": "1", "NULL": "NULL"}, ImpairmentProfile{LossModel: LossRandom, Corrupt: 1}},
 		{"eth1", Fields{"NULL": "NULL"}, ImpairmentProfile{LossModel: LossRandom}},
+		{"eth1", Fields{"delay": "50ms"}, ImpairmentProfile{LossModel: LossRandom, EDT: EDTProfile{Delay: 50 * time.Millisecond}}},
+		{"eth1", Fields{"delay": "10ms", "jitter": "2ms", "jitter_distribution": "normal", "reorder": "true", "loss": "1"},
+			ImpairmentProfile{LossModel: LossRandom, Loss: 1, EDT: EDTProfile{Delay: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Distribution: JitterNormal, Reorder: true}}},
+		{"eth1", Fields{"shape": "100mbit", "shape_limit": "64kb"}, ImpairmentProfile{LossModel: LossRandom, EDT: EDTProfile{Shape: 100e6, ShapeLimitBytes: 65536}}},
+		{"eth1", Fields{"shape": "1gbit", "shape_limit": "20ms", "rate": "2gbit"}, ImpairmentProfile{LossModel: LossRandom, Rate: 2e9, EDT: EDTProfile{Shape: 1e9, ShapeLimitTime: 20 * time.Millisecond}}},
 	} {
 		got, err := ParseImpairment(tc.key, tc.in)
 		if err != nil {
@@ -65,11 +71,14 @@ func TestParseImpairmentErrors(t *testing.T) {
 		{"Ethernet0", Fields{"burst": "10kb"}, "burst", "needs rate"},
 		{"Ethernet0", Fields{"rate": "1mbit", "burst": "100"}, "burst", "full-size frame"},
 		{"Ethernet0", Fields{"seed": "-1"}, "seed", "64-bit"},
-		{"Ethernet0", Fields{"delay": "10ms"}, "delay", UnsupportedShapingReason},
-		{"Ethernet0", Fields{"jitter": "1ms"}, "jitter", UnsupportedShapingReason},
-		{"Ethernet0", Fields{"shape": "1mbit"}, "shape", UnsupportedShapingReason},
-		{"Ethernet0", Fields{"shape_limit": "1mb"}, "shape_limit", UnsupportedShapingReason},
-		{"Ethernet0", Fields{"reorder": "5"}, "reorder", UnsupportedShapingReason},
+		{"Ethernet0", Fields{"delay": "10"}, "delay", "needs a unit"},
+		{"Ethernet0", Fields{"delay": "11s"}, "delay", "at most 10s"},
+		{"Ethernet0", Fields{"jitter": "-1ms"}, "jitter", "50ms"},
+		{"Ethernet0", Fields{"jitter_distribution": "normal"}, "jitter_distribution", "non-zero jitter"},
+		{"Ethernet0", Fields{"jitter": "1ms", "jitter_distribution": "gauss"}, "jitter_distribution", "paretonormal"},
+		{"Ethernet0", Fields{"shape": "fast"}, "shape", "100mbit"},
+		{"Ethernet0", Fields{"shape_limit": "1mb"}, "shape_limit", "needs shape"},
+		{"Ethernet0", Fields{"reorder": "5"}, "reorder", "true or false"},
 		{"Ethernet0", Fields{"los": "5"}, "los", "unknown field"},
 		{"", Fields{"loss": "5"}, "", "empty"},
 		{"a|b", Fields{"loss": "5"}, "", "cannot contain"},
@@ -133,6 +142,8 @@ func TestParseImpairmentFlow(t *testing.T) {
 		{"Ethernet0|x", Fields{"priority": "-1"}, "priority", "0-65535"},
 		{"Ethernet0|x", Fields{"scope": "port"}, "scope", "rule or flow"},
 		{"Ethernet0|x", Fields{"delay": "5ms"}, "delay", UnsupportedShapingReason},
+		{"Ethernet0|x", Fields{"shape": "1mbit"}, "shape", UnsupportedShapingReason},
+		{"Ethernet0|x", Fields{"jitter_distribution": "normal"}, "jitter_distribution", UnsupportedShapingReason},
 	} {
 		_, err := ParseImpairmentFlow(tc.key, tc.in)
 		var fe *FieldError
@@ -179,6 +190,10 @@ func FuzzParseImpairment(f *testing.F) {
 	f.Add("Ethernet0|v", "loss_model", "gilbert", "ge_p", "1", "ge_r", "2")
 	f.Add("e|v", "proto", "tcp", "dport", "1-2", "src", "10.0.0.0/8")
 	f.Add("e|v", "loss_model", "periodic", "period", "3", "burst", "2kb")
+	f.Add("Ethernet0", "delay", "50ms", "jitter", "5ms", "jitter_distribution", "pareto")
+	f.Add("Ethernet0", "shape", "100mbit", "shape_limit", "64kb", "loss", "1")
+	f.Add("Ethernet0", "shape", "1gbit", "shape_limit", "20ms", "reorder", "true")
+	f.Add("Ethernet0", "delay", "1.5", "jitter", "0ms", "jitter_distribution", "normal")
 	f.Fuzz(func(t *testing.T, key, k1, v1, k2, v2, k3, v3 string) {
 		in := Fields{k1: v1, k2: v2, k3: v3}
 		for _, table := range []string{TableImpairment, TableImpairmentFlow} {

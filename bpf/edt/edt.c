@@ -102,6 +102,16 @@ struct {
 	__type(value, __u64);
 } flows SEC(".maps");
 
+/* ingress ifindex -> class id: edt_ingress_port marks every packet
+ * arriving on the port with MARK_MAGIC | id (a per-port profile applied
+ * on whichever port the packet leaves by). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} port_classes SEC(".maps");
+
 /* enum dist -> netem-style inverse CDF table (filled by Go at load) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -273,5 +283,21 @@ int edt_ingress_meta(struct __sk_buff *skb)
 	__u32 v = *(__u32 *)meta;
 	if ((v & MARK_MAGIC_MASK) == MARK_MAGIC)
 		skb->mark = v;
+	return TC_ACT_OK;
+}
+
+/* edt_ingress_port: tc ingress on a port with a per-port EDT profile
+ * (IMPAIRMENT delay/jitter/shape): every packet arriving on the port is
+ * marked MARK_MAGIC | the class id configured for it in port_classes,
+ * so edt_egress applies the arriving port's profile on whichever port
+ * the packet leaves by. A port without an entry is left alone. */
+SEC("tc")
+int edt_ingress_port(struct __sk_buff *skb)
+{
+	__u32 idx = skb->ifindex;
+	__u32 *id = bpf_map_lookup_elem(&port_classes, &idx);
+
+	if (id)
+		skb->mark = MARK_MAGIC | (*id & MARK_CLASS_MASK);
 	return TC_ACT_OK;
 }

@@ -95,6 +95,29 @@ func (o *Objects) Program() *ebpf.Program { return o.objs.EdtEgress }
 // direct action on the port whose XDP program classifies).
 func (o *Objects) IngressProgram() *ebpf.Program { return o.objs.EdtIngressMeta }
 
+// IngressPortProgram is the tc ingress program that marks every packet
+// arriving on a port with MarkClass(id) for the id set by SetPortClass
+// (attach with direct action on that port).
+func (o *Objects) IngressPortProgram() *ebpf.Program { return o.objs.EdtIngressPort }
+
+// SetPortClass makes IngressPortProgram mark packets arriving on
+// ifindex with MarkClass(id).
+func (o *Objects) SetPortClass(ifindex int, id uint32) error {
+	if err := o.objs.PortClasses.Put(uint32(ifindex), id&MarkClassMask); err != nil {
+		return fmt.Errorf("set class of port %d: %w", ifindex, err)
+	}
+	return nil
+}
+
+// DeletePortClass stops marking packets arriving on ifindex (absent is
+// not an error).
+func (o *Objects) DeletePortClass(ifindex int) error {
+	if err := o.objs.PortClasses.Delete(uint32(ifindex)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("delete class of port %d: %w", ifindex, err)
+	}
+	return nil
+}
+
 // Set installs or replaces the profile at k (whole, atomically for the
 // packets). The shaper's clock and the counters carry on.
 func (o *Objects) Set(k Key, c Config) error {

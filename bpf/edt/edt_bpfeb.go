@@ -68,10 +68,12 @@ const (
 	edtMapCounters        = "counters"
 	edtMapDists           = "dists"
 	edtMapFlows           = "flows"
+	edtMapPortClasses     = "port_classes"
 	edtMapRng             = "rng"
 	edtMapShapers         = "shapers"
 	edtProgEdtEgress      = "edt_egress"
 	edtProgEdtIngressMeta = "edt_ingress_meta"
+	edtProgEdtIngressPort = "edt_ingress_port"
 )
 
 // loadEdt returns the embedded CollectionSpec for edt.
@@ -118,18 +120,20 @@ type edtSpecs struct {
 type edtProgramSpecs struct {
 	EdtEgress      *ebpf.ProgramSpec `ebpf:"edt_egress"`
 	EdtIngressMeta *ebpf.ProgramSpec `ebpf:"edt_ingress_meta"`
+	EdtIngressPort *ebpf.ProgramSpec `ebpf:"edt_ingress_port"`
 }
 
 // edtMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type edtMapSpecs struct {
-	Configs  *ebpf.MapSpec `ebpf:"configs"`
-	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Dists    *ebpf.MapSpec `ebpf:"dists"`
-	Flows    *ebpf.MapSpec `ebpf:"flows"`
-	Rng      *ebpf.MapSpec `ebpf:"rng"`
-	Shapers  *ebpf.MapSpec `ebpf:"shapers"`
+	Configs     *ebpf.MapSpec `ebpf:"configs"`
+	Counters    *ebpf.MapSpec `ebpf:"counters"`
+	Dists       *ebpf.MapSpec `ebpf:"dists"`
+	Flows       *ebpf.MapSpec `ebpf:"flows"`
+	PortClasses *ebpf.MapSpec `ebpf:"port_classes"`
+	Rng         *ebpf.MapSpec `ebpf:"rng"`
+	Shapers     *ebpf.MapSpec `ebpf:"shapers"`
 }
 
 // edtVariableSpecs contains global variables before they are loaded into the kernel.
@@ -158,12 +162,13 @@ func (o *edtObjects) Close() error {
 //
 // It can be passed to loadEdtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type edtMaps struct {
-	Configs  *ebpf.Map `ebpf:"configs"`
-	Counters *ebpf.Map `ebpf:"counters"`
-	Dists    *ebpf.Map `ebpf:"dists"`
-	Flows    *ebpf.Map `ebpf:"flows"`
-	Rng      *ebpf.Map `ebpf:"rng"`
-	Shapers  *ebpf.Map `ebpf:"shapers"`
+	Configs     *ebpf.Map `ebpf:"configs"`
+	Counters    *ebpf.Map `ebpf:"counters"`
+	Dists       *ebpf.Map `ebpf:"dists"`
+	Flows       *ebpf.Map `ebpf:"flows"`
+	PortClasses *ebpf.Map `ebpf:"port_classes"`
+	Rng         *ebpf.Map `ebpf:"rng"`
+	Shapers     *ebpf.Map `ebpf:"shapers"`
 }
 
 func (m *edtMaps) Close() error {
@@ -172,6 +177,7 @@ func (m *edtMaps) Close() error {
 		m.Counters,
 		m.Dists,
 		m.Flows,
+		m.PortClasses,
 		m.Rng,
 		m.Shapers,
 	)
@@ -189,12 +195,14 @@ type edtVariables struct {
 type edtPrograms struct {
 	EdtEgress      *ebpf.Program `ebpf:"edt_egress"`
 	EdtIngressMeta *ebpf.Program `ebpf:"edt_ingress_meta"`
+	EdtIngressPort *ebpf.Program `ebpf:"edt_ingress_port"`
 }
 
 func (p *edtPrograms) Close() error {
 	return _EdtClose(
 		p.EdtEgress,
 		p.EdtIngressMeta,
+		p.EdtIngressPort,
 	)
 }
 

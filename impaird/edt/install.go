@@ -66,6 +66,8 @@ type Installer struct {
 	objs    *bpfedt.Objects
 	ports   map[string]*port
 	classes map[uint32]Profile
+	// marked: ports MarkPort made clsact on that are not EDT ports.
+	marked map[string]bool
 }
 
 // port is what Apply found on a port before taking it over.
@@ -98,7 +100,7 @@ func New(o Options) (*Installer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle in %q: %w", o.NetNS, err)
 	}
-	return &Installer{h: h, ports: map[string]*port{}, classes: map[uint32]Profile{}}, nil
+	return &Installer{h: h, ports: map[string]*port{}, classes: map[uint32]Profile{}, marked: map[string]bool{}}, nil
 }
 
 // Close releases the handle and the program's file descriptors. What is
@@ -298,6 +300,93 @@ func (i *Installer) MarkIngress(ifname string) error {
 	return nil
 }
 
+// MarkPort attaches on ifname the ingress program that marks every
+// packet arriving there with bpfedt.MarkClass(id), so that class id's
+// profile (SetClass) applies on whichever EDT port (Apply) the packet
+// leaves by: a per-port profile of the arriving port. UnmarkPort or
+// Remove takes it off again.
+//
+// Equivalent to: tc qdisc add dev $l clsact; tc filter replace dev $l
+// ingress prio 237 handle 1 bpf da obj edt.o sec edt_ingress_port
+func (i *Installer) MarkPort(ifname string, id uint32) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if id == 0 || id > bpfedt.MarkClassMask {
+		return fmt.Errorf("class id %d: want 1 to %d", id, bpfedt.MarkClassMask)
+	}
+	link, err := i.h.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("%s: find link: %w", ifname, err)
+	}
+	idx := link.Attrs().Index
+	if err := i.load(); err != nil {
+		return err
+	}
+	if err := i.objs.SetPortClass(idx, id); err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
+	}
+	created, err := i.ensureClsact(ifname, idx)
+	if err != nil {
+		i.objs.DeletePortClass(idx)
+		return err
+	}
+	if st := i.ports[ifname]; st != nil && st.ifindex == idx {
+		st.clsactOurs = st.clsactOurs || created
+	} else if created {
+		i.marked[ifname] = true
+	}
+	f := i.filter(idx)
+	f.Parent, f.Fd = netlink.HANDLE_MIN_INGRESS, i.objs.IngressPortProgram().FD()
+	if err := i.h.FilterReplace(f); err != nil {
+		if created {
+			i.h.QdiscDel(clsact(idx))
+		}
+		i.objs.DeletePortClass(idx)
+		if missing(err) {
+			return &MissingFeatureError{Port: ifname, Feature: "bpf tc filter (cls_bpf)", Err: err}
+		}
+		return fmt.Errorf("%s: attach edt ingress program: %w", ifname, err)
+	}
+	return nil
+}
+
+// UnmarkPort takes MarkPort's (or MarkIngress's) program off ifname's
+// ingress; clsact goes too unless an egress program still needs it.
+// Absent is no error.
+func (i *Installer) UnmarkPort(ifname string) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	link, err := i.h.LinkByName(ifname)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			delete(i.marked, ifname)
+			return nil
+		}
+		return fmt.Errorf("%s: find link: %w", ifname, err)
+	}
+	idx := link.Attrs().Index
+	f := i.filter(idx)
+	f.Parent = netlink.HANDLE_MIN_INGRESS
+	if err := i.h.FilterDel(f); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%s: detach edt ingress program: %w", ifname, err)
+	}
+	if i.objs != nil {
+		if err := i.objs.DeletePortClass(idx); err != nil {
+			return fmt.Errorf("%s: %w", ifname, err)
+		}
+	}
+	if st := i.ports[ifname]; st == nil || st.ifindex != idx {
+		// Not an egress port: clsact goes when we made it, or when no
+		// filter is left on it.
+		if err := i.maybeDelClsact(ifname, idx, i.marked[ifname]); err != nil {
+			return err
+		}
+	}
+	delete(i.marked, ifname)
+	return nil
+}
+
 func (i *Installer) load() error {
 	if i.objs != nil {
 		return nil
@@ -364,9 +453,10 @@ func (i *Installer) Remove(ifname string) error {
 			return fmt.Errorf("%s: detach edt program: %w", ifname, err)
 		}
 	}
-	if err := i.maybeDelClsact(ifname, idx, st.clsactOurs); err != nil {
+	if err := i.maybeDelClsact(ifname, idx, st.clsactOurs || i.marked[ifname]); err != nil {
 		return err
 	}
+	delete(i.marked, ifname)
 	root, err := i.rootQdisc(link)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
@@ -382,6 +472,9 @@ func (i *Installer) Remove(ifname string) error {
 	}
 	if i.objs != nil {
 		if err := i.objs.Delete(bpfedt.PortKey(idx)); err != nil {
+			return fmt.Errorf("%s: %w", ifname, err)
+		}
+		if err := i.objs.DeletePortClass(idx); err != nil {
 			return fmt.Errorf("%s: %w", ifname, err)
 		}
 	}

@@ -165,9 +165,9 @@ func TestImpairdErrorsAndForeignProgram(t *testing.T) {
 		t.Errorf("foreign program replaced: now %d, was %d", id, fid)
 	}
 
-	e.hset("IMPAIRMENT|Ethernet0", "delay", "10ms")
+	e.hset("IMPAIRMENT|Ethernet0", "delay", "10")
 	st = e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "error"})
-	if !strings.Contains(st["reason"], "not supported yet") {
+	if !strings.Contains(st["reason"], "needs a unit") {
 		t.Errorf("delay: reason %q", st["reason"])
 	}
 	if id, _ := xdpProg(t, e.sw, "Ethernet0"); id != 0 {

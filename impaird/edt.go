@@ -1,0 +1,274 @@
+package impaird
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	bpfedt "github.com/switchyard-net/switchyard/bpf/edt"
+	"github.com/switchyard-net/switchyard/impaird/edt"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// Delay, jitter and shaping of IMPAIRMENT (per port) through impaird/edt.
+//
+// IMPAIRMENT|P applies to packets arriving on P, but EDT works where
+// packets leave (fq holds each one until its departure time). So:
+//
+//   - ingress: P gets the tc ingress program that marks every packet
+//     arriving on it with the class id portClass(P) (skb->mark), and the
+//     class gets P's profile (Installer.SetClass);
+//   - egress: while some port has a delay/jitter/shape profile, every
+//     port impaird manages in the namespace (every port with an
+//     IMPAIRMENT or IMPAIRMENT_FLOW key, an empty one included) gets fq
+//     and the egress program with no profile of its own
+//     (Installer.Apply(port, Profile{})): a marked packet leaving by it
+//     gets its class's departure time, any other packet passes
+//     unstamped. A packet leaving by a port impaird does not manage is
+//     not delayed. Ports are left untouched when no port has such a
+//     profile.
+//
+// Random loss of a port that also shapes is applied by the egress program
+// after shaping (seed 004 §3.4: congestion loss, then channel loss) and
+// not in XDP; any other loss stays in XDP, before the delay.
+
+// portClassBase is OR-ed into a port's ifindex to make its class id:
+// per-port classes stay clear of ids a classifier may hand out below it.
+const portClassBase = 0x800000
+
+func portClass(ifindex int) uint32 { return portClassBase | uint32(ifindex)&(portClassBase-1) }
+
+// edtState is what impaird has installed through the Installer.
+type edtState struct {
+	inst *edt.Installer
+	// egress: ports with fq and the egress program -> their ifindex.
+	egress map[string]int
+	// marked: ports with the ingress mark program -> their class id.
+	marked map[string]uint32
+	// classes: class id -> profile set.
+	classes map[uint32]edt.Profile
+	// errs: the EDT error of each port with a profile (nil = in place).
+	errs map[string]error
+}
+
+func newEDTState(inst *edt.Installer) *edtState {
+	return &edtState{inst: inst, egress: map[string]int{}, marked: map[string]uint32{}, classes: map[uint32]edt.Profile{}, errs: map[string]error{}}
+}
+
+// edtSplit returns the EDT profile of imp and the impairment XDP must
+// apply: random loss moves to the EDT profile when the port shapes, so it
+// follows the shaping.
+func edtSplit(imp *schema.Impairment) (edt.Profile, *schema.Impairment) {
+	if imp == nil {
+		return edt.Profile{}, nil
+	}
+	p := imp.EDT
+	if p.Shape > 0 && imp.LossModel == schema.LossRandom && imp.Loss > 0 {
+		p.Loss = imp.Loss
+		x := *imp
+		x.Loss = 0
+		return p, &x
+	}
+	return p, imp
+}
+
+// edtProfiles parses every IMPAIRMENT and returns the ports with an
+// active EDT profile.
+func (d *daemon) edtProfiles() map[string]edt.Profile {
+	out := map[string]edt.Profile{}
+	for port, f := range d.imp {
+		r, err := schema.ParseImpairment(port, f)
+		if err != nil {
+			continue
+		}
+		if p, _ := edtSplit(&r); p.Active() {
+			out[port] = p
+		}
+	}
+	return out
+}
+
+// managedPorts are the ports with an IMPAIRMENT or IMPAIRMENT_FLOW key.
+func (d *daemon) managedPorts() []string {
+	seen := map[string]bool{}
+	for p := range d.imp {
+		seen[p] = true
+	}
+	for p := range d.flows {
+		seen[p] = true
+	}
+	var out []string
+	for p := range seen {
+		if safeDirName(p) {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ifindex of a port in the namespace (0, nil when it does not exist).
+func (d *daemon) ifindex(port string) (int, error) {
+	l, err := d.k.nl.LinkByName(port)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("look up %s: %w", port, err)
+	}
+	return l.Attrs().Index, nil
+}
+
+// syncEDT makes the installed EDT state match the configuration of all
+// ports (d.mu held). Per-port problems land in d.edt.errs; the error
+// returned is for a retry (netlink trouble).
+func (d *daemon) syncEDT() error {
+	s := d.edt
+	want := d.edtProfiles()
+	s.errs = map[string]error{}
+	egress := map[string]int{}
+	if len(want) > 0 {
+		for _, port := range d.managedPorts() {
+			idx, err := d.ifindex(port)
+			if err != nil {
+				return err
+			}
+			if idx != 0 {
+				egress[port] = idx
+			}
+		}
+	}
+	var retry error
+	// Ports that are no longer egress ports: everything off, the
+	// previous root qdisc back.
+	for port := range s.egress {
+		if _, ok := egress[port]; ok {
+			continue
+		}
+		if err := s.inst.Remove(port); err != nil {
+			retry = err
+			continue
+		}
+		delete(s.egress, port)
+		if _, ok := s.marked[port]; ok {
+			delete(s.marked, port)
+		}
+		d.cfg.Log.WithField("port", port).Info("EDT removed, previous root qdisc restored")
+	}
+	// Marks of ports without a profile any more.
+	for port, id := range s.marked {
+		if _, ok := want[port]; ok {
+			continue
+		}
+		if err := s.inst.UnmarkPort(port); err != nil {
+			retry = err
+			continue
+		}
+		delete(s.marked, port)
+		if err := s.inst.DeleteClass(id); err != nil {
+			retry = err
+		}
+		delete(s.classes, id)
+	}
+	if len(want) == 0 {
+		for id := range s.classes {
+			if err := s.inst.DeleteClass(id); err == nil {
+				delete(s.classes, id)
+			}
+		}
+		return retry
+	}
+	// Egress ports: fq and the egress program.
+	var egressErr error
+	for _, port := range sortedKeys(egress) {
+		idx := egress[port]
+		if s.egress[port] == idx {
+			continue
+		}
+		if err := s.inst.Apply(port, edt.Profile{}); err != nil {
+			if egressErr == nil {
+				egressErr = fmt.Errorf("egress port %s: %w", port, err)
+			}
+			continue
+		}
+		s.egress[port] = idx
+		d.cfg.Log.WithField("port", port).Info("EDT egress installed (fq root qdisc, tc egress program)")
+	}
+	// Ingress ports: the class and the mark.
+	for _, port := range sortedKeys(want) {
+		p := want[port]
+		if egressErr != nil {
+			s.errs[port] = egressErr
+			continue
+		}
+		idx, err := d.ifindex(port)
+		if err != nil {
+			return err
+		}
+		if idx == 0 {
+			continue // the port's own reconcile reports it pending
+		}
+		id := portClass(idx)
+		if old, ok := s.marked[port]; ok && old != id {
+			s.inst.DeleteClass(old)
+			delete(s.classes, old)
+			delete(s.marked, port)
+		}
+		if cur, ok := s.classes[id]; !ok || cur != p {
+			if err := s.inst.SetClass(id, p); err != nil {
+				s.errs[port] = err
+				continue
+			}
+			s.classes[id] = p
+		}
+		if _, ok := s.marked[port]; !ok {
+			if err := s.inst.MarkPort(port, id); err != nil {
+				s.errs[port] = err
+				continue
+			}
+			s.marked[port] = id
+			d.cfg.Log.WithFields(map[string]any{"port": port, "class": id}).Info("EDT ingress mark installed")
+		}
+	}
+	return retry
+}
+
+// edtStats returns a port's EDT counters as IMPAIRMENT_COUNTERS fields
+// (nil when the port has no EDT profile in place).
+func (d *daemon) edtStats(port string) (schema.Fields, error) {
+	id, ok := d.edt.marked[port]
+	if !ok {
+		return nil, nil
+	}
+	st, err := d.edt.inst.ClassStats(id)
+	if err != nil {
+		return nil, err
+	}
+	return edtCounterHash(st), nil
+}
+
+// EDT counter fields of IMPAIRMENT_COUNTERS:port (ports with a
+// delay/jitter/shape profile only).
+const (
+	CounterDelayed          = "delayed"            // stamped with a departure time and sent on
+	CounterDroppedShape     = "dropped_shape"      // beyond the shaping queue limit (shape_limit)
+	CounterDroppedShapeLoss = "dropped_shape_loss" // random loss after shaping
+)
+
+func edtCounterHash(st bpfedt.Stats) schema.Fields {
+	u := func(v uint64) string { return fmt.Sprint(v) }
+	return schema.Fields{CounterDelayed: u(st.Packets), CounterDroppedShape: u(st.DroppedLimit), CounterDroppedShapeLoss: u(st.DroppedLoss)}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

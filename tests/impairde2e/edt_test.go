@@ -1,0 +1,173 @@
+package impairde2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
+	"github.com/switchyard-net/switchyard/tests/kernelcap"
+	"github.com/switchyard-net/switchyard/tests/testns"
+)
+
+// qdiscs is iproute2's view of dev's qdiscs (tc -j qdisc show), one
+// "kind handle parent" line per qdisc, sorted: what the test compares
+// before and after impaird touched the port.
+func qdiscs(t testing.TB, ns *testns.NS, dev string) string {
+	t.Helper()
+	out, err := ns.Exec("tc", "-j", "qdisc", "show", "dev", dev)
+	if err != nil {
+		t.Fatalf("tc qdisc show dev %s: %v: %s", dev, err, out)
+	}
+	var qs []struct {
+		Kind   string `json:"kind"`
+		Handle string `json:"handle"`
+		Parent string `json:"parent"`
+		Root   bool   `json:"root"`
+	}
+	if err := json.Unmarshal([]byte(out), &qs); err != nil {
+		t.Fatalf("tc -j qdisc show dev %s: %v: %s", dev, err, out)
+	}
+	var lines []string
+	for _, q := range qs {
+		parent := q.Parent
+		if q.Root {
+			parent = "root"
+		}
+		lines = append(lines, q.Kind+" "+q.Handle+" "+parent)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "; ")
+}
+
+// TestImpairdDelayWithoutFq (host kernel, which lacks fq): a delay is
+// reported as state error naming the fq qdisc, and the port is left as
+// it was (no fq, no clsact).
+func TestImpairdDelayWithoutFq(t *testing.T) {
+	testns.RequireRoot(t)
+	if ok, _ := kernelcap.Has(kernelcap.FQ); ok {
+		t.Skip("this kernel has the fq qdisc: TestEDTImpairdDelay (VM suite) covers delay with fq")
+	}
+	e := newEnv(t)
+	before := qdiscs(t, e.sw, "Ethernet0")
+	e.start()
+	e.hset("IMPAIRMENT|Ethernet0", "delay", "50ms")
+	st := e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "error"})
+	if !strings.Contains(st["reason"], "fq qdisc") || !strings.Contains(st["reason"], "delay") {
+		t.Errorf("reason %q does not name the missing fq qdisc", st["reason"])
+	}
+	t.Logf("reason: %s", st["reason"])
+	if after := qdiscs(t, e.sw, "Ethernet0"); after != before {
+		t.Errorf("qdiscs of Ethernet0 changed: %q -> %q", before, after)
+	}
+	e.del("IMPAIRMENT|Ethernet0")
+	e2eutil.Eventually(t, wait, "result removed", func() (bool, string) {
+		st := hgetall(e.state, "IMPAIRMENT_TABLE|Ethernet0")
+		return len(st) == 0, fmt.Sprint(st)
+	})
+}
+
+var pingTime = regexp.MustCompile(`time=([0-9.]+) ms`)
+
+// pingRTTs pings dst from ns n times and returns the RTTs in ms, sorted.
+func pingRTTs(t testing.TB, ns *testns.NS, dst string, n int) []float64 {
+	t.Helper()
+	out, _ := ns.Exec("ping", "-n", "-c", strconv.Itoa(n), "-i", "0.2", "-W", "5", dst)
+	var rtts []float64
+	for _, m := range pingTime.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		rtts = append(rtts, v)
+	}
+	if len(rtts) < n/2 {
+		t.Fatalf("ping %s: %d of %d replies: %s", dst, len(rtts), n, out)
+	}
+	sort.Float64s(rtts)
+	return rtts
+}
+
+func median(s []float64) float64 { return s[len(s)/2] }
+
+// TestEDTImpairdDelay (VM: needs fq): h1 -Ethernet0- sw -Ethernet4- h2,
+// routed. IMPAIRMENT|Ethernet0 delay 50ms delays what arrives on
+// Ethernet0 (marked at its ingress, timed by fq at Ethernet4's egress),
+// IMPAIRMENT|Ethernet4 delay 1ms what arrives on Ethernet4: the ping RTT
+// h1->h2 grows by 51 ms, not 100 (each port's class is its own); delete
+// restores the qdiscs (tc -j qdisc show).
+func TestEDTImpairdDelay(t *testing.T) {
+	kernelcap.Require(t, kernelcap.FQ, kernelcap.Clsact)
+	exec.Command("modprobe", "cls_bpf").Run() // the VM does not autoload it
+	e := newEnv(t)
+	h2 := testns.New(t)
+	if out, err := h2.Exec("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"); err != nil {
+		t.Fatalf("sysctl: %v: %s", err, out)
+	}
+	if out, err := e.sw.Exec("sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil {
+		t.Fatalf("sysctl: %v: %s", err, out)
+	}
+	e.sw.Veth("Ethernet4", h2, "eth0")
+	e.sw.IP("addr", "add", "10.0.1.254/24", "dev", "Ethernet4")
+	h2.IP("addr", "add", "10.0.1.1/24", "dev", "eth0")
+	e.h1.IP("route", "add", "10.0.1.0/24", "via", "10.0.0.254")
+	h2.IP("route", "add", "10.0.0.0/24", "via", "10.0.1.254")
+	before0, before4 := qdiscs(t, e.sw, "Ethernet0"), qdiscs(t, e.sw, "Ethernet4")
+	base := pingRTTs(t, e.h1, "10.0.1.1", 10)
+	t.Logf("baseline RTT ms: min %.3f median %.3f max %.3f", base[0], median(base), base[len(base)-1])
+
+	e.start()
+	// Ethernet4 gets 1 ms of its own: the replies (arriving there) are
+	// delayed by 1 ms, the requests (arriving on Ethernet0) by 50 ms. A
+	// port with only delay fields has no XDP program.
+	e.hset("IMPAIRMENT|Ethernet4", "delay", "1ms")
+	e.hset("IMPAIRMENT|Ethernet0", "delay", "50ms")
+	e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "ok"})
+	e.waitState("IMPAIRMENT_TABLE|Ethernet4", map[string]string{"state": "ok"})
+	for _, dev := range []string{"Ethernet0", "Ethernet4"} {
+		q := qdiscs(t, e.sw, dev)
+		if !strings.Contains(q, "fq ed: root") || !strings.Contains(q, "clsact") {
+			t.Fatalf("%s: qdiscs %q; want fq ed: as root and clsact", dev, q)
+		}
+		if id, _ := xdpProg(t, e.sw, dev); id != 0 {
+			t.Errorf("%s: XDP program %d attached for a delay-only profile", dev, id)
+		}
+	}
+
+	// The delay is a floor (fq never sends before the departure time):
+	// min >= 50 ms holds even on a stalling VM. The median's rise is
+	// judged generously (40-90 ms) and retried against VM stalls.
+	var rise float64
+	for attempt := 1; ; attempt++ {
+		d := pingRTTs(t, e.h1, "10.0.1.1", 10)
+		rise = median(d) - median(base)
+		t.Logf("attempt %d: delayed RTT ms: min %.3f median %.3f max %.3f (median +%.3f)", attempt, d[0], median(d), d[len(d)-1], rise)
+		if d[0] < 51 {
+			t.Fatalf("RTT %.3f ms below the 50 + 1 ms delay", d[0])
+		}
+		if d[0] >= 100 && attempt == 3 {
+			t.Fatalf("min RTT %.3f ms: the replies (arriving on Ethernet4, 1 ms) got Ethernet0's 50 ms too", d[0])
+		}
+		if rise >= 40 && rise <= 90 && d[0] < 100 {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("median RTT rose by %.3f ms; want about 50 (40-90)", rise)
+		}
+	}
+	e2eutil.Eventually(t, wait, "delayed counter", func() (bool, string) {
+		c := e.counters("Ethernet0")
+		return c["delayed"] >= 10, fmt.Sprint(c)
+	})
+
+	e.del("IMPAIRMENT|Ethernet0", "IMPAIRMENT|Ethernet4")
+	e2eutil.Eventually(t, wait, "qdiscs restored", func() (bool, string) {
+		q0, q4 := qdiscs(t, e.sw, "Ethernet0"), qdiscs(t, e.sw, "Ethernet4")
+		return q0 == before0 && q4 == before4, fmt.Sprintf("Ethernet0 %q (was %q), Ethernet4 %q (was %q)", q0, before0, q4, before4)
+	})
+	if d := pingRTTs(t, e.h1, "10.0.1.1", 5); d[0] >= 50 {
+		t.Errorf("after delete: min RTT %.3f ms, still delayed", d[0])
+	}
+}
