@@ -120,6 +120,15 @@ func normRoute(r RouteInfo) RouteInfo {
 	return r
 }
 
+// ReplaceBatch is Replace of each route in order; see Routes.ReplaceBatch.
+func (x fakeRoutes) ReplaceBatch(rs []RouteInfo) []error {
+	errs := make([]error, len(rs))
+	for i, r := range rs {
+		errs[i] = x.Replace(r)
+	}
+	return errs
+}
+
 // Replace installs or replaces a route; see Routes.Replace.
 func (x fakeRoutes) Replace(r RouteInfo) error {
 	f := x.f

@@ -34,6 +34,11 @@ type Routes interface {
 	// Replace installs or replaces a route. Equivalent to:
 	// ip route replace DST [nexthop via GW dev L ...] proto P metric M table T
 	Replace(r RouteInfo) error
+	// ReplaceBatch is Replace of every route in order, sent as a few
+	// netlink messages batches instead of one request per route; the error
+	// of rs[i] is errs[i] (nil = installed). One route's failure does not
+	// stop the others.
+	ReplaceBatch(rs []RouteInfo) (errs []error)
 	// Del deletes a route. Equivalent to: ip route del DST proto P metric M table T
 	Del(r RouteInfo) error
 	// List lists routes matching f. Equivalent to: ip route show table T proto P

@@ -2,6 +2,7 @@ package netlinkmgr
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -528,5 +529,52 @@ func TestRealRouteTables(t *testing.T) {
 	err = R.Replace(RouteInfo{Dst: pfx("10.22.0.0/16"), NextHops: []NextHop{{Gateway: ip("192.0.2.1"), Link: "Ethernet1"}}})
 	if !errors.Is(err, unix.ENETUNREACH) {
 		t.Fatalf("unreachable gateway: %v, want ENETUNREACH", err)
+	}
+}
+
+// TestRealReplaceBatch: a batch larger than one netlink message, with
+// failures in the middle that do not stop the routes after them.
+func TestRealReplaceBatch(t *testing.T) {
+	env, k := routedNS(t)
+	var rs []RouteInfo
+	for i := 0; i < 300; i++ {
+		r := RouteInfo{Dst: pfx(fmt.Sprintf("10.%d.%d.0/24", 100+i/250, i%250)), Protocol: ProtoSwitchyard,
+			NextHops: []NextHop{{Gateway: ip("10.0.1.2"), Link: "Ethernet1"}}}
+		switch i {
+		case 10:
+			r.NextHops[0].Gateway = ip("192.0.2.1") // unreachable
+		case 70:
+			r.NextHops[0].Link = "Ethernet9" // no such link
+		case 200:
+			r.Dst = pfx("10.100.200.1/24") // host bits
+		}
+		rs = append(rs, r)
+	}
+	errs := k.Routes().ReplaceBatch(rs)
+	if len(errs) != len(rs) {
+		t.Fatalf("%d errors for %d routes", len(errs), len(rs))
+	}
+	for i, err := range errs {
+		switch i {
+		case 10:
+			if !errors.Is(err, unix.ENETUNREACH) {
+				t.Fatalf("route %d: %v, want ENETUNREACH", i, err)
+			}
+		case 70:
+			mustNotFound(t, "route via a missing link", err)
+		case 200:
+			if err == nil || !strings.Contains(err.Error(), "10.100.200.0/24") {
+				t.Fatalf("route %d: %v, want the canonical prefix named", i, err)
+			}
+		default:
+			must(t, err)
+		}
+	}
+	got := env.routes(t, "route", "show", "proto", "201")
+	if len(got) != 297 {
+		t.Fatalf("ip shows %d proto 201 routes, want 297", len(got))
+	}
+	if r := got["10.101.49.0/24"]; r.Gateway != "10.0.1.2" || r.Dev != "Ethernet1" {
+		t.Fatalf("last route per ip: %+v", r)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -161,17 +162,58 @@ func (x realRoutes) Replace(r RouteInfo) error {
 	return nil
 }
 
-func (k *kernel) replaceRoute(r RouteInfo) error {
+// ReplaceBatch installs every route as Replace does, sending the requests
+// in batches of routeBatchSize per netlink message (the kernel handles and
+// acknowledges each in turn). Equivalent to ip -batch of route replace.
+func (x realRoutes) ReplaceBatch(rs []RouteInfo) []error {
+	k := x.k
+	errs := make([]error, len(rs))
+	reqs := make([]*nl.NetlinkRequest, 0, len(rs))
+	idx := make([]int, 0, len(rs))
+	cached := make([]bool, len(rs))
+	for i, r := range rs {
+		k.writes.Add(1)
+		nr, c, err := k.routeFor(r)
+		if err != nil {
+			errs[i] = opErr("replace", r.object(), err)
+			continue
+		}
+		cached[i] = c
+		reqs = append(reqs, routeRequest(nr))
+		idx = append(idx, i)
+	}
+	for start := 0; start < len(reqs); start += routeBatchSize {
+		end := min(start+routeBatchSize, len(reqs))
+		res := k.rt.execBatch(reqs[start:end])
+		for j, err := range res {
+			i := idx[start+j]
+			if cached[i] && isNoDevice(err) {
+				err = k.replaceRoute(rs[i]) // looks the links up afresh
+			}
+			if err != nil {
+				errs[i] = opErr("replace", rs[i].object(), err)
+			}
+		}
+	}
+	return errs
+}
+
+// routeFor validates r and builds its request (see replaceRoute).
+func (k *kernel) routeFor(r RouteInfo) (*netlink.Route, bool, error) {
 	if !r.Dst.IsValid() {
-		return fmt.Errorf("invalid destination: %w", unix.EINVAL)
+		return nil, false, fmt.Errorf("invalid destination: %w", unix.EINVAL)
 	}
 	if r.Dst.Addr().Is4() && r.Dst.Masked() != r.Dst {
-		return fmt.Errorf("invalid prefix for given prefix length (use %s): %w", r.Dst.Masked(), unix.EINVAL)
+		return nil, false, fmt.Errorf("invalid prefix for given prefix length (use %s): %w", r.Dst.Masked(), unix.EINVAL)
 	}
 	if r.Blackhole && len(r.NextHops) > 0 {
-		return fmt.Errorf("need next hops or blackhole (not both): %w", unix.EINVAL)
+		return nil, false, fmt.Errorf("need next hops or blackhole (not both): %w", unix.EINVAL)
 	}
-	nr, cached, err := k.toNetlinkRoute(r)
+	return k.toNetlinkRoute(r)
+}
+
+func (k *kernel) replaceRoute(r RouteInfo) error {
+	nr, cached, err := k.routeFor(r)
 	if err != nil {
 		return err
 	}

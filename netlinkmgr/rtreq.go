@@ -109,16 +109,42 @@ func routeRequest(nr *netlink.Route) *nl.NetlinkRequest {
 	return req
 }
 
+// routeBatchSize bounds the requests sent in one message: their
+// acknowledgements (an error one echoes its request) must fit the
+// socket's receive buffer, or the kernel drops them.
+const routeBatchSize = 64
+
 // exec sends req and waits for its acknowledgement: nil, or the errno
 // the kernel answered (as the library returns it).
 func (r *routeSock) exec(req *nl.NetlinkRequest) error {
+	return r.execBatch([]*nl.NetlinkRequest{req})[0]
+}
+
+// execBatch sends reqs in one message and collects each one's
+// acknowledgement; a request left unanswered (timeout, socket error) gets
+// that error.
+func (r *routeSock) execBatch(reqs []*nl.NetlinkRequest) []error {
+	errs := make([]error, len(reqs))
+	acked := make([]bool, len(reqs))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.s == nil {
-		return syscall.EBADF
+	fail := func(err error) []error {
+		for i := range errs {
+			if !acked[i] {
+				errs[i] = err
+			}
+		}
+		return errs
 	}
-	b := req.Serialize()
-	seq := req.Seq
+	if r.s == nil {
+		return fail(syscall.EBADF)
+	}
+	var b []byte
+	bySeq := make(map[uint32]int, len(reqs))
+	for i, req := range reqs {
+		b = append(b, req.Serialize()...)
+		bySeq[req.Seq] = i
+	}
 	deadline := time.Now().Add(requestTimeout)
 	to := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
 	for {
@@ -128,49 +154,51 @@ func (r *routeSock) exec(req *nl.NetlinkRequest) error {
 		}
 		if errors.Is(err, unix.EAGAIN) {
 			if err := r.wait(unix.POLLOUT, deadline); err != nil {
-				return err
+				return fail(err)
 			}
 			continue
 		}
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
-		return err
+		return fail(err)
 	}
-	for {
+	for left := len(reqs); left > 0; {
 		n, _, err := unix.Recvfrom(r.fd, r.rbuf, unix.MSG_DONTWAIT)
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) {
 				if err := r.wait(unix.POLLIN, deadline); err != nil {
-					return err
+					return fail(err)
 				}
 				continue
 			}
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			return err
+			return fail(err)
 		}
 		msgs, err := syscall.ParseNetlinkMessage(r.rbuf[:n])
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		for _, m := range msgs {
-			if m.Header.Seq != seq { // the late answer of a timed-out request
+			i, ok := bySeq[m.Header.Seq]
+			if !ok || acked[i] { // the late answer of a timed-out request
 				continue
 			}
 			if m.Header.Type != unix.NLMSG_ERROR && m.Header.Type != unix.NLMSG_DONE {
 				continue
 			}
-			if len(m.Data) < 4 {
-				return nil
+			acked[i] = true
+			left--
+			if len(m.Data) >= 4 {
+				if errno := int32(nl.NativeEndian().Uint32(m.Data[0:4])); errno != 0 {
+					errs[i] = syscall.Errno(-errno)
+				}
 			}
-			if errno := int32(nl.NativeEndian().Uint32(m.Data[0:4])); errno != 0 {
-				return syscall.Errno(-errno)
-			}
-			return nil
 		}
 	}
+	return errs
 }
 
 // wait polls the socket for ev until deadline (EAGAIN then, as the

@@ -191,20 +191,34 @@ func Run(ctx context.Context, c Config) error {
 	}()
 
 	log.WithFields(logrus.Fields{"redis": conn.String(), "netns": c.NetNS}).Info("orchagent running")
+	keys := make([]string, 0, maxBatch)
 	for {
 		key, ok := q.Get(ctx)
 		if !ok {
 			break
 		}
-		if err := o.Reconcile(ctx, key); err != nil && ctx.Err() == nil {
-			if key == sweepKey {
-				log.WithError(err).Warn("sweep incomplete: retrying")
+		// Take every key already ready (up to maxBatch), so a burst's route
+		// writes go to the kernel in batches.
+		keys = append(keys[:0], key)
+		for len(keys) < maxBatch && q.Len() > 0 {
+			k, ok := q.Get(ctx)
+			if !ok {
+				break
 			}
-			q.AddRateLimited(key)
-		} else {
-			q.Forget(key)
+			keys = append(keys, k)
 		}
-		q.Done(key)
+		errs := o.ReconcileBatch(ctx, keys)
+		for i, key := range keys {
+			if err := errs[i]; err != nil && ctx.Err() == nil {
+				if key == sweepKey {
+					log.WithError(err).Warn("sweep incomplete: retrying")
+				}
+				q.AddRateLimited(key)
+			} else {
+				q.Forget(key)
+			}
+			q.Done(key)
+		}
 	}
 	cancel()
 	return nil

@@ -61,6 +61,26 @@ type Orch struct {
 	mu      sync.Mutex
 	results map[string]schema.Result
 	queued  []string // Enqueue == nil: keys for Drain
+
+	// batch, while ReconcileBatch runs, collects route writes to send
+	// together; nil = every write goes out at once (Reconcile).
+	batch *routeBatch
+}
+
+// routeBatch holds the route writes ReconcileBatch defers: each key's
+// reconcile is finished (result, dependencies) once its write is answered.
+type routeBatch struct {
+	pos   int // index of the key being reconciled
+	items []deferredRoute
+}
+
+type deferredRoute struct {
+	pos  int    // index in ReconcileBatch's keys
+	key  string // STATIC_ROUTE key (no table)
+	gen  uint64 // view generation before the key was applied
+	r    schema.StaticRoute
+	want netlinkmgr.RouteInfo
+	refs []string
 }
 
 // tableHandler applies a present key or removes what a deleted key owned.
@@ -75,6 +95,9 @@ type outcome struct {
 	res  schema.Result
 	refs []string
 	err  error
+	// deferred: the kernel write waits in Orch.batch; the key is finished
+	// when the batch is sent.
+	deferred bool
 }
 
 func okOut(refs []string) outcome { return outcome{res: schema.OK(), refs: refs} }
@@ -232,6 +255,16 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 	} else {
 		out = h.remove(k)
 	}
+	if out.deferred {
+		o.batch.items[len(o.batch.items)-1].gen = gen
+		return nil
+	}
+	o.finish(key, table, k, present, out, gen)
+	return out.err
+}
+
+// finish registers the key's dependencies and records its outcome.
+func (o *Orch) finish(key, table, k string, present bool, out outcome, gen uint64) {
 	if present || out.err != nil {
 		o.idx.set(key, out.refs)
 	} else {
@@ -244,7 +277,55 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		// again rather than miss the wake-up.
 		o.enqueue(key)
 	}
-	return out.err
+}
+
+// maxBatch bounds the keys ReconcileBatch is given at once (the daemon's
+// worker takes up to this many ready keys per pass).
+const maxBatch = 256
+
+// ReconcileBatch reconciles keys in order, as Reconcile does one by one,
+// except that the kernel writes of consecutive STATIC_ROUTE keys are sent
+// together (Routes().ReplaceBatch) before their results are recorded.
+// Any other key first flushes the routes before it. errs[i] is what
+// Reconcile(keys[i]) would return.
+func (o *Orch) ReconcileBatch(ctx context.Context, keys []string) []error {
+	errs := make([]error, len(keys))
+	for i, key := range keys {
+		if !strings.HasPrefix(key, schema.TableStaticRoute+schema.ConfigSep) {
+			o.flushRoutes(errs)
+			errs[i] = o.Reconcile(ctx, key)
+			continue
+		}
+		if o.batch == nil {
+			o.batch = &routeBatch{}
+		}
+		o.batch.pos = i
+		errs[i] = o.Reconcile(ctx, key)
+	}
+	o.flushRoutes(errs)
+	return errs
+}
+
+// flushRoutes sends the deferred route writes and finishes their keys.
+func (o *Orch) flushRoutes(errs []error) {
+	b := o.batch
+	o.batch = nil
+	if b == nil || len(b.items) == 0 {
+		return
+	}
+	wants := make([]netlinkmgr.RouteInfo, len(b.items))
+	for i := range b.items {
+		wants[i] = b.items[i].want
+	}
+	res := o.k.Routes().ReplaceBatch(wants)
+	for i := range b.items {
+		d := &b.items[i]
+		err := res[i]
+		o.logAct(schema.TableStaticRoute, d.key, func() string { return "replace route " + describeRoute(&d.want) }, err)
+		out := o.routeWritten(d.r, d.want, d.refs, err)
+		o.finish(schema.ConfigKey(schema.TableStaticRoute, d.key), schema.TableStaticRoute, d.key, true, out, d.gen)
+		errs[d.pos] = out.err
+	}
 }
 
 // record stores and reports the outcome; a changed outcome re-enqueues the
@@ -293,16 +374,21 @@ func (o *Orch) record(table, key string, present bool, out outcome) {
 // outcome: the daemon's audit trail.
 func (o *Orch) act(table, key, action string, f func() error) error {
 	err := f()
+	o.logAct(table, key, func() string { return action }, err)
+	return err
+}
+
+// logAct logs one kernel change (action is built only when logged).
+func (o *Orch) logAct(table, key string, action func() string, err error) {
 	if err == nil && !o.log.Logger.IsLevelEnabled(logrus.InfoLevel) {
-		return nil
+		return
 	}
-	e := o.log.WithFields(logrus.Fields{"table": table, "key": key, "action": action})
+	e := o.log.WithFields(logrus.Fields{"table": table, "key": key, "action": action()})
 	if err != nil {
 		e.WithField("outcome", "error").WithError(err).Warn("kernel change failed")
 	} else {
 		e.WithField("outcome", "ok").Info("kernel change")
 	}
-	return err
 }
 
 // configured reports whether table|key is in config, asking

@@ -40,11 +40,15 @@ type rig struct {
 	o    *Orch
 	sink *memSink
 	errs map[string]error // last transient error per key
+	// batched (the default): settle reconciles each round with
+	// ReconcileBatch, as the daemon's worker does; false = Reconcile key
+	// by key.
+	batched bool
 }
 
 func newRig(t *testing.T, k *netlinkmgr.Fake) *rig {
 	t.Helper()
-	r := &rig{t: t, k: k, sink: &memSink{m: map[string]schema.Result{}}, errs: map[string]error{}}
+	r := &rig{t: t, k: k, sink: &memSink{m: map[string]schema.Result{}}, errs: map[string]error{}, batched: true}
 	r.o = New(Options{Kernel: k, Results: r.sink})
 	if err := r.o.Prime(); err != nil {
 		t.Fatal(err)
@@ -77,13 +81,25 @@ func (r *rig) settle() {
 			return
 		}
 		seen := map[string]bool{}
+		var batch []string
 		for _, k := range keys {
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			if err := r.o.Reconcile(context.Background(), k); err != nil {
-				r.errs[k] = err
+			batch = append(batch, k)
+		}
+		var errs []error
+		if r.batched {
+			errs = r.o.ReconcileBatch(context.Background(), batch)
+		} else {
+			for _, k := range batch {
+				errs = append(errs, r.o.Reconcile(context.Background(), k))
+			}
+		}
+		for i, k := range batch {
+			if errs[i] != nil {
+				r.errs[k] = errs[i]
 			} else {
 				delete(r.errs, k)
 			}

@@ -53,8 +53,17 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	if match {
 		return okOut(refs)
 	}
+	if o.batch != nil {
+		o.batch.items = append(o.batch.items, deferredRoute{pos: o.batch.pos, key: key, r: r, want: want, refs: refs})
+		return outcome{deferred: true}
+	}
 	err = o.act(schema.TableStaticRoute, key, "replace route "+describeRoute(&want),
 		func() error { return o.k.Routes().Replace(want) })
+	return o.routeWritten(r, want, refs, err)
+}
+
+// routeWritten is the outcome of the replace of want for r.
+func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, refs []string, err error) outcome {
 	if err != nil {
 		if reason, ok := unreachable(err, r); ok {
 			return pendingOut(reason, append(refs, resReach))

@@ -2,6 +2,8 @@ package orchagent
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"net/netip"
 	"testing"
 
@@ -55,9 +57,15 @@ func TestInterfacePendingUntilNetdev(t *testing.T) {
 }
 
 func TestStaticRoutes(t *testing.T) {
+	t.Run("one-by-one", func(t *testing.T) { testStaticRoutes(t, false) })
+	t.Run("batched", func(t *testing.T) { testStaticRoutes(t, true) })
+}
+
+func testStaticRoutes(t *testing.T, batched bool) {
 	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
 	up(t, k, "Ethernet0", "Ethernet4")
 	r := newRig(t, k)
+	r.batched = batched
 	r.set("INTERFACE", "Ethernet0|10.0.0.1/24")
 	r.set("INTERFACE", "Ethernet4|10.0.4.1/24")
 	r.set("INTERFACE", "Ethernet0|2001:db8::1/64")
@@ -180,6 +188,11 @@ func TestSweepOnlyOwnedStale(t *testing.T) {
 
 // Restart: a fresh Orch over a kernel that is already right writes nothing.
 func TestRestartNoWrites(t *testing.T) {
+	t.Run("one-by-one", func(t *testing.T) { testRestartNoWrites(t, false) })
+	t.Run("batched", func(t *testing.T) { testRestartNoWrites(t, true) })
+}
+
+func testRestartNoWrites(t *testing.T, batched bool) {
 	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
 	cfg := func(r *rig) {
 		r.set("PORT", "Ethernet0", "admin_status", "up", "mtu", "9100")
@@ -191,10 +204,12 @@ func TestRestartNoWrites(t *testing.T) {
 		r.set("FDB", "Vlan100|00:11:22:33:44:55", "port", "Ethernet0")
 	}
 	first := newRig(t, k)
+	first.batched = batched
 	cfg(first)
 	first.settle()
 	before := k.Writes()
 	second := newRig(t, k)
+	second.batched = batched
 	cfg(second)
 	second.settle()
 	if err := second.o.Reconcile(context.Background(), sweepKey); err != nil {
@@ -206,4 +221,59 @@ func TestRestartNoWrites(t *testing.T) {
 	for _, key := range second.o.ConfigKeys() {
 		second.want(key, schema.StateOK, "")
 	}
+}
+
+// ReconcileBatch: route writes of consecutive keys go out together, each
+// key gets its own outcome and error at its own position, and a non-route
+// key in between sees the routes before it already written.
+func TestReconcileBatch(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
+	up(t, k, "Ethernet0", "Ethernet4")
+	r := newRig(t, k)
+	r.set("INTERFACE", "Ethernet0|10.0.0.1/24")
+	r.settle()
+	r.set("STATIC_ROUTE", "10.1.0.0/16", "nexthop", "10.0.0.2", "ifname", "Ethernet0")
+	r.set("STATIC_ROUTE", "10.2.0.0/16", "nexthop", "10.0.4.2", "ifname", "Ethernet4") // no connected route yet
+	r.set("STATIC_ROUTE", "10.3.0.0/16", "nexthop", "10.0.0.3", "ifname", "Ethernet0")
+	r.set("STATIC_ROUTE", "10.4.0.0/16", "nexthop", "banana")
+	r.set("INTERFACE", "Ethernet4|10.0.4.1/24")
+	r.set("STATIC_ROUTE", "10.5.0.0/16", "blackhole", "true")
+	r.o.Drain()
+	k.FailNext("route replace 10.3.0.0/16", errors.New("no buffer space available"))
+	keys := []string{"STATIC_ROUTE|10.1.0.0/16", "STATIC_ROUTE|10.2.0.0/16", "STATIC_ROUTE|10.3.0.0/16",
+		"STATIC_ROUTE|10.4.0.0/16", "INTERFACE|Ethernet4|10.0.4.1/24", "STATIC_ROUTE|10.5.0.0/16"}
+	errs := r.o.ReconcileBatch(context.Background(), keys)
+	for i, err := range errs {
+		if (err != nil) != (i == 2) {
+			t.Fatalf("errs[%d] (%s) = %v; want an error only for the failed write", i, keys[i], err)
+		}
+	}
+	r.want("STATIC_ROUTE|10.1.0.0/16", schema.StateOK, "")
+	r.want("STATIC_ROUTE|10.2.0.0/16", schema.StatePending, "waiting for a connected route to next hop 10.0.4.2")
+	r.want("STATIC_ROUTE|10.3.0.0/16", schema.StateError, "no buffer space")
+	r.want("STATIC_ROUTE|10.4.0.0/16", schema.StateError, "")
+	r.want("INTERFACE|Ethernet4|10.0.4.1/24", schema.StateOK, "")
+	r.want("STATIC_ROUTE|10.5.0.0/16", schema.StateOK, "")
+	var ops []string
+	for _, op := range k.Ops() {
+		if strings.HasPrefix(op, "route") || strings.HasPrefix(op, "addr") {
+			ops = append(ops, op)
+		}
+	}
+	want := []string{"addr add 10.0.0.1/24 dev Ethernet0", "route replace 10.1.0.0/16", "addr add 10.0.4.1/24 dev Ethernet4", "route replace blackhole 10.5.0.0/16"}
+	if len(ops) != len(want) {
+		t.Fatalf("ops %q, want %q", ops, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(ops[i], want[i]) {
+			t.Fatalf("ops %q, want %q", ops, want)
+		}
+	}
+	// The address event wakes the pending route; the retry of the failed
+	// one succeeds.
+	r.batched = true
+	r.o.enqueue("STATIC_ROUTE|10.3.0.0/16")
+	r.settle()
+	r.want("STATIC_ROUTE|10.2.0.0/16", schema.StateOK, "")
+	r.want("STATIC_ROUTE|10.3.0.0/16", schema.StateOK, "")
 }
