@@ -7,9 +7,10 @@ export PATH="/usr/local/go/bin:$PATH"
 cd "$(dirname "$0")/.."
 make -s build >/dev/null
 status=0
-for pkg in ./netlinkmgr ./internal/redisx ./bpf ./orchagent ./tests/orchagente2e ./syncd ./tests/syncde2e; do
-	[ -d "$pkg" ] || continue
-	grep -ql '^func Benchmark' "$pkg"/*_test.go 2>/dev/null || continue
+# Every package with a Benchmark function. The VM-only benchmarks (4,094
+# VLANs, 10k static FDB, EDT vs netem) skip here; docs/orchagent.md and
+# docs/edt.md say how to run them in the VM.
+for pkg in $(grep -rl '^func Benchmark' --include='*_test.go' . | xargs -n1 dirname | sort -u); do
 	echo "== $pkg"
 	go test -run '^$' -bench . ${BENCHTIME:+-benchtime "$BENCHTIME"} -timeout 30m "$pkg" || status=1
 done
