@@ -123,6 +123,9 @@ func loadPort(t testing.TB) *Port {
 	if errors.Is(err, ebpf.ErrNotSupported) {
 		t.Skipf("kernel lacks a BPF feature the program needs: %v", err)
 	}
+	if ve := (*ebpf.VerifierError)(nil); errors.As(err, &ve) {
+		t.Fatalf("%+v", ve) // the whole verifier log, not its last line
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

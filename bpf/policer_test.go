@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/switchyard-net/switchyard/schema"
+	"github.com/switchyard-net/switchyard/tests/kernelcap"
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
 
@@ -157,6 +158,12 @@ func passedBytes(now, before Counters) uint64 {
 // run (the bucket drained at both samples), so neither waking the threads
 // nor their return from the last run blurs the window.
 func TestPolicerTwoCPUs(t *testing.T) {
+	if kernelcap.InVM() {
+		// Under qemu TCG both vCPUs spin in BPF_PROG_TEST_RUN and a counter
+		// read never completes within the 1 ms the sampling needs (the
+		// test would wait forever); the policer's 6.1 run is TestPolicerVeth.
+		t.Skip("timing-sensitive: needs sub-millisecond counter reads while both CPUs run the program, which the TCG VM cannot give")
+	}
 	p := loadPort(t)
 	var all unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &all); err != nil {

@@ -63,6 +63,11 @@ func Load(dir string) (*Port, error) {
 	p := &Port{Dir: dir, slots: map[string]uint32{}}
 	p.innerSpec = spec.Maps["cfg_proto"].Copy()
 	p.innerSpec.Name, p.innerSpec.Pinning = "cfg", ebpf.PinNone
+	// Without BTF, like the template cfg was created with: kernels before
+	// 6.2 compare the BTF-derived layout (timer offset) of an inner map
+	// with the template's, and 6.1 refuses an inner array with BTF into
+	// an outer map whose template has none (EINVAL on publish).
+	p.innerSpec.Key, p.innerSpec.Value = nil, nil
 	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}}
 	err = spec.LoadAndAssign(&p.objs, opts)
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
