@@ -3,8 +3,8 @@ package orchagent
 import (
 	"context"
 	"errors"
-	"strings"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
