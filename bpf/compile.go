@@ -71,10 +71,24 @@ type Counters struct {
 	RxPackets, RxBytes, Passed, DroppedLoss, DroppedRate, Corrupted uint64
 }
 
+// MaxEDTClass is the highest EDT class id a rule can carry (impair.c
+// hands it to tc as metadata, MARK_MAGIC | id); ids above it are the
+// per-port classes of impaird.
+const MaxEDTClass = 0x7fffff
+
 // Compile turns a port's IMPAIRMENT entry (nil when absent) and its
 // IMPAIRMENT_FLOW entries into a Plan. Rules are ranked by priority
 // (higher first), then name.
 func Compile(port *schema.Impairment, flows []schema.ImpairmentFlow) (*Plan, error) {
+	return CompileClasses(port, flows, nil)
+}
+
+// CompileClasses is Compile with the EDT class id of each rule with
+// delay/jitter/shaping (IMPAIRMENT_FLOW name -> 1..MaxEDTClass): a packet
+// such a rule matches and passes leaves XDP with the id as metadata
+// (docs/edt.md). A rule with EDT fields and no id, or rules without EDT
+// fields, carry none.
+func CompileClasses(port *schema.Impairment, flows []schema.ImpairmentFlow, classes map[string]uint32) (*Plan, error) {
 	p := &Plan{}
 	if port != nil {
 		prof := CompileProfile(&port.ImpairmentProfile, false)
@@ -95,6 +109,12 @@ func Compile(port *schema.Impairment, flows []schema.ImpairmentFlow) (*Plan, err
 	for i := range sorted {
 		f := &sorted[i]
 		r := Rule{Name: f.Name, Profile: CompileProfile(&f.ImpairmentProfile, f.Scope == schema.ScopeFlow), Family: f.Family()}
+		if id := classes[f.Name]; f.EDT.Active() && id != 0 {
+			if id > MaxEDTClass {
+				return nil, fmt.Errorf("IMPAIRMENT_FLOW %s: EDT class id %#x above %#x", f.Name, id, MaxEDTClass)
+			}
+			r.Profile.EdtClass = id
+		}
 		r.Masks, r.Matches = compileMatch(f)
 		for _, m := range r.Masks {
 			masks[m] = true

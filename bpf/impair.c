@@ -6,7 +6,8 @@
 // Per packet: parse L2-L4 -> classify (tuple space search over the active
 // masks, best priority wins; no match = the port profile in slot 0) ->
 // loss (random | gilbert | periodic) -> policer (token bucket in ns) ->
-// corrupt -> XDP_PASS / XDP_DROP. Counters per slot and per CPU.
+// corrupt -> XDP_PASS (with the rule's EDT class as metadata, if it has
+// one) / XDP_DROP. Counters per slot and per CPU.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -79,6 +80,10 @@ struct profile {
 	__u64 corrupt;
 	__u64 ns_per_byte_fp; /* policer: ns per byte, 16 fraction bits */
 	__u64 depth;          /* policer: bucket depth (burst) in ticks */
+	/* IMPAIRMENT_FLOW with delay/jitter/shape: the rule's EDT class id
+	 * (1..0x7fffff; 0 = none), handed to tc as XDP metadata on pass */
+	__u32 edt_class;
+	__u32 pad;
 };
 
 /* Value of matches4/matches6: the rule's slot, rank (lower wins) and
@@ -459,6 +464,25 @@ static __always_inline int corrupt(struct xdp_md *ctx, __u32 off, struct slot_pc
 	return 1;
 }
 
+/* EDT class metadata (docs/edt.md): MARK_MAGIC | class id in the 4 bytes
+ * in front of the packet, which the tc ingress program edt_ingress_meta
+ * copies into skb->mark for the egress program. */
+#define EDT_MARK_MAGIC 0xed000000
+#define EDT_CLASS_MASK 0x00ffffff
+
+/* set_class prepends the class metadata; a driver without metadata
+ * room (adjust_meta fails) leaves the packet unclassified. */
+static __always_inline void set_class(struct xdp_md *ctx, __u32 id)
+{
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
+		return;
+	void *data = (void *)(long)ctx->data;
+	__u32 *meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > data)
+		return;
+	*meta = EDT_MARK_MAGIC | (id & EDT_CLASS_MASK);
+}
+
 /* best is the best match found so far (rank 0xffffffff = none). */
 struct best {
 	__u32 rank;
@@ -691,6 +715,8 @@ int impair(struct xdp_md *ctx)
 	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt(ctx, payload, c))
 		c->corrupted++;
 	c->passed++;
+	if (p->edt_class)
+		set_class(ctx, p->edt_class);
 	return XDP_PASS;
 }
 

@@ -68,6 +68,8 @@ type impairProfile struct {
 	Corrupt     uint64
 	NsPerByteFp uint64
 	Depth       uint64
+	EdtClass    uint32
+	Pad         uint32
 }
 
 type impairSlotName struct {

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"math"
 	"net/netip"
 	"testing"
@@ -358,4 +359,83 @@ func equalVerdicts(a, b []uint32) bool {
 		}
 	}
 	return true
+}
+
+// TestEDTClassMeta: a passed packet matched by a rule with an EDT class
+// leaves XDP with MARK_MAGIC | class as 4 bytes of metadata in front of
+// it (BPF_PROG_TEST_RUN's output starts at data_meta); a packet of a
+// rule without a class, of the port profile or of no rule has none, and
+// a dropped packet is dropped.
+func TestEDTClassMeta(t *testing.T) {
+	p := loadPort(t)
+	flows := []schema.ImpairmentFlow{
+		mustFlow(t, "ping", schema.Fields{"proto": "icmp", "delay": "50ms"}),
+		mustFlow(t, "udp9", schema.Fields{"proto": "udp", "dport": "9", "delay": "5ms", "jitter": "1ms"}),
+		mustFlow(t, "udp10", schema.Fields{"proto": "udp", "dport": "10", "loss": "1"}),
+		mustFlow(t, "udp11", schema.Fields{"proto": "udp", "dport": "11", "delay": "5ms", "loss": "100"}),
+	}
+	plan, err := CompileClasses(mustPort(t, schema.Fields{"corrupt": "0.001"}), flows,
+		map[string]uint32{"ping": 0x123456, "udp9": 7, "udp10": 8, "udp11": 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(plan); err != nil {
+		t.Fatal(err)
+	}
+	icmp := frame{src: netip.MustParseAddr("192.0.2.1"), dst: netip.MustParseAddr("198.51.100.9"), proto: 1}
+	for _, tc := range []struct {
+		name    string
+		f       frame
+		verdict uint32
+		class   uint32 // 0 = no metadata
+	}{
+		{"icmp rule with delay", icmp, xdpPass, 0x123456},
+		{"udp rule with delay and jitter", udp4("10.0.0.1", 9), xdpPass, 7},
+		{"udp rule with loss only: no class", udp4("10.0.0.1", 10), xdpPass, 0},
+		{"udp rule dropping: dropped", udp4("10.0.0.1", 11), xdpDrop, 0},
+		{"port profile: no class", udp4("10.0.0.1", 12), xdpPass, 0},
+		{"arp: untouched", frame{etherType: 0x0806}, xdpPass, 0},
+	} {
+		in := tc.f.bytes()
+		ret, got := runOut(t, p, in)
+		if ret != tc.verdict {
+			t.Errorf("%s: verdict %d, want %d", tc.name, ret, tc.verdict)
+			continue
+		}
+		if ret == xdpDrop {
+			continue
+		}
+		if tc.class == 0 {
+			if len(got) != len(in) {
+				t.Errorf("%s: %d bytes of metadata, want none", tc.name, len(got)-len(in))
+			}
+			continue
+		}
+		if len(got) != len(in)+4 {
+			t.Errorf("%s: output %d bytes for %d in: want 4 bytes of metadata", tc.name, len(got), len(in))
+			continue
+		}
+		if m := binary.NativeEndian.Uint32(got); m != 0xed000000|tc.class {
+			t.Errorf("%s: metadata %#x, want %#x", tc.name, m, 0xed000000|tc.class)
+		}
+		if string(got[4:]) != string(in) {
+			t.Errorf("%s: packet changed behind the metadata", tc.name)
+		}
+	}
+	// A class id beyond the per-rule range is refused at compile time.
+	if _, err := CompileClasses(nil, flows[:1], map[string]uint32{"ping": MaxEDTClass + 1}); err == nil {
+		t.Error("class id above MaxEDTClass compiled")
+	}
+}
+
+// runOut runs the program once and returns its verdict and output from
+// data_meta on.
+func runOut(t testing.TB, p *Port, in []byte) (uint32, []byte) {
+	t.Helper()
+	opts := &ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+256)}
+	ret, err := p.objs.Impair.Run(opts)
+	if err != nil {
+		t.Fatalf("prog.Run: %v", err)
+	}
+	return ret, opts.DataOut
 }

@@ -3,11 +3,13 @@ package impaird
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/switchyard-net/switchyard/bpf"
 	bpfedt "github.com/switchyard-net/switchyard/bpf/edt"
 	"github.com/switchyard-net/switchyard/impaird/edt"
 	"github.com/switchyard-net/switchyard/schema"
@@ -34,6 +36,19 @@ import (
 // Random loss of a port that also shapes is applied by the egress program
 // after shaping (seed 004 §3.4: congestion loss, then channel loss) and
 // not in XDP; any other loss stays in XDP, before the delay.
+//
+// IMPAIRMENT_FLOW with delay/jitter/shape (per class): the rule gets a
+// class id (flowClass: stable per port and name, below portClassBase),
+// which the XDP program of the flow's port writes as metadata in front of
+// every packet the rule matches and passes; the class gets the rule's
+// profile (SetClass) and the port the ingress program that copies the
+// metadata into skb->mark (MarkIngress; on a port with its own profile
+// too, MarkPort's program, which lets a classified packet keep its
+// class). Egress is the same as per port: while any port or rule has
+// such a profile, every managed port gets fq and the egress program. A
+// matched rule's profile replaces the port's (as its loss fields do);
+// a rule without delay/jitter/shape leaves the port's in place. Random
+// loss of a shaping rule follows the shaping, as per port.
 
 // portClassBase is OR-ed into a port's ifindex to make its class id:
 // per-port classes stay clear of ids a classifier may hand out below it.
@@ -48,14 +63,79 @@ type edtState struct {
 	egress map[string]int
 	// marked: ports with the ingress mark program -> their class id.
 	marked map[string]uint32
+	// metaMarked: ports with the ingress metadata program (MarkIngress)
+	// -> their ifindex.
+	metaMarked map[string]int
 	// classes: class id -> profile set.
 	classes map[uint32]edt.Profile
+	// flowIDs: IMPAIRMENT_FLOW key with a profile -> its class id.
+	flowIDs map[string]uint32
 	// errs: the EDT error of each port with a profile (nil = in place).
 	errs map[string]error
+	// flowErrs: the same for IMPAIRMENT_FLOW keys.
+	flowErrs map[string]error
 }
 
 func newEDTState(inst *edt.Installer) *edtState {
-	return &edtState{inst: inst, egress: map[string]int{}, marked: map[string]uint32{}, classes: map[uint32]edt.Profile{}, errs: map[string]error{}}
+	return &edtState{inst: inst, egress: map[string]int{}, marked: map[string]uint32{}, metaMarked: map[string]int{},
+		classes: map[uint32]edt.Profile{}, flowIDs: map[string]uint32{}, errs: map[string]error{}, flowErrs: map[string]error{}}
+}
+
+// flowClass returns the class id of an IMPAIRMENT_FLOW key ("port|name"),
+// allocating it on first use: a hash of the key into 1..bpf.MaxEDTClass
+// (clear of the per-port ids, portClassBase and up), probing on past ids
+// in use, so a rule keeps its id across restarts unless two rules collide.
+func (s *edtState) flowClass(key string) uint32 {
+	if id, ok := s.flowIDs[key]; ok {
+		return id
+	}
+	used := map[uint32]bool{}
+	for _, id := range s.flowIDs {
+		used[id] = true
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	id := h.Sum32()%bpf.MaxEDTClass + 1
+	for used[id] {
+		id = id%bpf.MaxEDTClass + 1
+	}
+	s.flowIDs[key] = id
+	return id
+}
+
+// flowSplit is edtSplit for an IMPAIRMENT_FLOW rule: its EDT profile, and
+// r with the loss that moved to it taken out.
+func flowSplit(r *schema.ImpairmentFlow) edt.Profile {
+	p, x := edtSplit(&schema.Impairment{Port: r.Port, ImpairmentProfile: r.ImpairmentProfile})
+	r.ImpairmentProfile = x.ImpairmentProfile
+	return p
+}
+
+// flowEDT is an IMPAIRMENT_FLOW rule with an EDT profile.
+type flowEDT struct {
+	port string
+	prof edt.Profile
+}
+
+// edtFlows parses every IMPAIRMENT_FLOW and returns the keys with an
+// active EDT profile.
+func (d *daemon) edtFlows() map[string]flowEDT {
+	out := map[string]flowEDT{}
+	for port, keys := range d.flows {
+		if !safeDirName(port) {
+			continue
+		}
+		for key, f := range keys {
+			r, err := schema.ParseImpairmentFlow(key, f)
+			if err != nil {
+				continue
+			}
+			if p := flowSplit(&r); p.Active() {
+				out[key] = flowEDT{port: port, prof: p}
+			}
+		}
+	}
+	return out
 }
 
 // edtSplit returns the EDT profile of imp and the impairment XDP must
@@ -129,9 +209,11 @@ func (d *daemon) ifindex(port string) (int, error) {
 func (d *daemon) syncEDT() error {
 	s := d.edt
 	want := d.edtProfiles()
+	wantFlows := d.edtFlows()
 	s.errs = map[string]error{}
+	s.flowErrs = map[string]error{}
 	egress := map[string]int{}
-	if len(want) > 0 {
+	if len(want) > 0 || len(wantFlows) > 0 {
 		for _, port := range d.managedPorts() {
 			idx, err := d.ifindex(port)
 			if err != nil {
@@ -154,9 +236,8 @@ func (d *daemon) syncEDT() error {
 			continue
 		}
 		delete(s.egress, port)
-		if _, ok := s.marked[port]; ok {
-			delete(s.marked, port)
-		}
+		delete(s.marked, port)
+		delete(s.metaMarked, port)
 		d.cfg.Log.WithField("port", port).Info("EDT removed, previous root qdisc restored")
 	}
 	// Marks of ports without a profile any more.
@@ -174,7 +255,36 @@ func (d *daemon) syncEDT() error {
 		}
 		delete(s.classes, id)
 	}
-	if len(want) == 0 {
+	// Classes of rules without a profile any more.
+	metaPorts := map[string]bool{}
+	for _, f := range wantFlows {
+		metaPorts[f.port] = true
+	}
+	for key, id := range s.flowIDs {
+		if _, ok := wantFlows[key]; ok {
+			continue
+		}
+		if err := s.inst.DeleteClass(id); err != nil {
+			retry = err
+			continue
+		}
+		delete(s.classes, id)
+		delete(s.flowIDs, key)
+	}
+	// Metadata marks of ports without such rules any more.
+	for port := range s.metaMarked {
+		if metaPorts[port] {
+			continue
+		}
+		if _, ok := s.marked[port]; !ok {
+			if err := s.inst.UnmarkPort(port); err != nil {
+				retry = err
+				continue
+			}
+		}
+		delete(s.metaMarked, port)
+	}
+	if len(want) == 0 && len(wantFlows) == 0 {
 		for id := range s.classes {
 			if err := s.inst.DeleteClass(id); err == nil {
 				delete(s.classes, id)
@@ -231,7 +341,46 @@ func (d *daemon) syncEDT() error {
 				continue
 			}
 			s.marked[port] = id
+			delete(s.metaMarked, port) // MarkPort's program reads the metadata too
 			d.cfg.Log.WithFields(map[string]any{"port": port, "class": id}).Info("EDT ingress mark installed")
+		}
+	}
+	// Rules: the class, and the metadata mark on the rule's port.
+	for _, key := range sortedKeys(wantFlows) {
+		f := wantFlows[key]
+		if egressErr != nil {
+			s.flowErrs[key] = egressErr
+			continue
+		}
+		idx, err := d.ifindex(f.port)
+		if err != nil {
+			return err
+		}
+		if idx == 0 {
+			continue // the port's own reconcile reports it pending
+		}
+		id := s.flowClass(key)
+		if cur, ok := s.classes[id]; !ok || cur != f.prof {
+			if err := s.inst.SetClass(id, f.prof); err != nil {
+				s.flowErrs[key] = err
+				continue
+			}
+			s.classes[id] = f.prof
+		}
+		if _, ok := want[f.port]; ok {
+			// The port's own mark program carries the class.
+			if err := s.errs[f.port]; err != nil {
+				s.flowErrs[key] = err
+			}
+			continue
+		}
+		if s.metaMarked[f.port] != idx {
+			if err := s.inst.MarkIngress(f.port); err != nil {
+				s.flowErrs[key] = err
+				continue
+			}
+			s.metaMarked[f.port] = idx
+			d.cfg.Log.WithField("port", f.port).Info("EDT ingress class (XDP metadata) program installed")
 		}
 	}
 	return retry

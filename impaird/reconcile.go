@@ -48,6 +48,12 @@ func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, err
 				out.set(schema.TableImpairment, port, schema.Error("delay/jitter/shaping: "+eerr.Error()), nil)
 			}
 		}
+		for key, eerr := range d.edt.flowErrs {
+			rk := schema.ResultKey(schema.TableImpairmentFlow, key)
+			if r, ok := out.results[rk]; ok && r[schema.FieldState] == string(schema.StateOK) {
+				out.set(schema.TableImpairmentFlow, key, schema.Error("delay/jitter/shaping: "+eerr.Error()), nil)
+			}
+		}
 	}
 	if werr := d.writeResults(ctx, port, out); werr != nil && err == nil {
 		err = werr
@@ -84,6 +90,17 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		flows = append(flows, r)
 		flowOK = append(flowOK, key)
 	}
+	// Rules with delay/jitter/shaping: their class id goes into XDP (see
+	// edt.go); random loss of a shaping rule follows the shaping.
+	var classes map[string]uint32
+	for i := range flows {
+		if p := flowSplit(&flows[i]); p.Active() && d.edt != nil {
+			if classes == nil {
+				classes = map[string]uint32{}
+			}
+			classes[flows[i].Name] = d.edt.flowClass(flowOK[i])
+		}
+	}
 	if strings.HasPrefix(port, "\x00") {
 		return 0, nil // a malformed flow key: its error is all there is
 	}
@@ -115,7 +132,7 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		setAll(schema.OK(), nil)
 		return 0, nil
 	}
-	plan, err := bpf.Compile(xdpImp, flows)
+	plan, err := bpf.CompileClasses(xdpImp, flows, classes)
 	if err != nil {
 		setAll(schema.Error(err.Error()), nil)
 		return 0, nil

@@ -43,12 +43,6 @@ const (
 	MaxFlowNameLen = 64
 )
 
-// UnsupportedShapingReason is the reason given for delay, jitter, shaping
-// and reordering fields on IMPAIRMENT_FLOW: per-class EDT needs the XDP
-// classifier to hand its class to tc, which it does not yet. IMPAIRMENT
-// (per port) supports them.
-const UnsupportedShapingReason = "delay/jitter/shaping per class (IMPAIRMENT_FLOW) are not supported yet: set them per port on IMPAIRMENT"
-
 // Impairment field names (shared by IMPAIRMENT and IMPAIRMENT_FLOW).
 const (
 	FieldLoss       = "loss"
@@ -77,12 +71,6 @@ const (
 	FieldScope    = "scope"
 )
 
-// unsupportedShapingFields are rejected on IMPAIRMENT_FLOW with
-// UnsupportedShapingReason.
-var unsupportedShapingFields = map[string]bool{
-	FieldDelay: true, FieldJitter: true, FieldJitterDistribution: true, FieldShape: true, FieldShapeLimit: true, FieldReorder: true,
-}
-
 // ImpairmentProfile is what happens to the packets of a port or a class.
 // Probabilities are percentages 0-100. The zero value impairs nothing.
 type ImpairmentProfile struct {
@@ -96,8 +84,9 @@ type ImpairmentProfile struct {
 	Burst                           uint64  // policer bucket in bytes; 0 = DefaultBurst(Rate)
 	Corrupt                         float64 // percent of packets with one bit flipped in the L4 payload
 	Seed                            *uint64 // nil = seeded from the kernel's RNG
-	// EDT is delay, jitter, shaping and reordering (IMPAIRMENT only),
-	// applied by tc on egress (impaird/edt); the zero value is none.
+	// EDT is delay, jitter, shaping and reordering (per port on
+	// IMPAIRMENT, per class on IMPAIRMENT_FLOW), applied by tc on egress
+	// (impaird/edt); the zero value is none.
 	EDT EDTProfile
 }
 
@@ -415,23 +404,17 @@ func (r ImpairmentFlow) Family() int {
 
 // parseProfile reads the impairment fields of f into p, marking them used.
 func parseProfile(t, key string, f Fields, used map[string]bool, p *ImpairmentProfile) error {
-	if t == TableImpairmentFlow {
-		for _, name := range EDTFields {
-			if v, ok := f[name]; ok && unsupportedShapingFields[name] {
-				return fieldError(t, key, name, v, UnsupportedShapingReason, "")
-			}
-		}
-	} else {
-		e, _, err := ParseEDTFields(f)
-		if err != nil {
-			fe := err.(*EDTFieldError)
-			return fieldError(t, key, fe.Field, fe.Value, fe.Reason, "")
-		}
-		for _, name := range EDTFields {
-			used[name] = true
-		}
-		p.EDT = e
+	// Delay, jitter, shaping and reordering: one parser for both tables
+	// (per port on IMPAIRMENT, per class on IMPAIRMENT_FLOW).
+	e, _, err := ParseEDTFields(f)
+	if err != nil {
+		fe := err.(*EDTFieldError)
+		return fieldError(t, key, fe.Field, fe.Value, fe.Reason, "")
 	}
+	for _, name := range EDTFields {
+		used[name] = true
+	}
+	p.EDT = e
 	get := func(name string) (string, bool) {
 		v, ok := f[name]
 		used[name] = true
@@ -553,9 +536,7 @@ func unknownFields(t, key string, f Fields, used map[string]bool) error {
 func knownFields(t string) []string {
 	names := []string{FieldLoss, FieldLossModel, FieldGEP, FieldGER, FieldGELossGood, FieldGELossBad,
 		FieldPeriod, FieldRate, FieldBurst, FieldCorrupt, FieldSeed}
-	if t == TableImpairment {
-		names = append(names, EDTFields...)
-	}
+	names = append(names, EDTFields...)
 	if t == TableImpairmentFlow {
 		names = append([]string{FieldSrc, FieldDst, FieldProto, FieldSport, FieldDport, FieldDSCP,
 			FieldFlowVLAN, FieldPriority, FieldScope}, names...)

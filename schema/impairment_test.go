@@ -116,6 +116,24 @@ func TestParseImpairmentFlow(t *testing.T) {
 	if err != nil || def.Proto != -1 || def.DSCP != -1 || def.Scope != ScopeRule || def.Impairs() {
 		t.Fatalf("defaults: %+v, %v", def, err)
 	}
+	// Delay, jitter, shaping and reordering per class: the same parser
+	// (and the same values) as IMPAIRMENT.
+	cls, err := ParseImpairmentFlow("Ethernet0|ping", Fields{"proto": "icmp", "delay": "50ms", "jitter": "5ms",
+		"jitter_distribution": "normal", "shape": "10mbit", "shape_limit": "20ms", "reorder": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := ParseImpairment("Ethernet0", Fields{"delay": "50ms", "jitter": "5ms",
+		"jitter_distribution": "normal", "shape": "10mbit", "shape_limit": "20ms", "reorder": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cls.EDT.Active() || cls.EDT != port.EDT || cls.Impairs() {
+		t.Fatalf("per-class EDT %+v, per-port %+v", cls.EDT, port.EDT)
+	}
+	if again, err := ParseImpairmentFlow(cls.Key(), cls.Fields()); err != nil || !reflect.DeepEqual(again, cls) {
+		t.Fatalf("round trip via %v: %+v, %v", cls.Fields(), again, err)
+	}
 	if rec, err := Parse(TableImpairmentFlow, "Ethernet0|v6", Fields{"dst": "2001:db8::/32", "proto": "icmpv6"}); err != nil || rec.Table() != TableImpairmentFlow {
 		t.Fatalf("Parse dispatch: %v %v", rec, err)
 	}
@@ -141,9 +159,10 @@ func TestParseImpairmentFlow(t *testing.T) {
 		{"Ethernet0|x", Fields{"vlan": "4095"}, "vlan", "1-4094"},
 		{"Ethernet0|x", Fields{"priority": "-1"}, "priority", "0-65535"},
 		{"Ethernet0|x", Fields{"scope": "port"}, "scope", "rule or flow"},
-		{"Ethernet0|x", Fields{"delay": "5ms"}, "delay", UnsupportedShapingReason},
-		{"Ethernet0|x", Fields{"shape": "1mbit"}, "shape", UnsupportedShapingReason},
-		{"Ethernet0|x", Fields{"jitter_distribution": "normal"}, "jitter_distribution", UnsupportedShapingReason},
+		{"Ethernet0|x", Fields{"delay": "5"}, "delay", ""},
+		{"Ethernet0|x", Fields{"shape": "fast"}, "shape", ""},
+		{"Ethernet0|x", Fields{"jitter_distribution": "lumpy"}, "jitter_distribution", ""},
+		{"Ethernet0|x", Fields{"dleay": "5ms"}, "dleay", "delay"},
 	} {
 		_, err := ParseImpairmentFlow(tc.key, tc.in)
 		var fe *FieldError

@@ -290,10 +290,22 @@ int edt_ingress_meta(struct __sk_buff *skb)
  * (IMPAIRMENT delay/jitter/shape): every packet arriving on the port is
  * marked MARK_MAGIC | the class id configured for it in port_classes,
  * so edt_egress applies the arriving port's profile on whichever port
- * the packet leaves by. A port without an entry is left alone. */
+ * the packet leaves by. A port without an entry is left alone. A packet
+ * XDP classified (class metadata, as edt_ingress_meta reads it) keeps
+ * its class: a per-class profile (IMPAIRMENT_FLOW) replaces the port's. */
 SEC("tc")
 int edt_ingress_port(struct __sk_buff *skb)
 {
+	void *data = (void *)(long)skb->data;
+	void *meta = (void *)(long)skb->data_meta;
+
+	if (meta + sizeof(__u32) <= data) {
+		__u32 v = *(__u32 *)meta;
+		if ((v & MARK_MAGIC_MASK) == MARK_MAGIC) {
+			skb->mark = v;
+			return TC_ACT_OK;
+		}
+	}
 	__u32 idx = skb->ifindex;
 	__u32 *id = bpf_map_lookup_elem(&port_classes, &idx);
 

@@ -289,13 +289,29 @@ func (i *Installer) MarkIngress(ifname string) error {
 	if err := i.load(); err != nil {
 		return err
 	}
-	if _, err := i.ensureClsact(ifname, idx); err != nil {
+	created, err := i.ensureClsact(ifname, idx)
+	if err != nil {
 		return err
+	}
+	if st := i.ports[ifname]; st != nil && st.ifindex == idx {
+		st.clsactOurs = st.clsactOurs || created
+	} else if created {
+		i.marked[ifname] = true
 	}
 	f := i.filter(idx)
 	f.Parent, f.Fd = netlink.HANDLE_MIN_INGRESS, i.objs.IngressProgram().FD()
 	if err := i.h.FilterReplace(f); err != nil {
+		if created {
+			i.h.QdiscDel(clsact(idx))
+		}
+		if missing(err) {
+			return &MissingFeatureError{Port: ifname, Feature: "bpf tc filter (cls_bpf)", Err: err}
+		}
 		return fmt.Errorf("%s: attach edt ingress program: %w", ifname, err)
+	}
+	// A per-port class (MarkPort) of this port is no longer applied.
+	if err := i.objs.DeletePortClass(idx); err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
 	}
 	return nil
 }
@@ -303,8 +319,9 @@ func (i *Installer) MarkIngress(ifname string) error {
 // MarkPort attaches on ifname the ingress program that marks every
 // packet arriving there with bpfedt.MarkClass(id), so that class id's
 // profile (SetClass) applies on whichever EDT port (Apply) the packet
-// leaves by: a per-port profile of the arriving port. UnmarkPort or
-// Remove takes it off again.
+// leaves by: a per-port profile of the arriving port. A packet XDP
+// classified (class metadata, see MarkIngress) keeps its class instead.
+// UnmarkPort or Remove takes it off again.
 //
 // Equivalent to: tc qdisc add dev $l clsact; tc filter replace dev $l
 // ingress prio 237 handle 1 bpf da obj edt.o sec edt_ingress_port
