@@ -2,6 +2,7 @@ package impaird
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 
 	"github.com/switchyard-net/switchyard/bpf"
@@ -121,10 +123,40 @@ func Run(ctx context.Context, c Config) error {
 	q := workqueue.New(workqueue.Options{BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second})
 	defer q.ShutDown()
 
+	// CONFIG_DB_INITIALIZED (orchagent's rule, docs/impaird.md): pins of
+	// ports absent from CONFIG_DB are swept only once it is "1"; once it
+	// has been "1", a key that vanishes while it is not "1" (Redis
+	// restarted empty, or flushed) is held: its impairment stays in place
+	// until it is "1" again. Redis is asked directly because a rescan
+	// delivers the table keys before CONFIG_DB_INITIALIZED itself.
+	var seenInit atomic.Bool
+	holdDelete := func(ctx context.Context) bool {
+		if !seenInit.Load() {
+			return false
+		}
+		v, err := cfgDB.Get(ctx, schema.KeyConfigDBInitialized).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return true // unknown: keep; released at the next sync with "1"
+		}
+		return strings.TrimSpace(v) != "1"
+	}
+	// release ends the holds and lets the sweep run, once the first scan
+	// is complete and CONFIG_DB_INITIALIZED is "1".
+	release := func() {
+		if !d.synced.Load() || !d.initialized.Load() {
+			return
+		}
+		for _, p := range d.releaseHeld() {
+			q.Add(p)
+		}
+		q.Add(sweepKey)
+	}
+
 	synced := make(chan struct{})
 	w := redisx.NewWatcher(cfgDB, redisx.WatchOptions{
 		DB:     schema.ConfigDB,
 		Tables: []string{schema.TableImpairment, schema.TableImpairmentFlow},
+		Keys:   []string{schema.KeyConfigDBInitialized},
 		// OnSync runs once every scanned key was handed to the events
 		// channel; the marker goes through the consumer goroutine so it
 		// is handled after those events.
@@ -156,6 +188,26 @@ func Run(ctx context.Context, c Config) error {
 					c.Log.WithError(ev.Err).WithField("key", ev.Key).Warn("unreadable CONFIG_DB key")
 					continue
 				}
+				if ev.Table == "" { // CONFIG_DB_INITIALIZED
+					now := !ev.Deleted && strings.TrimSpace(ev.Value) == "1"
+					if now {
+						seenInit.Store(true)
+						if !d.initialized.Swap(true) {
+							c.Log.Info("CONFIG_DB_INITIALIZED is 1: impairments no longer configured may be removed")
+						}
+						release()
+					} else {
+						d.initialized.Store(false)
+					}
+					continue
+				}
+				if ev.Deleted && holdDelete(ctx) {
+					if d.hold(ev) {
+						c.Log.WithFields(logrus.Fields{"table": ev.Table, "key": ev.Key}).
+							Warn("key gone while CONFIG_DB_INITIALIZED is not 1: impairment kept until it is")
+					}
+					continue
+				}
 				if port := d.setConfig(ev); port != "" && !initial {
 					q.Add(port)
 				}
@@ -172,7 +224,11 @@ func Run(ctx context.Context, c Config) error {
 				for _, p := range d.knownPorts() {
 					q.Add(p)
 				}
-				q.Add(sweepKey)
+				if d.initialized.Load() {
+					release()
+				} else {
+					q.Add(sweepKey) // logs that the sweep waits
+				}
 			}
 		}
 	}()
@@ -239,6 +295,8 @@ type daemon struct {
 	counters *redisx.StateWriter
 
 	synced atomic.Bool // the first CONFIG_DB scan is complete
+	// initialized: CONFIG_DB_INITIALIZED is "1" (the sweep may run).
+	initialized atomic.Bool
 
 	mu    sync.Mutex
 	imp   map[string]schema.Fields            // port -> IMPAIRMENT hash
@@ -249,20 +307,71 @@ type daemon struct {
 	resultKeys map[string]map[string]bool
 	// edt is the delay/jitter/shaping state (nil in unit tests).
 	edt *edtState
+	// held: keys gone from CONFIG_DB while CONFIG_DB_INITIALIZED was not
+	// "1" (STATE_DB result key -> table and key). Their last hash stays in
+	// imp/flows, so their impairment stays in place, but they get no
+	// result; releaseHeld forgets them.
+	held map[string]heldKey
 }
+
+type heldKey struct{ table, key string }
 
 func newDaemon(c Config, k *kernel) *daemon {
 	return &daemon{
 		cfg: c, k: k,
 		imp: map[string]schema.Fields{}, flows: map[string]map[string]schema.Fields{},
 		ports: map[string]*bpf.Port{}, resultKeys: map[string]map[string]bool{},
+		held: map[string]heldKey{},
 	}
+}
+
+// hold records that a configured key is gone from CONFIG_DB without
+// removing its impairment (see Run); false when the key was not
+// configured.
+func (d *daemon) hold(ev redisx.Event) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch ev.Table {
+	case schema.TableImpairment:
+		if _, ok := d.imp[ev.Key]; !ok {
+			return false
+		}
+	case schema.TableImpairmentFlow:
+		port, _, _ := strings.Cut(ev.Key, schema.ConfigSep)
+		if _, ok := d.flows[port][ev.Key]; !ok {
+			return false
+		}
+	default:
+		return false
+	}
+	d.held[schema.ResultKey(ev.Table, ev.Key)] = heldKey{ev.Table, ev.Key}
+	return true
+}
+
+// releaseHeld forgets the held keys and returns their ports to reconcile
+// (which removes what they impaired).
+func (d *daemon) releaseHeld() []string {
+	d.mu.Lock()
+	held := d.held
+	d.held = map[string]heldKey{}
+	d.mu.Unlock()
+	var ports []string
+	for _, h := range held {
+		if p := d.setConfig(redisx.Event{Table: h.table, Key: h.key, Deleted: true}); p != "" {
+			ports = append(ports, p)
+		}
+	}
+	if len(held) > 0 {
+		d.cfg.Log.WithField("keys", len(held)).Info("CONFIG_DB_INITIALIZED is 1: removing impairments of keys gone meanwhile")
+	}
+	return ports
 }
 
 // setConfig records one event and returns the port to reconcile.
 func (d *daemon) setConfig(ev redisx.Event) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	delete(d.held, schema.ResultKey(ev.Table, ev.Key)) // set again, or deleted for good
 	switch ev.Table {
 	case schema.TableImpairment:
 		if ev.Deleted {
@@ -328,6 +437,10 @@ func (d *daemon) closePorts() {
 // sweep removes, once CONFIG_DB was scanned, pin directories and results
 // of ports nobody configures any more (e.g. deleted while impaird was down).
 func (d *daemon) sweep(ctx context.Context) error {
+	if !d.initialized.Load() {
+		d.cfg.Log.Info("CONFIG_DB_INITIALIZED is not 1: pins of ports not configured are kept until it is")
+		return nil
+	}
 	entries, err := os.ReadDir(d.cfg.BPFFS)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", d.cfg.BPFFS, err)

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/switchyard-net/switchyard/bpf"
 	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/schema"
@@ -60,5 +62,42 @@ func TestCounterHash(t *testing.T) {
 		if f[k] != v {
 			t.Errorf("%s = %q, want %q", k, f[k], v)
 		}
+	}
+}
+
+// TestHoldRelease: a held key keeps its hash (its impairment stays) and
+// gets no result; set again it is no longer held; releaseHeld forgets the
+// rest and names their ports.
+func TestHoldRelease(t *testing.T) {
+	d := newDaemon(Config{Log: logrus.NewEntry(logrus.New())}, nil)
+	d.setConfig(redisx.Event{Table: schema.TableImpairment, Key: "Ethernet0", Fields: map[string]string{"loss": "1"}})
+	d.setConfig(redisx.Event{Table: schema.TableImpairmentFlow, Key: "Ethernet0|a", Fields: map[string]string{"loss": "2"}})
+	d.setConfig(redisx.Event{Table: schema.TableImpairmentFlow, Key: "Ethernet4|b", Fields: map[string]string{"loss": "3"}})
+	if d.hold(redisx.Event{Table: schema.TableImpairment, Key: "Ethernet8", Deleted: true}) {
+		t.Error("held a key that was never configured")
+	}
+	for _, ev := range []redisx.Event{
+		{Table: schema.TableImpairment, Key: "Ethernet0", Deleted: true},
+		{Table: schema.TableImpairmentFlow, Key: "Ethernet0|a", Deleted: true},
+		{Table: schema.TableImpairmentFlow, Key: "Ethernet4|b", Deleted: true},
+	} {
+		if !d.hold(ev) {
+			t.Errorf("%+v not held", ev)
+		}
+	}
+	if d.imp["Ethernet0"] == nil || d.flows["Ethernet4"]["Ethernet4|b"] == nil || len(d.held) != 3 {
+		t.Fatalf("held keys forgotten: imp %v flows %v held %v", d.imp, d.flows, d.held)
+	}
+	d.setConfig(redisx.Event{Table: schema.TableImpairment, Key: "Ethernet0", Fields: map[string]string{"loss": "5"}})
+	if len(d.held) != 2 {
+		t.Fatalf("reloaded key still held: %v", d.held)
+	}
+	ports := d.releaseHeld()
+	sort.Strings(ports)
+	if len(ports) != 2 || ports[0] != "Ethernet0" || ports[1] != "Ethernet4" {
+		t.Errorf("released ports %q", ports)
+	}
+	if d.imp["Ethernet0"]["loss"] != "5" || d.flows["Ethernet0"] != nil || d.flows["Ethernet4"] != nil || len(d.held) != 0 {
+		t.Errorf("after release: imp %v flows %v held %v", d.imp, d.flows, d.held)
 	}
 }

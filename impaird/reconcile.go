@@ -215,19 +215,25 @@ func (d *daemon) teardown(port string) error {
 
 // writeResults writes this port's results and removes the ones it wrote
 // before that are no longer wanted.
+// Held keys (gone from CONFIG_DB, see daemon.hold) get no result; one
+// written before stays until they are released.
 func (d *daemon) writeResults(ctx context.Context, port string, out *outcome) error {
 	b := d.results.Batch()
+	keys := map[string]bool{}
 	for key, f := range out.results {
+		if _, held := d.held[key]; held {
+			if d.resultKeys[port][key] {
+				keys[key] = true
+			}
+			continue
+		}
 		b.Set(key, f)
+		keys[key] = true
 	}
 	for key := range d.resultKeys[port] {
-		if _, ok := out.results[key]; !ok {
+		if !keys[key] {
 			b.Delete(key)
 		}
-	}
-	keys := map[string]bool{}
-	for key := range out.results {
-		keys[key] = true
 	}
 	if len(keys) == 0 {
 		delete(d.resultKeys, port)
