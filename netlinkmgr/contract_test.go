@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -270,6 +272,78 @@ var contractScenarios = []scenario{
 		e.port("Ethernet9")
 		if err := F.Add(FdbInfo{MAC: ent.MAC, Link: "Ethernet9"}); err == nil {
 			t.Fatal("fdb entry on a non-port accepted")
+		}
+	}},
+	{"fdb add batch", func(t *testing.T, e env) {
+		// More entries than one netlink message carries, with failures in
+		// the middle that do not stop the entries after them.
+		bridgeWithPort(t, e)
+		e.port("Ethernet9") // not a bridge port
+		var es []FdbInfo
+		for i := 0; i < 150; i++ {
+			ent := FdbInfo{MAC: mac(fmt.Sprintf("02:00:00:00:%02x:%02x", i/256, i%256)), Link: "Ethernet0"}
+			switch i {
+			case 5:
+				ent.Link = "nope"
+			case 70:
+				ent.Link = "Ethernet9"
+			}
+			es = append(es, ent)
+		}
+		es = append(es, es[0]) // replace semantics within one batch
+		errs := e.k.Fdbs().AddBatch(es)
+		if len(errs) != len(es) {
+			t.Fatalf("%d errors for %d entries", len(errs), len(es))
+		}
+		for i, err := range errs {
+			switch i {
+			case 5:
+				mustNotFound(t, "fdb on absent link", err)
+			case 70:
+				if err == nil {
+					t.Fatal("fdb entry on a non-port accepted")
+				}
+			default:
+				must(t, err)
+			}
+		}
+		fs, err := e.k.Fdbs().List("Bridge")
+		must(t, err)
+		got := map[string]bool{}
+		for _, f := range staticFdbs(fs) {
+			if f.Vlan == 0 {
+				if f.Link != "Ethernet0" || got[f.MAC.String()] {
+					t.Fatalf("unexpected entry %+v", f)
+				}
+				got[f.MAC.String()] = true
+			}
+		}
+		if len(got) != 148 || !got["02:00:00:00:00:95"] || got["02:00:00:00:00:05"] || got["02:00:00:00:00:46"] {
+			t.Fatalf("%d static vlan-0 entries, want 148 (all but 5 and 70): %v", len(got), got)
+		}
+		if errs := e.k.Fdbs().AddBatch(nil); len(errs) != 0 {
+			t.Fatalf("empty batch: %v", errs)
+		}
+	}},
+	{"fdb add batch with vlans", func(t *testing.T, e env) {
+		bridgeWithPort(t, e)
+		err := e.k.Links().Set(LinkInfo{Name: "Bridge", Bridge: &BridgeOptions{VlanFiltering: ptr(true)}})
+		skipIfMissing(t, err)
+		must(t, err)
+		must(t, e.k.BridgeVlans().Add(BridgeVlanInfo{Link: "Ethernet0", VID: 200}))
+		errs := e.k.Fdbs().AddBatch([]FdbInfo{
+			{MAC: mac("00:11:22:33:44:66"), Link: "Ethernet0", Vlan: 200},
+			{MAC: mac("00:11:22:33:44:77"), Link: "Ethernet0", Vlan: 300}, // not on the port
+			{MAC: mac("00:11:22:33:44:88"), Link: "Ethernet0", Vlan: 200},
+		})
+		must(t, errs[0])
+		if !errors.Is(errs[1], unix.EINVAL) || !strings.Contains(errs[1].Error(), "vlan 300 not configured") {
+			t.Fatalf("fdb on unconfigured vlan: %v, want EINVAL naming vlan 300", errs[1])
+		}
+		must(t, errs[2])
+		fs, _ := e.k.Fdbs().List("Bridge")
+		if fs = staticFdbs(fs); len(fs) != 2 || fs[0].Vlan != 200 || fs[1].Vlan != 200 {
+			t.Fatalf("fdb with vlan: %+v", fs)
 		}
 	}},
 	{"bridge vlans", func(t *testing.T, e env) {

@@ -390,6 +390,15 @@ func sameFdb(a, b FdbInfo) bool {
 	return a.Master == b.Master && a.Vlan == b.Vlan && bytes.Equal(a.MAC, b.MAC)
 }
 
+// AddBatch is Add of each entry in order; see Fdbs.AddBatch.
+func (x fakeFdbs) AddBatch(es []FdbInfo) []error {
+	errs := make([]error, len(es))
+	for i, e := range es {
+		errs[i] = x.Add(e)
+	}
+	return errs
+}
+
 // Add adds or replaces a static entry; see Fdbs.Add.
 func (x fakeFdbs) Add(e FdbInfo) error {
 	f := x.f

@@ -60,6 +60,10 @@ type Fdbs interface {
 	// Add adds or replaces an entry. Equivalent to:
 	// bridge fdb replace MAC dev LINK master static [vlan N]
 	Add(f FdbInfo) error
+	// AddBatch is Add of every entry in order, sent as a few netlink
+	// messages instead of one request per entry; the error of fs[i] is
+	// errs[i] (nil = added). One entry's failure does not stop the others.
+	AddBatch(fs []FdbInfo) (errs []error)
 	// Del removes an entry. Equivalent to: bridge fdb del MAC dev LINK master [vlan N]
 	Del(f FdbInfo) error
 	// List lists entries whose master is bridge ("" = all). Equivalent to: bridge fdb show [br B]

@@ -62,16 +62,41 @@ type Orch struct {
 	results map[string]schema.Result
 	queued  []string // Enqueue == nil: keys for Drain
 
-	// batch, while ReconcileBatch runs, collects route writes to send
-	// together; nil = every write goes out at once (Reconcile).
+	// batch, while ReconcileBatch runs, collects the route or FDB writes
+	// of consecutive keys of one table to send together; nil = every
+	// write goes out at once (Reconcile).
 	batch *routeBatch
 }
 
-// routeBatch holds the route writes ReconcileBatch defers: each key's
-// reconcile is finished (result, dependencies) once its write is answered.
+// routeBatch holds the writes ReconcileBatch defers (routes or FDB
+// entries, one table at a time): each key's reconcile is finished
+// (result, dependencies) once its write is answered.
 type routeBatch struct {
-	pos   int // index of the key being reconciled
+	table string // schema.TableStaticRoute or schema.TableFDB
+	pos   int    // index of the key being reconciled
 	items []deferredRoute
+	fdbs  []deferredFdb
+}
+
+// deferring reports whether table's kernel writes are being collected.
+func (o *Orch) deferring(table string) bool { return o.batch != nil && o.batch.table == table }
+
+// setGen stamps the last deferred write with the view generation seen
+// before its key was applied.
+func (b *routeBatch) setGen(gen uint64) {
+	if b.table == schema.TableFDB {
+		b.fdbs[len(b.fdbs)-1].gen = gen
+	} else {
+		b.items[len(b.items)-1].gen = gen
+	}
+}
+
+type deferredFdb struct {
+	pos  int    // index in ReconcileBatch's keys
+	key  string // FDB key (no table)
+	gen  uint64 // view generation before the key was applied
+	want netlinkmgr.FdbInfo
+	refs []string
 }
 
 type deferredRoute struct {
@@ -256,7 +281,7 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		out = h.remove(k)
 	}
 	if out.deferred {
-		o.batch.items[len(o.batch.items)-1].gen = gen
+		o.batch.setGen(gen)
 		return nil
 	}
 	o.finish(key, table, k, present, out, gen)
@@ -285,32 +310,44 @@ const maxBatch = 256
 
 // ReconcileBatch reconciles keys in order, as Reconcile does one by one,
 // except that the kernel writes of consecutive STATIC_ROUTE keys are sent
-// together (Routes().ReplaceBatch) before their results are recorded.
-// Any other key first flushes the routes before it. errs[i] is what
-// Reconcile(keys[i]) would return.
+// together (Routes().ReplaceBatch), and those of consecutive FDB keys
+// likewise (Fdbs().AddBatch), before their results are recorded. Any key
+// of another table first flushes the writes before it, so the order of
+// writes across tables is unchanged. errs[i] is what Reconcile(keys[i])
+// would return.
 func (o *Orch) ReconcileBatch(ctx context.Context, keys []string) []error {
 	errs := make([]error, len(keys))
 	for i, key := range keys {
-		if !strings.HasPrefix(key, schema.TableStaticRoute+schema.ConfigSep) {
-			o.flushRoutes(errs)
+		table, _, _ := strings.Cut(key, schema.ConfigSep)
+		if table != schema.TableStaticRoute && table != schema.TableFDB {
+			o.flushBatch(errs)
 			errs[i] = o.Reconcile(ctx, key)
 			continue
 		}
+		if o.batch != nil && o.batch.table != table {
+			o.flushBatch(errs)
+		}
 		if o.batch == nil {
-			o.batch = &routeBatch{}
+			o.batch = &routeBatch{table: table}
 		}
 		o.batch.pos = i
 		errs[i] = o.Reconcile(ctx, key)
 	}
-	o.flushRoutes(errs)
+	o.flushBatch(errs)
 	return errs
 }
 
-// flushRoutes sends the deferred route writes and finishes their keys.
-func (o *Orch) flushRoutes(errs []error) {
+// flushBatch sends the deferred writes and finishes their keys.
+func (o *Orch) flushBatch(errs []error) {
 	b := o.batch
 	o.batch = nil
-	if b == nil || len(b.items) == 0 {
+	if b == nil {
+		return
+	}
+	if len(b.fdbs) > 0 {
+		o.flushFdbs(b, errs)
+	}
+	if len(b.items) == 0 {
 		return
 	}
 	wants := make([]netlinkmgr.RouteInfo, len(b.items))

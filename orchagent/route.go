@@ -53,7 +53,7 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	if match {
 		return okOut(refs)
 	}
-	if o.batch != nil {
+	if o.deferring(schema.TableStaticRoute) {
 		o.batch.items = append(o.batch.items, deferredRoute{pos: o.batch.pos, key: key, r: r, want: want, refs: refs})
 		return outcome{deferred: true}
 	}

@@ -1,7 +1,11 @@
 package orchagent
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
@@ -182,4 +186,66 @@ func TestFdbDrift(t *testing.T) {
 			t.Fatalf("fdb entry left after delete: %+v", f)
 		}
 	}
+}
+
+// ReconcileBatch with FDB keys: their writes go out together (one
+// Fdbs().AddBatch per run of consecutive FDB keys), each key gets its own
+// outcome and error at its own position, a failed entry does not stop the
+// others, and a key of another table in between sees the entries before
+// it written (the order of writes across tables is unchanged).
+func TestReconcileBatchFdb(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
+	up(t, k, "Ethernet0", "Ethernet4")
+	r := newRig(t, k)
+	r.set("VLAN", "Vlan100", "vlanid", "100")
+	r.set("VLAN_MEMBER", "Vlan100|Ethernet0", "tagging_mode", "tagged")
+	r.settle()
+	r.set("FDB", "Vlan100|02:00:00:00:00:01", "port", "Ethernet0")
+	r.set("FDB", "Vlan100|02:00:00:00:00:02", "port", "Ethernet0")
+	r.set("FDB", "Vlan100|02:00:00:00:00:03", "port", "Ethernet4") // not a member yet
+	r.set("FDB", "Vlan100|02:00:00:00:00:04", "port", "Ethernet0")
+	r.set("FDB", "Vlan100|zz", "port", "Ethernet0")
+	r.set("VLAN_MEMBER", "Vlan100|Ethernet4", "tagging_mode", "tagged")
+	r.set("FDB", "Vlan100|02:00:00:00:00:05", "port", "Ethernet4")
+	r.o.Drain()
+	k.FailNext("fdb add 02:00:00:00:00:02", errors.New("no buffer space available"))
+	keys := []string{"FDB|Vlan100|02:00:00:00:00:01", "FDB|Vlan100|02:00:00:00:00:02", "FDB|Vlan100|02:00:00:00:00:03",
+		"FDB|Vlan100|02:00:00:00:00:04", "FDB|Vlan100|zz", "VLAN_MEMBER|Vlan100|Ethernet4", "FDB|Vlan100|02:00:00:00:00:05"}
+	errs := r.o.ReconcileBatch(context.Background(), keys)
+	for i, err := range errs {
+		if (err != nil) != (i == 1) {
+			t.Fatalf("errs[%d] (%s) = %v; want an error only for the failed write", i, keys[i], err)
+		}
+	}
+	r.want("FDB|Vlan100|02:00:00:00:00:01", schema.StateOK, "")
+	r.want("FDB|Vlan100|02:00:00:00:00:02", schema.StateError, "no buffer space")
+	r.want("FDB|Vlan100|02:00:00:00:00:03", schema.StatePending, "waiting for VLAN_MEMBER|Vlan100|Ethernet4")
+	r.want("FDB|Vlan100|02:00:00:00:00:04", schema.StateOK, "")
+	r.want("FDB|Vlan100|zz", schema.StateError, "")
+	r.want("VLAN_MEMBER|Vlan100|Ethernet4", schema.StateOK, "")
+	r.want("FDB|Vlan100|02:00:00:00:00:05", schema.StateOK, "")
+	var ops []string
+	for _, op := range k.Ops() {
+		if strings.HasPrefix(op, "fdb") || strings.HasPrefix(op, "vlan add") && strings.Contains(op, "Ethernet4") {
+			ops = append(ops, op)
+		}
+	}
+	want := []string{"fdb add 02:00:00:00:00:01 dev Ethernet0 vlan 100", "fdb add 02:00:00:00:00:04 dev Ethernet0 vlan 100",
+		"vlan add", "fdb add 02:00:00:00:00:05 dev Ethernet4 vlan 100"}
+	if len(ops) != len(want) {
+		t.Fatalf("ops %q, want %q", ops, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(ops[i], want[i]) {
+			t.Fatalf("ops %q, want %q", ops, want)
+		}
+	}
+	// The member's result wakes the pending entry; the retry of the failed
+	// one succeeds; then nothing is left to write.
+	r.o.enqueue("FDB|Vlan100|02:00:00:00:00:02")
+	r.settle()
+	for i := 1; i <= 5; i++ {
+		r.want(fmt.Sprintf("FDB|Vlan100|02:00:00:00:00:%02d", i), schema.StateOK, "")
+	}
+	r.noWrites()
 }
