@@ -95,7 +95,7 @@ func Run(ctx context.Context, c Config) error {
 	}
 	defer k.Close()
 
-	inst, err := edt.New(edt.Options{NetNS: c.NetNS})
+	inst, err := edt.New(edt.Options{NetNS: c.NetNS, PinDir: c.BPFFS})
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,12 @@ type Options struct {
 	// NetNS is a named network namespace (ip netns add NAME); empty = the
 	// caller's.
 	NetNS string
+	// PinDir is a directory on a bpf filesystem where the previous root
+	// qdisc of every EDT port is kept (pinned map PrevQdiscPin), written
+	// before Apply replaces it, so that Remove in another process (a
+	// restarted impaird) still restores it. Empty: kept in memory only
+	// (Remove after a restart restores the kernel's default).
+	PinDir string
 }
 
 // Installer puts EDT on ports of one network namespace. It is safe for
@@ -68,6 +74,8 @@ type Installer struct {
 	classes map[uint32]Profile
 	// marked: ports MarkPort made clsact on that are not EDT ports.
 	marked map[string]bool
+	// prev persists previous root qdiscs (nil without Options.PinDir).
+	prev *prevStore
 }
 
 // port is what Apply found on a port before taking it over.
@@ -100,7 +108,14 @@ func New(o Options) (*Installer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle in %q: %w", o.NetNS, err)
 	}
-	return &Installer{h: h, ports: map[string]*port{}, classes: map[uint32]Profile{}, marked: map[string]bool{}}, nil
+	i := &Installer{h: h, ports: map[string]*port{}, classes: map[uint32]Profile{}, marked: map[string]bool{}}
+	if o.PinDir != "" {
+		if i.prev, err = openPrevStore(o.PinDir); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("previous root qdiscs: %w", err)
+		}
+	}
+	return i, nil
 }
 
 // Close releases the handle and the program's file descriptors. What is
@@ -110,6 +125,9 @@ func (i *Installer) Close() error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.h.Close()
+	if i.prev != nil {
+		i.prev.Close()
+	}
 	if i.objs != nil {
 		return i.objs.Close()
 	}
@@ -182,9 +200,22 @@ func (i *Installer) Apply(ifname string, p Profile) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", ifname, err)
 		}
-		if root != nil && root.Attrs().Handle != fqHandle {
+		switch {
+		case root != nil && root.Attrs().Handle == fqHandle:
+			// Ours already (a restarted process): what was there before
+			// is what an earlier Apply persisted.
+			if st.prev, err = i.loadPrev(ifname, idx); err != nil {
+				return err
+			}
+		case root != nil:
 			if major, _ := netlink.MajorMinor(root.Attrs().Handle); major != 0 {
 				st.prev = root // not the kernel's default: put it back on Remove
+			}
+			fallthrough
+		default:
+			// Persisted before fq replaces it (nil: the default).
+			if err := i.savePrev(ifname, idx, st.prev); err != nil {
+				return err
 			}
 		}
 	}
@@ -214,6 +245,7 @@ func (i *Installer) Apply(ifname string, p Profile) error {
 		}
 		if i.ports[ifname] == nil {
 			i.objs.Delete(key)
+			i.savePrev(ifname, idx, nil)
 		}
 	}
 	// The filter before fq: a packet stamped before fq is in place just
@@ -454,6 +486,9 @@ func (i *Installer) Remove(ifname string) error {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) {
 			delete(i.ports, ifname)
+			if i.prev != nil {
+				i.prev.forget(ifname)
+			}
 			return nil
 		}
 		return fmt.Errorf("%s: find link: %w", ifname, err)
@@ -462,6 +497,9 @@ func (i *Installer) Remove(ifname string) error {
 	st := i.ports[ifname]
 	if st == nil || st.ifindex != idx {
 		st = &port{ifindex: idx}
+		if st.prev, err = i.loadPrev(ifname, idx); err != nil {
+			return err
+		}
 	}
 	for _, parent := range []uint32{netlink.HANDLE_MIN_EGRESS, netlink.HANDLE_MIN_INGRESS} {
 		f := i.filter(idx)
@@ -495,7 +533,40 @@ func (i *Installer) Remove(ifname string) error {
 			return fmt.Errorf("%s: %w", ifname, err)
 		}
 	}
+	if err := i.savePrev(ifname, idx, nil); err != nil {
+		return err
+	}
 	delete(i.ports, ifname)
+	return nil
+}
+
+// loadPrev is ifname's persisted previous root qdisc (nil: the default,
+// or nothing persisted).
+func (i *Installer) loadPrev(ifname string, idx int) (netlink.Qdisc, error) {
+	if i.prev == nil {
+		return nil, nil
+	}
+	q, err := i.prev.load(ifname, idx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read the persisted previous root qdisc: %w", ifname, err)
+	}
+	return q, nil
+}
+
+// savePrev persists ifname's previous root qdisc; nil forgets it.
+func (i *Installer) savePrev(ifname string, idx int, q netlink.Qdisc) error {
+	if i.prev == nil {
+		return nil
+	}
+	var err error
+	if q == nil {
+		err = i.prev.forget(ifname)
+	} else {
+		err = i.prev.save(ifname, idx, q)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: persist the previous root qdisc: %w", ifname, err)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package impairde2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -267,4 +268,51 @@ func TestEDTFlowDelay(t *testing.T) {
 			t.Fatalf("after delete: min RTT %.3f ms, still delayed", d[0])
 		}
 	}
+}
+
+// TestEDTRestartRestoresQdisc (VM: needs fq): Ethernet0 has a tbf root
+// qdisc; delay 10ms puts fq in its place; impaird is killed (-9) and
+// restarted, takes the port over again, and deleting the key brings the
+// tbf back (the previous root qdisc is persisted under --bpffs, not only
+// in the process that replaced it).
+func TestEDTRestartRestoresQdisc(t *testing.T) {
+	kernelcap.Require(t, kernelcap.FQ, kernelcap.Clsact)
+	exec.Command("modprobe", "cls_bpf").Run() // the VM does not autoload it
+	exec.Command("modprobe", "sch_tbf").Run()
+	e := newEnv(t)
+	if out, err := e.sw.Exec("tc", "qdisc", "add", "dev", "Ethernet0", "root", "handle", "1:", "tbf",
+		"rate", "1gbit", "burst", "64kb", "latency", "100ms"); err != nil {
+		t.Fatalf("tc qdisc add tbf: %v: %s", err, out)
+	}
+	before := qdiscs(t, e.sw, "Ethernet0")
+	if !strings.Contains(before, "tbf 1: root") {
+		t.Fatalf("qdiscs %q: want tbf 1: as root", before)
+	}
+
+	e.start()
+	e.hset("IMPAIRMENT|Ethernet0", "delay", "10ms")
+	e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "ok"})
+	if q := qdiscs(t, e.sw, "Ethernet0"); !strings.Contains(q, "fq ed: root") {
+		t.Fatalf("qdiscs %q: want fq ed: as root", q)
+	}
+
+	e.impaird.Kill()
+	e.start()
+	// The restarted impaird has taken the port over (its STATE_DB result
+	// is the old one; its log says when).
+	e.waitLog("EDT taken over", "EDT egress installed", "port=Ethernet0")
+	e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "ok"})
+	if q := qdiscs(t, e.sw, "Ethernet0"); !strings.Contains(q, "fq ed: root") {
+		t.Fatalf("after restart: qdiscs %q: want fq ed: as root", q)
+	}
+
+	e.del("IMPAIRMENT|Ethernet0")
+	e2eutil.Eventually(t, wait, "tbf restored", func() (bool, string) {
+		q := qdiscs(t, e.sw, "Ethernet0")
+		return q == before, fmt.Sprintf("%q (was %q)", q, before)
+	})
+	e2eutil.Eventually(t, wait, "bpffs empty", func() (bool, string) {
+		entries, _ := os.ReadDir(e.bpffs)
+		return len(entries) == 0, fmt.Sprint(entries)
+	})
 }
