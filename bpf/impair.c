@@ -114,6 +114,7 @@ struct slot_pcpu {
 	__u64 rng;
 	__u32 gen;
 	__u32 ge_bad;
+	__u64 share; /* policer, scope rule: ticks this CPU took from the bucket, unspent */
 };
 
 /* Shared (all CPUs) state of one slot for scope rule. */
@@ -393,6 +394,7 @@ static __always_inline void reseed(struct slot_pcpu *c, struct profile *p)
 		s = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32();
 	c->rng = s ? s : 0x9E3779B97F4A7C15ULL;
 	c->ge_bad = 0;
+	c->share = 0;
 	c->gen = p->gen;
 }
 
@@ -443,6 +445,36 @@ static __always_inline int police(__u64 *tat, struct profile *p, __u64 len)
 			return 1;
 	}
 	return 0;
+}
+
+/* Per-CPU share (scope rule): a CPU takes tokens from the shared bucket
+ * in chunks of min(depth/16, 100 us) with one clock read
+ * and one CAS, and spends them without either; a packet the share cannot
+ * pay goes to the bucket as above. */
+#define SHARE_MAX_TICKS (100000ULL << TICK_SHIFT) /* 100 us */
+
+static __always_inline int police_share(__u64 *tat, struct profile *p, __u64 len, struct slot_pcpu *c)
+{
+	__u64 cost = (len * p->ns_per_byte_fp) >> (16 - TICK_SHIFT);
+	__u64 share = c->share;
+	if (share >= cost) {
+		c->share = share - cost;
+		return 1;
+	}
+	__u64 chunk = p->depth >> 4;
+	if (chunk > SHARE_MAX_TICKS)
+		chunk = SHARE_MAX_TICKS;
+	if (chunk > cost) {
+		__u64 now = bpf_ktime_get_ns() << TICK_SHIFT;
+		__u64 old = *(volatile __u64 *)tat;
+		__u64 base = old > now ? old : now;
+		if (base + cost + chunk - now <= p->depth &&
+		    __sync_val_compare_and_swap(tat, old, base + cost + chunk) == old) {
+			c->share = share + chunk;
+			return 1;
+		}
+	}
+	return police(tat, p, len);
 }
 
 /* corrupt flips one random bit of the L4 payload; 0 when there is none. */
@@ -708,7 +740,8 @@ int impair(struct xdp_md *ctx)
 		c->dropped_loss++;
 		return XDP_DROP;
 	}
-	if ((p->flags & F_RATE) && tat && !police(tat, p, len)) {
+	if ((p->flags & F_RATE) && tat &&
+	    !((p->flags & F_SCOPE_FLOW) ? police(tat, p, len) : police_share(tat, p, len, c))) {
 		c->dropped_rate++;
 		return XDP_DROP;
 	}

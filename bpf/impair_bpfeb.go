@@ -88,6 +88,7 @@ type impairSlotPcpu struct {
 	Rng         uint64
 	Gen         uint32
 	GeBad       uint32
+	Share       uint64
 }
 
 type impairSlotShared struct {
