@@ -87,6 +87,10 @@ func (p *Port) Apply(plan *Plan) error {
 				if id >= MaxMasks {
 					return fmt.Errorf("no free mask id: a port takes at most %d match shapes", MaxMasks)
 				}
+				// a free id's pre-check is emptied (off) before the mask is written
+				if err := p.objs.Blooms.Put(id, &impairBloom{}); err != nil {
+					return fmt.Errorf("reset bloom %d: %w", id, err)
+				}
 				if err := p.objs.Masks.Put(id, &mask); err != nil {
 					return fmt.Errorf("write mask %d: %w", id, err)
 				}
@@ -101,6 +105,9 @@ func (p *Port) Apply(plan *Plan) error {
 				}
 			}
 		}
+	}
+	if err := p.fillBlooms(oldActive|newActive, have, want); err != nil {
+		return err
 	}
 	for e, v := range want {
 		if cur, ok := have[e]; ok && cur == v {
@@ -343,6 +350,69 @@ func (p *Port) deleteMatch(e matchEntry) error {
 	}
 	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("delete match entry: %w", err)
+	}
+	return nil
+}
+
+// bloomHash is the IPv4 pre-check's hash of a masked key (classify4 in
+// impair.c computes the same); the top 14 bits index the mask's bits.
+func bloomHash(k impairTuple4) uint32 {
+	h := (uint64(k.Src)<<32 | uint64(k.Dst)) * 0x9E3779B97F4A7C15
+	h ^= uint64(k.Sport)<<48 | uint64(k.Dport)<<32 | uint64(k.Vlan)<<16 | uint64(k.Proto)<<8 | uint64(k.Dscp)
+	h *= 0xBF58476D1CE4E5B9
+	return uint32(h >> 50)
+}
+
+// fillBlooms sets, before any match entry is written, the pre-check bit of
+// every IPv4 entry present or wanted under each active mask, then turns the
+// mask's pre-check on: bits only ever grow while a mask id is in use (a
+// freed id is emptied when reused), so a set of bits the program reads is
+// always a superset of the entries it can find.
+func (p *Port) fillBlooms(active uint32, have, want map[matchEntry]impairMatch) error {
+	bits := map[uint8]*[BloomWords]uint64{}
+	add := func(e matchEntry) {
+		if !e.v4 || active&(1<<e.key.MaskId) == 0 {
+			return
+		}
+		b := bits[e.key.MaskId]
+		if b == nil {
+			b = new([BloomWords]uint64)
+			bits[e.key.MaskId] = b
+		}
+		i := bloomHash(to4(e.key))
+		b[i/64] |= 1 << (i % 64)
+	}
+	for e := range have {
+		add(e)
+	}
+	for e := range want {
+		add(e)
+	}
+	for id := uint32(0); id < MaxMasks; id++ {
+		if active&(1<<id) == 0 {
+			continue
+		}
+		var cur impairBloom
+		if err := p.objs.Blooms.Lookup(id, &cur); err != nil {
+			return fmt.Errorf("read bloom %d: %w", id, err)
+		}
+		next := cur
+		if b := bits[uint8(id)]; b != nil {
+			for w := range next.Bits {
+				next.Bits[w] |= b[w]
+			}
+		}
+		if next.Bits != cur.Bits {
+			if err := p.objs.Blooms.Put(id, &next); err != nil { // On unchanged
+				return fmt.Errorf("write bloom %d: %w", id, err)
+			}
+		}
+		if next.On == 0 {
+			next.On = 1 // a second write: the bits are all in place before
+			if err := p.objs.Blooms.Put(id, &next); err != nil {
+				return fmt.Errorf("write bloom %d: %w", id, err)
+			}
+		}
 	}
 	return nil
 }

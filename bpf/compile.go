@@ -14,6 +14,7 @@ import (
 const (
 	MaxRules   = 1024  // IMPAIRMENT_FLOW rules per port (slots 1..1024)
 	MaxMasks   = 32    // distinct match shapes per port
+	BloomWords = 256   // IPv4 pre-check: 64-bit words per mask (impair.c BLOOM_WORDS)
 	MaxMatches = 65536 // match entries per port and address family (port ranges expand)
 	maxSlots   = MaxRules + 1
 )

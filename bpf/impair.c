@@ -184,6 +184,23 @@ struct {
 	__type(value, struct tuple);
 } masks SEC(".maps");
 
+/* IPv4 pre-check, one per mask: bit bloom_bit(key) of bits is set for
+ * every matches4 entry of the mask (a superset: bits are cleared only while
+ * the mask id is free). A clear bit skips the mask's hash lookup. on = 0:
+ * not filled yet (e.g. a map new to pins of an older release): look up. */
+#define BLOOM_WORDS 256 /* 16384 bits per mask */
+struct bloom {
+	__u64 bits[BLOOM_WORDS];
+	__u64 on;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_MASKS);
+	__type(key, __u32);
+	__type(value, struct bloom);
+} blooms SEC(".maps");
+
 /* IPv4 packets: the 20-byte form of a masked tuple (mask_id set) -> rule
  * slot, rank and profile. Hashing 20 instead of 48 bytes saves ~10 ns per
  * lookup. Rules that do not pin the family have entries in both maps. */
@@ -564,6 +581,17 @@ static __always_inline void classify4(struct tuple *t, __u32 active, struct best
 			.src = t->src[0] & mk->src[0],
 			.dst = t->dst[0] & mk->dst[0],
 		};
+		struct bloom *bl = bpf_map_lookup_elem(&blooms, &mid);
+		if (bl && bl->on) {
+			/* bloomHash in apply.go: the same function of the masked key */
+			__u64 h = (((__u64)k.src << 32) | k.dst) * 0x9E3779B97F4A7C15ULL;
+			h ^= ((__u64)k.sport << 48) | ((__u64)k.dport << 32) | ((__u64)k.vlan << 16) |
+			     ((__u64)k.proto << 8) | k.dscp;
+			h *= 0xBF58476D1CE4E5B9ULL;
+			__u32 idx = h >> 50;
+			if (!((bl->bits[(idx >> 6) & (BLOOM_WORDS - 1)] >> (idx & 63)) & 1))
+				continue;
+		}
 		take(b, bpf_map_lookup_elem(&matches4, &k));
 	}
 }

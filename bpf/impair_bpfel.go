@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type impairBloom struct {
+	_    structs.HostLayout
+	Bits [256]uint64
+	On   uint64
+}
+
 type impairFlowKey struct {
 	_    structs.HostLayout
 	T    impairTuple
@@ -132,6 +138,7 @@ type impairTuple4 struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	impairMapBlooms    = "blooms"
 	impairMapCfg       = "cfg"
 	impairMapCfgProto  = "cfg_proto"
 	impairMapFlows     = "flows"
@@ -196,6 +203,7 @@ type impairProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type impairMapSpecs struct {
+	Blooms    *ebpf.MapSpec `ebpf:"blooms"`
 	Cfg       *ebpf.MapSpec `ebpf:"cfg"`
 	CfgProto  *ebpf.MapSpec `ebpf:"cfg_proto"`
 	Flows     *ebpf.MapSpec `ebpf:"flows"`
@@ -234,6 +242,7 @@ func (o *impairObjects) Close() error {
 //
 // It can be passed to loadImpairObjects or ebpf.CollectionSpec.LoadAndAssign.
 type impairMaps struct {
+	Blooms    *ebpf.Map `ebpf:"blooms"`
 	Cfg       *ebpf.Map `ebpf:"cfg"`
 	CfgProto  *ebpf.Map `ebpf:"cfg_proto"`
 	Flows     *ebpf.Map `ebpf:"flows"`
@@ -248,6 +257,7 @@ type impairMaps struct {
 
 func (m *impairMaps) Close() error {
 	return _ImpairClose(
+		m.Blooms,
 		m.Cfg,
 		m.CfgProto,
 		m.Flows,

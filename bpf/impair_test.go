@@ -439,3 +439,59 @@ func runOut(t testing.TB, p *Port, in []byte) (uint32, []byte) {
 	}
 	return ret, opts.DataOut
 }
+
+// TestBloomPrecheck: every active mask's IPv4 pre-check is on after Apply
+// and holds the bit of each of its entries; rules in several shapes match
+// with it on, and also with it off (a blooms map new to older pins) until
+// the next Apply turns it on again.
+func TestBloomPrecheck(t *testing.T) {
+	p := loadPort(t)
+	flows := []schema.ImpairmentFlow{
+		mustFlow(t, "a", schema.Fields{"dst": "10.0.0.1", "loss": "100", "priority": "3"}),
+		mustFlow(t, "b", schema.Fields{"dst": "10.1.0.0/16", "loss": "100", "priority": "2"}),
+		mustFlow(t, "c", schema.Fields{"proto": "udp", "dport": "1000-2000", "loss": "100", "priority": "1"}),
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, tc := range []struct {
+			dst  string
+			port uint16
+			want uint32
+		}{{"10.0.0.1", 9, xdpDrop}, {"10.1.2.3", 9, xdpDrop}, {"10.2.0.1", 1500, xdpDrop}, {"10.0.0.2", 9, xdpPass}, {"10.2.0.1", 2001, xdpPass}} {
+			if got := run(t, p, udp4(tc.dst, tc.port).bytes()); got != tc.want {
+				t.Errorf("%s: %s port %d: verdict %d, want %d", tc.dst, when, tc.port, got, tc.want)
+			}
+		}
+	}
+	apply(t, p, nil, flows...)
+	cfg, _, err := p.readCfg()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := p.readMatches()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range entries {
+		if !e.v4 {
+			continue
+		}
+		var bl impairBloom
+		if err := p.objs.Blooms.Lookup(uint32(e.key.MaskId), &bl); err != nil {
+			t.Fatal(err)
+		}
+		i := bloomHash(to4(e.key))
+		if bl.On != 1 || bl.Bits[i/64]&(1<<(i%64)) == 0 {
+			t.Fatalf("mask %d (active %#x): pre-check on=%d, bit %d of %+v clear", e.key.MaskId, cfg.ActiveMasks, bl.On, i, e.key)
+		}
+	}
+	check("pre-check on")
+	for id := uint32(0); id < MaxMasks; id++ {
+		if err := p.objs.Blooms.Put(id, &impairBloom{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("pre-check off")
+	apply(t, p, nil, flows...)
+	check("re-applied")
+}

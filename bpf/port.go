@@ -223,7 +223,7 @@ func (p *Port) Remove() error {
 		errs = append(errs, p.link.Unpin(), p.link.Close())
 		p.link = nil
 	}
-	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.CfgProto, p.objs.Masks, p.objs.Matches4, p.objs.Matches6,
+	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.CfgProto, p.objs.Masks, p.objs.Blooms, p.objs.Matches4, p.objs.Matches6,
 		p.objs.Pcpu, p.objs.Shared, p.objs.Flows, p.objs.Flows4, p.objs.SlotNames} {
 		errs = append(errs, m.Unpin())
 	}
