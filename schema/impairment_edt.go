@@ -235,12 +235,12 @@ func parseEDTDuration(field, s string, max time.Duration) (time.Duration, error)
 		}
 	}
 	if mult == 0 {
-		if _, ok := parseEDTDecimal(num); ok {
+		if _, ok := parseUnsignedDecimal(num); ok {
 			return 0, &EDTFieldError{field, s, "needs a unit: " + edtDurationHint}
 		}
 		return 0, &EDTFieldError{field, s, edtDurationHint}
 	}
-	x, ok := parseEDTDecimal(num)
+	x, ok := parseUnsignedDecimal(num)
 	if !ok {
 		return 0, &EDTFieldError{field, s, edtDurationHint}
 	}
@@ -279,7 +279,7 @@ func looksLikeEDTDuration(s string) bool {
 	low := strings.ToLower(strings.TrimSpace(s))
 	for _, u := range edtDurationUnits {
 		if strings.HasSuffix(low, u.suffix) {
-			_, ok := parseEDTDecimal(strings.TrimSuffix(low, u.suffix))
+			_, ok := parseUnsignedDecimal(strings.TrimSuffix(low, u.suffix))
 			return ok
 		}
 	}
@@ -293,27 +293,6 @@ func parseJitterDistribution(s string) (JitterDistribution, bool) {
 		}
 	}
 	return 0, false
-}
-
-// parseEDTDecimal accepts "12", "1.5", "0.25": no sign, exponent or hex.
-func parseEDTDecimal(s string) (float64, bool) {
-	if s == "" || len(s) > 24 || s[0] == '.' || s[len(s)-1] == '.' {
-		return 0, false
-	}
-	dots := 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '.':
-			dots++
-		case c < '0' || c > '9':
-			return 0, false
-		}
-	}
-	if dots > 1 {
-		return 0, false
-	}
-	x, err := strconv.ParseFloat(s, 64)
-	return x, err == nil
 }
 
 // formatEDTDuration renders d exactly in the largest unit that divides it.
