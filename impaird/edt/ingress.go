@@ -29,25 +29,8 @@ func (i *Installer) MarkIngress(ifname string) error {
 	if err := i.load(); err != nil {
 		return err
 	}
-	created, err := i.ensureClsact(ifname, idx)
-	if err != nil {
+	if err := i.attachIngress(ifname, idx, i.objs.IngressProgram().FD()); err != nil {
 		return err
-	}
-	if st := i.ports[ifname]; st != nil && st.ifindex == idx {
-		st.clsactOurs = st.clsactOurs || created
-	} else if created {
-		i.marked[ifname] = true
-	}
-	f := i.filter(idx)
-	f.Parent, f.Fd = netlink.HANDLE_MIN_INGRESS, i.objs.IngressProgram().FD()
-	if err := i.h.FilterReplace(f); err != nil {
-		if created {
-			i.h.QdiscDel(clsact(idx))
-		}
-		if missing(err) {
-			return &MissingFeatureError{Port: ifname, Feature: "bpf tc filter (cls_bpf)", Err: err}
-		}
-		return fmt.Errorf("%s: attach edt ingress program: %w", ifname, err)
 	}
 	// A per-port class (MarkPort) of this port is no longer applied.
 	if err := i.objs.DeletePortClass(idx); err != nil {
@@ -82,9 +65,19 @@ func (i *Installer) MarkPort(ifname string, id uint32) error {
 	if err := i.objs.SetPortClass(idx, id); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
+	if err := i.attachIngress(ifname, idx, i.objs.IngressPortProgram().FD()); err != nil {
+		i.objs.DeletePortClass(idx)
+		return err
+	}
+	return nil
+}
+
+// attachIngress puts the ingress program fd on link idx, adding clsact
+// when missing (and noting that it is ours); on failure it takes a clsact
+// it just added off again. Called with i.mu held.
+func (i *Installer) attachIngress(ifname string, idx, fd int) error {
 	created, err := i.ensureClsact(ifname, idx)
 	if err != nil {
-		i.objs.DeletePortClass(idx)
 		return err
 	}
 	if st := i.ports[ifname]; st != nil && st.ifindex == idx {
@@ -93,12 +86,11 @@ func (i *Installer) MarkPort(ifname string, id uint32) error {
 		i.marked[ifname] = true
 	}
 	f := i.filter(idx)
-	f.Parent, f.Fd = netlink.HANDLE_MIN_INGRESS, i.objs.IngressPortProgram().FD()
+	f.Parent, f.Fd = netlink.HANDLE_MIN_INGRESS, fd
 	if err := i.h.FilterReplace(f); err != nil {
 		if created {
 			i.h.QdiscDel(clsact(idx))
 		}
-		i.objs.DeletePortClass(idx)
 		if missing(err) {
 			return &MissingFeatureError{Port: ifname, Feature: "bpf tc filter (cls_bpf)", Err: err}
 		}
