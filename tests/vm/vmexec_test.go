@@ -48,7 +48,7 @@ func TestVmexecContract(t *testing.T) {
 	script := `
 		echo "cwd=$(pwd) vm=$SWITCHYARD_VM probe=$SWITCHYARD_PROBE uid=$(id -u)"
 		echo "kernel=$(uname -r)"
-		touch /tmp/x /run/netns/x || exit 9
+		touch /tmp/vmexec-probe.$$ /run/netns/vmexec-probe.$$ || exit 9 # not /tmp/x: a checkout there is mounted read-only
 		f=${1#-test.cpuprofile=}; echo profile-data >"$f"
 		echo to-stderr >&2
 		exit 7`
