@@ -15,16 +15,18 @@ var ErrUnknownTable = errors.New("unknown table")
 //	STATIC_ROUTE|10.0.0.1/8: key: prefix has host bits set: use 10.0.0.0/8
 func (e *FieldError) Error() string {
 	var b strings.Builder
+	// Keys, names and values are user input of any size: quote at most
+	// MaxQuote bytes of each.
 	b.WriteString(e.Table)
 	b.WriteString(ConfigSep)
-	b.WriteString(e.Key)
+	b.WriteString(Clip(e.Key))
 	if e.Field == "" {
 		b.WriteString(": key")
 	} else {
-		fmt.Fprintf(&b, ": field %q", e.Field)
+		fmt.Fprintf(&b, ": field %q", Clip(e.Field))
 	}
 	if e.Reason == "" {
-		fmt.Fprintf(&b, ": %q is not valid", e.Value)
+		fmt.Fprintf(&b, ": %q is not valid", Clip(e.Value))
 	} else {
 		b.WriteString(": ")
 		b.WriteString(e.Reason)
