@@ -103,6 +103,10 @@ type Kernel interface {
 type WatchOptions struct {
 	ListExisting bool
 	RecvBuffer   int // socket receive buffer in bytes; 0 = default
+	// ErrorCallback is told about every receive error (ENOBUFS: events
+	// were lost, a relist follows), failed resubscription and failed
+	// relist; the watch keeps recovering by itself. nil = not told.
+	ErrorCallback func(error)
 }
 
 // EventKind says which field of an Event is set.

@@ -82,7 +82,7 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 	size, force := w.opts.RecvBuffer, w.force && w.opts.RecvBuffer > 0
 	// Receive errors (ENOBUFS above all) end the library's reader, which
 	// closes its channel: run notices the close and resyncs.
-	ignore := func(error) {}
+	ignore := func(err error) { w.report(fmt.Errorf("netlink receive: %w", err)) }
 	err := netlink.LinkSubscribeWithOptions(s.links, s.done, netlink.LinkSubscribeOptions{
 		Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
 	if err == nil {
@@ -190,14 +190,23 @@ func (w *watcher) run(ctx context.Context, s *subscription) {
 // resubscribe retries until it has sockets again or ctx is done.
 func (w *watcher) resubscribe(ctx context.Context) *subscription {
 	for delay := time.Millisecond; ; delay = min(2*delay, time.Second) {
-		if s, err := w.subscribe(); err == nil {
+		s, err := w.subscribe()
+		if err == nil {
 			return s
 		}
+		w.report(fmt.Errorf("resubscribe to netlink events: %w", err))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(delay):
 		}
+	}
+}
+
+// report hands err to WatchOptions.ErrorCallback.
+func (w *watcher) report(err error) {
+	if w.opts.ErrorCallback != nil {
+		w.opts.ErrorCallback(err)
 	}
 }
 
@@ -271,6 +280,7 @@ func (w *watcher) relist(ctx context.Context) bool {
 			return false
 		case <-time.After(100 * time.Millisecond):
 		}
+		w.report(fmt.Errorf("relist the kernel after a netlink overflow: %w", err))
 		evs, err = w.snapshot()
 	}
 	for _, ev := range evs {

@@ -25,7 +25,7 @@ func BenchmarkReconcileRouteFake(b *testing.B) {
 	keys := make([]string, b.N)
 	for i := range keys {
 		p := fmt.Sprintf("%d.%d.%d.0/24", 20+i/65536, i/256%256, i%256)
-		o.cfg.set("STATIC_ROUTE", p, fields("ifname", "Ethernet0"))
+		o.cfg.Set("STATIC_ROUTE", p, fields("ifname", "Ethernet0"))
 		keys[i] = "STATIC_ROUTE|" + p
 	}
 	b.ResetTimer()

@@ -32,11 +32,11 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 	}
 	untagged := m.Tagging != schema.Tagged
 	if untagged {
-		for _, other := range o.cfg.memberKeys(m.Port) {
+		for _, other := range o.cfg.ByIndex(schema.TableVlanMember, m.Port) {
 			if other == key {
 				continue
 			}
-			of, ok := o.cfg.get(schema.TableVlanMember, other)
+			of, ok := o.config(schema.TableVlanMember, other)
 			if ok && of[schema.FieldTaggingMode] != string(schema.Tagged) {
 				refs = append(refs, schema.ConfigKey(schema.TableVlanMember, other))
 				return errorOut(fmt.Errorf("VLAN_MEMBER|%s: %s is already an untagged member in VLAN_MEMBER|%s and a port has one untagged VLAN: make one of them tagged",
@@ -145,7 +145,7 @@ func (o *Orch) unbindMember(key string, vid int, port string) error {
 			}
 		}
 	}
-	for _, other := range o.cfg.memberKeys(port) {
+	for _, other := range o.cfg.ByIndex(schema.TableVlanMember, port) {
 		if other != key {
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sirupsen/logrus"
+	"github.com/switchyard-net/switchyard/internal/engine"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -14,12 +15,8 @@ import (
 // BridgeName is the one VLAN-filtering bridge orchagent creates and owns.
 const BridgeName = "Bridge"
 
-// sweepKey is the queue key of the stale-object sweep; it cannot clash
-// with a "TABLE|key" key.
-const sweepKey = "@sweep"
-
 // ResultSink receives the outcome of each CONFIG_DB key. The daemon's
-// implementation writes STATE_DB through redisx.StateWriter.
+// implementation is the engine's result writer (engine.Handle).
 type ResultSink interface {
 	SetResult(table, key string, r schema.Result)
 	DeleteResult(table, key string)
@@ -28,6 +25,9 @@ type ResultSink interface {
 // Options configures an Orch.
 type Options struct {
 	Kernel netlinkmgr.Kernel
+	// Cache is the desired state (the engine's); nil = a private one fed
+	// by SetConfig/DeleteConfig (unit tests).
+	Cache *engine.Cache
 	// Results receives outcomes; nil keeps them in memory only (Result).
 	Results ResultSink
 	// Log receives one line per kernel change; nil discards.
@@ -36,8 +36,8 @@ type Options struct {
 	// collects them for Drain (unit tests drive the loop by hand).
 	Enqueue func(key string)
 	// ConfigExists is asked, before the sweep deletes an object, whether a
-	// config key still names it (the daemon asks Redis, so an event not
-	// yet consumed can never cause a delete); nil trusts the cache.
+	// config key still names it (the engine asks Redis too, so an event
+	// not yet consumed can never cause a delete); nil trusts the cache.
 	ConfigExists func(table, key string) bool
 }
 
@@ -52,7 +52,7 @@ type Orch struct {
 	enq    func(string)
 	exists func(table, key string) bool
 
-	cfg  *configCache
+	cfg  *engine.Cache
 	idx  *refIndex
 	view *kernelView
 
@@ -83,17 +83,20 @@ func (o *Orch) deferring(table string) bool { return o.batch != nil && o.batch.t
 
 // setGen stamps the last deferred write with the view generation seen
 // before its key was applied.
-func (b *routeBatch) setGen(gen uint64) {
+func (b *routeBatch) setGen(gen uint64, ent engine.Entry) {
 	if b.table == schema.TableFDB {
 		b.fdbs[len(b.fdbs)-1].gen = gen
+		b.fdbs[len(b.fdbs)-1].ent = ent
 	} else {
 		b.items[len(b.items)-1].gen = gen
+		b.items[len(b.items)-1].ent = ent
 	}
 }
 
 type deferredFdb struct {
 	pos  int    // index in ReconcileBatch's keys
 	key  string // FDB key (no table)
+	ent  engine.Entry // the config version applied (result stamp)
 	gen  uint64 // view generation before the key was applied
 	want netlinkmgr.FdbInfo
 	refs []string
@@ -102,6 +105,7 @@ type deferredFdb struct {
 type deferredRoute struct {
 	pos  int    // index in ReconcileBatch's keys
 	key  string // STATIC_ROUTE key (no table)
+	ent  engine.Entry // the config version applied (result stamp)
 	gen  uint64 // view generation before the key was applied
 	r    schema.StaticRoute
 	want netlinkmgr.RouteInfo
@@ -152,11 +156,15 @@ func New(opts Options) *Orch {
 		sink:    opts.Results,
 		enq:     opts.Enqueue,
 		exists:  opts.ConfigExists,
-		cfg:     newConfigCache(),
+		cfg:     opts.Cache,
 		idx:     newRefIndex(),
 		view:    newKernelView(),
 		results: map[string]schema.Result{},
 	}
+	if o.cfg == nil {
+		o.cfg = engine.NewCache(nil)
+	}
+	o.cfg.Index(schema.TableVlanMember, memberPort)
 	if o.log == nil {
 		l := logrus.New()
 		l.SetOutput(discard{})
@@ -190,7 +198,7 @@ func (o *Orch) SetConfig(table, key string, f schema.Fields) {
 	if _, ok := o.handlers[table]; !ok {
 		return
 	}
-	o.cfg.set(table, key, f)
+	o.cfg.Set(table, key, f)
 	o.enqueue(schema.ConfigKey(table, key))
 }
 
@@ -199,23 +207,33 @@ func (o *Orch) DeleteConfig(table, key string) {
 	if _, ok := o.handlers[table]; !ok {
 		return
 	}
-	o.cfg.del(table, key)
+	o.cfg.Delete(table, key)
 	o.enqueue(schema.ConfigKey(table, key))
 }
 
-// HoldDelete records that table|key is gone from config without removing
-// what it made: the daemon holds deletions seen while
-// CONFIG_DB_INITIALIZED is not "1" after it was (Redis restarted empty or
-// flushed) and releases them with Enqueue once it is "1" again.
-func (o *Orch) HoldDelete(table, key string) {
-	o.cfg.del(table, key)
-	o.mu.Lock()
-	delete(o.results, schema.ConfigKey(table, key)) // not rewritten to a restarted Redis
-	o.mu.Unlock()
+// ConfigKeys returns every configured key as "TABLE|key", in table
+// dependency order.
+func (o *Orch) ConfigKeys() []string {
+	var out []string
+	for _, t := range Tables() {
+		for _, k := range o.cfg.Keys(t) {
+			out = append(out, schema.ConfigKey(t, k))
+		}
+	}
+	return out
 }
 
-// ConfigKeys returns every configured key as "TABLE|key".
-func (o *Orch) ConfigKeys() []string { return o.cfg.all() }
+// config returns the current hash of table|key.
+func (o *Orch) config(table, key string) (schema.Fields, bool) {
+	e, ok := o.cfg.Get(table, key)
+	return e.Fields, ok
+}
+
+// memberPort indexes VLAN_MEMBER keys ("Vlan100|Ethernet0") by port.
+func memberPort(key string) string {
+	_, port, _ := strings.Cut(key, schema.ConfigSep)
+	return port
+}
 
 // Result returns the last outcome of "TABLE|key".
 func (o *Orch) Result(key string) (schema.Result, bool) {
@@ -264,26 +282,24 @@ func (o *Orch) enqueueRefs(resources ...string) {
 // transient failures, which the caller retries with backoff; invalid input
 // and missing kernel features are terminal (reported, not retried).
 func (o *Orch) Reconcile(ctx context.Context, key string) error {
-	if key == sweepKey {
-		return o.Sweep(ctx)
-	}
 	table, k, found := strings.Cut(key, schema.ConfigSep)
 	h, ok := o.handlers[table]
 	if !found || !ok {
 		return nil
 	}
-	f, present := o.cfg.get(table, k)
+	ent, present := o.cfg.Get(table, k)
 	gen := o.view.gen.Load()
 	var out outcome
 	if present {
-		out = h.apply(k, f)
+		out = h.apply(k, ent.Fields)
 	} else {
 		out = h.remove(k)
 	}
 	if out.deferred {
-		o.batch.setGen(gen)
+		o.batch.setGen(gen, ent)
 		return nil
 	}
+	out.res = ent.Stamp(out.res)
 	o.finish(key, table, k, present, out, gen)
 	return out.err
 }
@@ -360,6 +376,7 @@ func (o *Orch) flushBatch(errs []error) {
 		err := res[i]
 		o.logAct(schema.TableStaticRoute, d.key, func() string { return "replace route " + describeRoute(&d.want) }, err)
 		out := o.routeWritten(d.r, d.want, d.refs, err)
+		out.res = d.ent.Stamp(out.res)
 		o.finish(schema.ConfigKey(schema.TableStaticRoute, d.key), schema.TableStaticRoute, d.key, true, out, d.gen)
 		errs[d.pos] = out.err
 	}
@@ -431,7 +448,7 @@ func (o *Orch) logAct(table, key string, action func() string, err error) {
 // configured reports whether table|key is in config, asking
 // Options.ConfigExists too so the sweep never races an unread event.
 func (o *Orch) configured(table, key string) bool {
-	if _, ok := o.cfg.get(table, key); ok {
+	if o.cfg.Has(table, key) {
 		return true
 	}
 	return o.exists != nil && o.exists(table, key)

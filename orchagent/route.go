@@ -103,7 +103,7 @@ func (o *Orch) delRoute(key string, r netlinkmgr.RouteInfo) error {
 }
 
 func (o *Orch) configuredLocal(table, key string) bool {
-	_, ok := o.cfg.get(table, key)
+	_, ok := o.config(table, key)
 	return ok
 }
 

@@ -153,7 +153,7 @@ func TestSweepOnlyOwnedStale(t *testing.T) {
 	r.set("VLAN", "Vlan100", "vlanid", "100")
 	r.settle()
 	before := k.Writes()
-	if err := r.o.Reconcile(context.Background(), sweepKey); err != nil {
+	if err := r.o.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.routes("10.8.0.0/16")) != 0 {
@@ -178,7 +178,7 @@ func TestSweepOnlyOwnedStale(t *testing.T) {
 	}
 	// A second sweep has nothing to do.
 	n := k.Writes() - before
-	if err := r.o.Reconcile(context.Background(), sweepKey); err != nil {
+	if err := r.o.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if k.Writes()-before != n {
@@ -212,7 +212,7 @@ func testRestartNoWrites(t *testing.T, batched bool) {
 	second.batched = batched
 	cfg(second)
 	second.settle()
-	if err := second.o.Reconcile(context.Background(), sweepKey); err != nil {
+	if err := second.o.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := k.Writes() - before; n != 0 {

@@ -13,7 +13,7 @@ import (
 // more (config deleted while orchagent was down): routes with protocol
 // 201, VlanN devices on Bridge, Bridge's own vids, vids and membership of
 // ports on Bridge, static FDB entries on Bridge. Bridge itself, ports and
-// addresses are never swept. The daemon runs it only once
+// addresses are never swept. The engine runs it only once
 // CONFIG_DB_INITIALIZED is "1"; every object is checked against Redis
 // itself (Options.ConfigExists) before it goes.
 func (o *Orch) Sweep(ctx context.Context) error {
@@ -96,7 +96,7 @@ func (o *Orch) sweepPort(port string) error {
 			return err
 		}
 	}
-	if member || len(o.cfg.memberKeys(port)) > 0 {
+	if member || len(o.cfg.ByIndex(schema.TableVlanMember, port)) > 0 {
 		return nil
 	}
 	none := ""
@@ -104,6 +104,3 @@ func (o *Orch) sweepPort(port string) error {
 		return o.k.Links().Set(netlinkmgr.LinkInfo{Name: port, Master: &none})
 	})
 }
-
-// RequestSweep queues a sweep behind the keys already queued.
-func (o *Orch) RequestSweep() { o.enqueue(sweepKey) }

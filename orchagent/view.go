@@ -343,7 +343,7 @@ func (o *Orch) HandleEvent(ev netlinkmgr.Event) {
 			o.log.WithError(err).Warn("relist after netlink overflow failed")
 		}
 		o.view.gen.Add(1)
-		for _, k := range o.cfg.all() {
+		for _, k := range o.ConfigKeys() {
 			o.enqueue(k)
 		}
 		return

@@ -11,18 +11,25 @@ import (
 	"github.com/switchyard-net/switchyard/orchagent"
 )
 
+const name = "orchagent"
+
 func main() {
 	var f daemon.Flags
-	fs := flag.NewFlagSet("orchagent", flag.ExitOnError)
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	f.Register(fs)
 	fs.Parse(os.Args[1:])
-	log, err := f.Logger("orchagent")
+	log, err := f.Logger(name)
 	if err != nil {
-		daemon.Fatal("orchagent", err)
+		daemon.Fatal(name, err)
 	}
 	ctx, stop := daemon.SignalContext()
 	defer stop()
-	if err := orchagent.Run(ctx, orchagent.Config{RedisURL: f.Redis, NetNS: f.NetNS, Log: log}); err != nil {
-		daemon.Fatal("orchagent", err)
+	reg, err := f.Metrics(ctx, name)
+	if err != nil {
+		daemon.Fatal(name, err)
+	}
+	err = orchagent.Run(ctx, orchagent.Config{RedisURL: f.Redis, NetNS: f.NetNS, Log: log, Registry: reg})
+	if err != nil {
+		daemon.Fatal(name, err)
 	}
 }

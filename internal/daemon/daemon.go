@@ -1,6 +1,6 @@
 // Package daemon holds the few lines every switchyard daemon main shares:
-// the common flags (--redis, --netns, --log-level), logrus setup and a
-// context cancelled on SIGINT/SIGTERM.
+// the common flags (--redis, --netns, --log-level, --metrics-addr), logrus
+// setup, the metrics endpoint and a context cancelled on SIGINT/SIGTERM.
 package daemon
 
 import (
@@ -11,7 +11,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+
+	"github.com/switchyard-net/switchyard/internal/metrics"
 )
 
 // DefaultRedisURL is where daemons look for Redis when --redis is not given.
@@ -19,9 +22,10 @@ const DefaultRedisURL = "redis://127.0.0.1:6379"
 
 // Flags are the flags every daemon takes.
 type Flags struct {
-	Redis    string
-	NetNS    string
-	LogLevel string
+	Redis       string
+	NetNS       string
+	LogLevel    string
+	MetricsAddr string
 }
 
 // Register adds the common flags to fs.
@@ -30,6 +34,18 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		"Redis URL: redis://[user:pass@]host:port or unix:///path/redis.sock")
 	fs.StringVar(&f.NetNS, "netns", "", "named network namespace (ip netns add NAME); empty = current")
 	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9101); empty = off")
+}
+
+// Metrics returns the daemon's metrics registry and starts serving it at
+// --metrics-addr until ctx is done (nothing is served when it is empty;
+// the registry is still returned, so callers need no nil checks).
+func (f *Flags) Metrics(ctx context.Context, name string) (*prometheus.Registry, error) {
+	reg := metrics.NewRegistry(name)
+	if _, err := metrics.Serve(ctx, f.MetricsAddr, reg); err != nil {
+		return nil, err
+	}
+	return reg, nil
 }
 
 // Logger returns a structured logger for daemon name at the flag's level.

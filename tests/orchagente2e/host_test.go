@@ -357,7 +357,7 @@ func TestRedisRestartEmptyKeepsKernel(t *testing.T) {
 	e2eutil.Eventually(t, wait, "orchagent holds the deletions found by its rescan", func() (bool, string) {
 		out := e.proc.Output()
 		return strings.Contains(out, "key gone while CONFIG_DB_INITIALIZED is not 1") &&
-			strings.Contains(out, "10.7.0.0/16") && strings.Count(out, "kernel objects kept") >= 3, "no hold logged yet"
+			strings.Contains(out, "10.7.0.0/16") && strings.Count(out, "what it configured stays until it is") >= 3, "no hold logged yet"
 	})
 	for _, dst := range []string{"10.7.0.0/16", "10.8.0.0/16"} {
 		if rs := routes(e.sw, dst); len(rs) != 1 {

@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"maps"
+	"sort"
+	"sync"
+
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// Entry is one CONFIG_DB key as the controller sees it: its whole current
+// hash (without the NULL placeholder) and the generation of that hash.
+// Fields is the cache's own copy: read it, never change it.
+type Entry struct {
+	Table, Key string
+	Fields     schema.Fields
+	Gen        string // schema.Generation(Fields)
+	// Warning names fields the table does not define (see Config.Warn);
+	// results of this entry carry it.
+	Warning string
+}
+
+// Stamp returns r marked as the result of this version of the entry: its
+// generation and warning.
+func (e Entry) Stamp(r schema.Result) schema.Result {
+	r.Generation = e.Gen
+	r.Warning = e.Warning
+	return r
+}
+
+// IndexFunc maps a key of a table to the index value it is listed under
+// ("" = not listed), e.g. VLAN_MEMBER "Vlan100|Ethernet0" → "Ethernet0".
+type IndexFunc func(key string) string
+
+// Cache is the desired state: the current hash of every watched CONFIG_DB
+// key. The engine fills it; controllers read it (Get, Keys, ByIndex).
+// Safe for concurrent use.
+type Cache struct {
+	warn func(table string, f schema.Fields) string
+
+	mu      sync.RWMutex
+	tables  map[string]map[string]*Entry
+	indexes map[string]*index // by table
+	held    map[string]bool   // "TABLE|key": gone, but kept (CONFIG_DB_INITIALIZED)
+}
+
+type index struct {
+	fn  IndexFunc
+	ids map[string]map[string]struct{} // value -> keys
+}
+
+// NewCache returns an empty cache. warn (may be nil) names the fields of a
+// hash its table does not define; its text becomes Entry.Warning.
+func NewCache(warn func(table string, f schema.Fields) string) *Cache {
+	return &Cache{warn: warn, tables: map[string]map[string]*Entry{},
+		indexes: map[string]*index{}, held: map[string]bool{}}
+}
+
+// Index lists table's keys by fn's value, for ByIndex. Call it before the
+// cache is filled.
+func (c *Cache) Index(table string, fn IndexFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.indexes[table] = &index{fn: fn, ids: map[string]map[string]struct{}{}}
+}
+
+// Set records the current hash of table|key (copied, NULL removed) and
+// ends a hold of it. It reports whether the generation changed.
+func (c *Cache) Set(table, key string, f schema.Fields) bool {
+	cp := maps.Clone(f)
+	if cp == nil {
+		cp = schema.Fields{}
+	}
+	delete(cp, schema.NullField)
+	e := &Entry{Table: table, Key: key, Fields: cp, Gen: schema.Generation(cp)}
+	if c.warn != nil {
+		e.Warning = c.warn(table, cp)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.held, table+schema.ConfigSep+key)
+	t := c.tables[table]
+	if t == nil {
+		t = map[string]*Entry{}
+		c.tables[table] = t
+	}
+	old, had := t[key]
+	t[key] = e
+	if ix := c.indexes[table]; ix != nil && !had {
+		if v := ix.fn(key); v != "" {
+			m := ix.ids[v]
+			if m == nil {
+				m = map[string]struct{}{}
+				ix.ids[v] = m
+			}
+			m[key] = struct{}{}
+		}
+	}
+	return !had || old.Gen != e.Gen
+}
+
+// Delete forgets table|key; false when it was not there.
+func (c *Cache) Delete(table, key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.held, table+schema.ConfigSep+key)
+	if _, ok := c.tables[table][key]; !ok {
+		return false
+	}
+	delete(c.tables[table], key)
+	if ix := c.indexes[table]; ix != nil {
+		if v := ix.fn(key); v != "" {
+			delete(ix.ids[v], key)
+			if len(ix.ids[v]) == 0 {
+				delete(ix.ids, v)
+			}
+		}
+	}
+	return true
+}
+
+// hold marks a cached key as gone from CONFIG_DB but kept; false when it
+// is not cached.
+func (c *Cache) hold(table, key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.tables[table][key]; !ok {
+		return false
+	}
+	c.held[table+schema.ConfigSep+key] = true
+	return true
+}
+
+// releaseHeld deletes every held key and returns them ("TABLE|key").
+func (c *Cache) releaseHeld() []string {
+	c.mu.Lock()
+	held := make([]string, 0, len(c.held))
+	for k := range c.held {
+		held = append(held, k)
+	}
+	c.mu.Unlock()
+	sort.Strings(held)
+	for _, ck := range held {
+		t, k := splitConfigKey(ck)
+		c.Delete(t, k)
+	}
+	return held
+}
+
+// Held reports whether table|key is gone from CONFIG_DB but kept until
+// CONFIG_DB_INITIALIZED is "1" again.
+func (c *Cache) Held(table, key string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.held[table+schema.ConfigSep+key]
+}
+
+// Get returns the entry of table|key.
+func (c *Cache) Get(table, key string) (Entry, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.tables[table][key]
+	if !ok {
+		return Entry{}, false
+	}
+	return *e, true
+}
+
+// Has reports whether table|key is cached.
+func (c *Cache) Has(table, key string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.tables[table][key]
+	return ok
+}
+
+// Keys returns table's keys, sorted.
+func (c *Cache) Keys(table string) []string {
+	c.mu.RLock()
+	keys := make([]string, 0, len(c.tables[table]))
+	for k := range c.tables[table] {
+		keys = append(keys, k)
+	}
+	c.mu.RUnlock()
+	sort.Strings(keys)
+	return keys
+}
+
+// Len is the number of keys of table.
+func (c *Cache) Len(table string) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.tables[table])
+}
+
+// ByIndex returns, sorted, the keys of table listed under value by the
+// table's IndexFunc.
+func (c *Cache) ByIndex(table, value string) []string {
+	c.mu.RLock()
+	ix := c.indexes[table]
+	var keys []string
+	if ix != nil {
+		keys = make([]string, 0, len(ix.ids[value]))
+		for k := range ix.ids[value] {
+			keys = append(keys, k)
+		}
+	}
+	c.mu.RUnlock()
+	sort.Strings(keys)
+	return keys
+}
+
+func splitConfigKey(ck string) (string, string) {
+	for i := 0; i < len(ck); i++ {
+		if ck[i] == '|' {
+			return ck[:i], ck[i+1:]
+		}
+	}
+	return ck, ""
+}

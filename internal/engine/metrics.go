@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	smetrics "github.com/switchyard-net/switchyard/internal/metrics"
+)
+
+// metrics are the engine's Prometheus metrics (docs/metrics.md). A nil
+// *metrics records nothing (unit tests).
+type metrics struct {
+	reconciles   *prometheus.CounterVec   // by table, outcome
+	latency      *prometheus.HistogramVec // by table
+	queueDepth   prometheus.GaugeFunc
+	retries      prometheus.Counter
+	badKeys      prometheus.Counter
+	resyncs      prometheus.Counter
+	lost         prometheus.Counter
+	batches      *prometheus.CounterVec // by outcome
+	batchKeys    prometheus.Counter
+	sweeps       *prometheus.CounterVec // by outcome
+	cachedKeys   *prometheus.GaugeVec   // by table
+}
+
+func newMetrics(reg prometheus.Registerer, depth func() float64) *metrics {
+	if reg == nil {
+		return nil
+	}
+	ns := smetrics.Namespace
+	m := &metrics{
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "engine", Name: "reconciles_total",
+			Help: "Reconciles of work items, by CONFIG_DB table and outcome (ok, retry, requeue)."}, []string{"table", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: "engine", Name: "reconcile_seconds",
+			Help: "Time one reconcile (or one batch) took, by CONFIG_DB table.", Buckets: prometheus.ExponentialBuckets(25e-6, 4, 10)}, []string{"table"}),
+		queueDepth: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: "engine", Name: "queue_depth",
+			Help: "Work items ready to be reconciled."}, depth),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: "engine", Name: "retries_total",
+			Help: "Work items re-queued with backoff after a transient error."}),
+		badKeys: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: "engine", Name: "bad_keys_total",
+			Help: "CONFIG_DB keys refused before reaching the controller (wrong Redis type, oversized)."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: "engine", Name: "watcher_resyncs_total",
+			Help: "Full scans of CONFIG_DB (start, reconnect, Redis restart)."}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: "engine", Name: "state_rewrites_total",
+			Help: "Times every result was rewritten because STATE_DB was emptied or Redis restarted."}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "engine", Name: "state_write_batches_total",
+			Help: "STATE_DB result write batches (one MULTI/EXEC each), by outcome."}, []string{"outcome"}),
+		batchKeys: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: "engine", Name: "state_write_keys_total",
+			Help: "Result keys sent in STATE_DB write batches."}),
+		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "engine", Name: "sweeps_total",
+			Help: "Sweeps of stale owned kernel objects, by outcome."}, []string{"outcome"}),
+		cachedKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "engine", Name: "config_keys",
+			Help: "CONFIG_DB keys in the cache, by table."}, []string{"table"}),
+	}
+	reg.MustRegister(m.reconciles, m.latency, m.queueDepth, m.retries, m.badKeys, m.resyncs, m.lost,
+		m.batches, m.batchKeys, m.sweeps, m.cachedKeys)
+	return m
+}
+
+func (m *metrics) reconciled(table, outcome string, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.reconciles.WithLabelValues(table, outcome).Inc()
+	m.latency.WithLabelValues(table).Observe(seconds)
+	if outcome == "retry" {
+		m.retries.Inc()
+	}
+}
+
+func (m *metrics) resultBatch(keys int, err error) {
+	if m == nil {
+		return
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.batches.WithLabelValues(outcome).Inc()
+	m.batchKeys.Add(float64(keys))
+}
+
+func (m *metrics) inc(c prometheus.Counter) {
+	if m != nil {
+		c.Inc()
+	}
+}
+
+func (m *metrics) swept(err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.sweeps.WithLabelValues("error").Inc()
+	} else {
+		m.sweeps.WithLabelValues("ok").Inc()
+	}
+}
+
+func (m *metrics) keys(table string, n int) {
+	if m != nil {
+		m.cachedKeys.WithLabelValues(table).Set(float64(n))
+	}
+}
+
+func (m *metrics) lostCounter() prometheus.Counter {
+	if m == nil {
+		return nil
+	}
+	return m.lost
+}
+
+func (m *metrics) resyncCounter() prometheus.Counter {
+	if m == nil {
+		return nil
+	}
+	return m.resyncs
+}
+
+func (m *metrics) badCounter() prometheus.Counter {
+	if m == nil {
+		return nil
+	}
+	return m.badKeys
+}

@@ -1,0 +1,308 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/switchyard-net/switchyard/internal/redisx"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// maxReason bounds a result's reason: a reason quotes input (clipped by
+// schema) and kernel messages, never megabytes.
+const maxReason = 1024
+
+// record is what STATE_DB should hold for one CONFIG_DB key.
+type record struct {
+	res   schema.Result
+	extra schema.Fields // controller-owned extra fields (impaird's prog_id)
+}
+
+func (r record) fields() schema.Fields {
+	f := r.res.Fields()
+	for k, v := range r.extra {
+		f[k] = v
+	}
+	return f
+}
+
+func (r record) equal(o record) bool { return r.res == o.res && maps.Equal(r.extra, o.extra) }
+
+// results owns the result hashes of one controller's tables in STATE_DB:
+// it remembers the current result of every key (to rewrite them all when
+// STATE_DB is emptied), overrides results of keys that are not valid
+// config (bad), and batches writes through a redisx.StateWriter so a burst
+// of reconciles is a few round trips and a Redis outage only delays them.
+type results struct {
+	sw     *redisx.StateWriter
+	log    *logrus.Entry
+	cache  *Cache
+	tables []string
+	item   func(table, key string) string
+	m      *metrics
+
+	mu      sync.Mutex
+	current map[string]record            // "T|k" -> result
+	bad     map[string]schema.Result     // "T|k" -> engine-made error
+	byItem  map[string]map[string]struct{} // item -> "T|k" with a result
+	pending map[string]*record           // STATE_DB key -> write (nil = delete)
+	kick    chan struct{}
+}
+
+func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables []string, item func(string, string) string, m *metrics) *results {
+	return &results{sw: sw, log: log, cache: cache, tables: tables, item: item, m: m,
+		current: map[string]record{}, bad: map[string]schema.Result{},
+		byItem: map[string]map[string]struct{}{}, pending: map[string]*record{},
+		kick: make(chan struct{}, 1)}
+}
+
+func clipReason(s string) string {
+	if len(s) <= maxReason {
+		return s
+	}
+	return schema.Clip(s[:maxReason]) + "…"
+}
+
+// set records the result of table|key and queues its write. A key that is
+// bad keeps the engine's error; a key no longer cached is ignored (its
+// deletion is on the way); a held key's result is remembered, not written.
+func (r *results) set(table, key string, res schema.Result, extra schema.Fields) {
+	ck := table + schema.ConfigSep + key
+	res.Reason = clipReason(res.Reason)
+	res.Warning = clipReason(res.Warning)
+	if res.State == schema.StateOK {
+		res.Reason = ""
+	}
+	rec := record{res: res, extra: maps.Clone(extra)}
+	if !r.cache.Has(table, key) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, bad := r.bad[ck]; bad {
+		return
+	}
+	if old, ok := r.current[ck]; ok && old.equal(rec) {
+		return
+	}
+	r.current[ck] = rec
+	it := r.item(table, key)
+	if r.byItem[it] == nil {
+		r.byItem[it] = map[string]struct{}{}
+	}
+	r.byItem[it][ck] = struct{}{}
+	if r.cache.Held(table, key) {
+		return
+	}
+	r.putLocked(schema.ResultKey(table, key), &rec)
+}
+
+// remove deletes the result of table|key (unless the key is bad).
+func (r *results) remove(table, key string) {
+	ck := table + schema.ConfigSep + key
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, bad := r.bad[ck]; bad {
+		return
+	}
+	r.removeLocked(table, key)
+}
+
+func (r *results) removeLocked(table, key string) {
+	ck := table + schema.ConfigSep + key
+	delete(r.current, ck)
+	it := r.item(table, key)
+	if m := r.byItem[it]; m != nil {
+		delete(m, ck)
+		if len(m) == 0 {
+			delete(r.byItem, it)
+		}
+	}
+	r.putLocked(schema.ResultKey(table, key), nil)
+}
+
+// setBad gives table|key the engine's error (wrong type, oversized); the
+// controller's results for it are ignored until clearBad.
+func (r *results) setBad(table, key string, res schema.Result) {
+	ck := table + schema.ConfigSep + key
+	res.Reason = clipReason(res.Reason)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.bad[ck]; ok && old == res {
+		return
+	}
+	r.bad[ck] = res
+	r.putLocked(schema.ResultKey(table, key), &record{res: res})
+}
+
+// clearBad ends the engine's error of table|key: its result is removed
+// (the controller writes a new one when it reconciles the key).
+func (r *results) clearBad(table, key string) bool {
+	ck := table + schema.ConfigSep + key
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.bad[ck]; !ok {
+		return false
+	}
+	delete(r.bad, ck)
+	r.removeLocked(table, key)
+	return true
+}
+
+// isBad reports whether table|key holds something that is not config.
+func (r *results) isBad(table, key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.bad[table+schema.ConfigSep+key]
+	return ok
+}
+
+// reconciled removes the results of item's keys that are no longer
+// configured, once the controller has reconciled the item successfully.
+func (r *results) reconciled(item string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for ck := range r.byItem[item] {
+		t, k := splitConfigKey(ck)
+		if _, bad := r.bad[ck]; !bad && !r.cache.Has(t, k) {
+			r.removeLocked(t, k)
+		}
+	}
+}
+
+// rewriteAll queues every result again, in full (STATE_DB was emptied or
+// Redis restarted).
+func (r *results) rewriteAll() int {
+	r.sw.Forget()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for ck, rec := range r.current {
+		t, k := splitConfigKey(ck)
+		if _, bad := r.bad[ck]; bad || r.cache.Held(t, k) {
+			continue
+		}
+		rec := rec
+		r.putLocked(schema.ResultKey(t, k), &rec)
+		n++
+	}
+	for ck, res := range r.bad {
+		t, k := splitConfigKey(ck)
+		r.putLocked(schema.ResultKey(t, k), &record{res: res})
+		n++
+	}
+	return n
+}
+
+// cleanStale removes results in STATE_DB (written by a previous run, or
+// left by a key deleted while the daemon was down) whose CONFIG_DB key is
+// neither cached nor bad.
+func (r *results) cleanStale() int {
+	n := 0
+	keys := r.sw.Keys()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, sk := range keys {
+		for _, t := range r.tables {
+			k, ok := schema.ConfigKeyOfResult(t, sk)
+			if !ok {
+				continue
+			}
+			ck := t + schema.ConfigSep + k
+			if _, bad := r.bad[ck]; bad || r.cache.Has(t, k) {
+				break
+			}
+			if _, queued := r.pending[sk]; !queued {
+				delete(r.current, ck)
+				r.putLocked(sk, nil)
+				n++
+			}
+			break
+		}
+	}
+	return n
+}
+
+func (r *results) putLocked(sk string, rec *record) {
+	r.pending[sk] = rec
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run writes queued results until ctx is done, retrying with backoff
+// while Redis fails (the newest result of each key wins).
+func (r *results) run(ctx context.Context) {
+	retry := 50 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		}
+		for {
+			r.mu.Lock()
+			batch := r.pending
+			r.pending = map[string]*record{}
+			r.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			b := r.sw.Batch()
+			for k, rec := range batch {
+				if rec == nil {
+					b.Delete(k)
+				} else {
+					b.Set(k, rec.fields())
+				}
+			}
+			err := b.Flush(ctx)
+			r.m.resultBatch(len(batch), err)
+			if err == nil {
+				retry = 50 * time.Millisecond
+				continue
+			}
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				return
+			}
+			r.log.WithError(err).WithField("keys", len(batch)).Warn("write results to STATE_DB: retrying")
+			r.mu.Lock()
+			for k, rec := range batch {
+				if _, newer := r.pending[k]; !newer {
+					r.pending[k] = rec
+				}
+			}
+			r.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(retry):
+			}
+			if retry < 2*time.Second {
+				retry *= 2
+			}
+		}
+	}
+}
+
+// resultOf returns the current result of table|key (tests, swctl-like
+// readers inside the daemon).
+func (r *results) resultOf(table, key string) (schema.Result, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ck := table + schema.ConfigSep + key
+	if res, ok := r.bad[ck]; ok {
+		return res, true
+	}
+	rec, ok := r.current[ck]
+	return rec.res, ok
+}
+
+var _ = strings.Cut

@@ -1,0 +1,382 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/switchyard-net/switchyard/internal/redisx"
+	"github.com/switchyard-net/switchyard/internal/workqueue"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// Run is a daemon's whole life: connect, build the controller with
+// factory, watch its tables, reconcile until ctx is done. It returns nil
+// when ctx ends, an error when the daemon cannot run (wrong password,
+// keyspace notifications refused, STATE_DB not writable, the factory's
+// error).
+func Run(ctx context.Context, cfg Config, factory Factory) error {
+	log := cfg.Log
+	if log == nil {
+		log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 256
+	}
+	if cfg.Queue.BaseDelay <= 0 {
+		cfg.Queue.BaseDelay = 10 * time.Millisecond
+	}
+	if cfg.Queue.MaxDelay <= 0 {
+		cfg.Queue.MaxDelay = 5 * time.Second
+	}
+	if cfg.LostInterval <= 0 {
+		cfg.LostInterval = 500 * time.Millisecond
+	}
+	conn, err := redisx.Dial(ctx, cfg.RedisURL, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer conn.Close()
+	cfgDB, stateDB := conn.DB(schema.ConfigDB), conn.DB(schema.StateDB)
+	if err := redisx.EnsureKeyspaceEvents(ctx, cfgDB, redisx.WatchClasses); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	sentinel := redisx.SentinelKey(schema.StateDB, cfg.Name)
+	if err := stateDB.HSet(ctx, sentinel, "pid", strconv.Itoa(os.Getpid())).Err(); err != nil {
+		return fmt.Errorf("write STATE_DB %s: %w", sentinel, redisx.ExplainPermission(err))
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e := &engine{cfg: cfg, log: log, ctx: ctx, cfgDB: cfgDB, cache: NewCache(cfg.Warn)}
+	e.q = workqueue.New(cfg.Queue)
+	defer e.q.ShutDown()
+	e.m = newMetrics(cfg.Registry, func() float64 { return float64(e.q.Len()) })
+	h := &Handle{Cache: e.cache, Log: log, Redis: conn, Registry: cfg.Registry, e: e}
+	ctrl, err := factory(h)
+	if err != nil {
+		return err
+	}
+	if c, ok := ctrl.(io.Closer); ok {
+		defer c.Close()
+	}
+	e.ctrl = ctrl
+	tables := ctrl.Tables()
+	sw := redisx.NewStateWriter(stateDB, append(append([]string(nil), schema.ResultFieldNames...), cfg.ResultFields...))
+	for _, t := range tables {
+		if err := sw.Load(ctx, schema.ResultTable(t)+schema.StateSep+"*"); err != nil {
+			return fmt.Errorf("load previous results: %w", redisx.ExplainPermission(err))
+		}
+	}
+	e.res = newResults(sw, log, e.cache, tables, ctrl.Item, e.m)
+	defer e.wg.Wait()
+	defer cancel()
+	if s, ok := ctrl.(Starter); ok {
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
+	}
+	e.wg.Add(3)
+	go func() { defer e.wg.Done(); e.res.run(ctx) }()
+	go func() {
+		defer e.wg.Done()
+		redisx.NewSentinel(stateDB, sentinel, map[string]string{"pid": strconv.Itoa(os.Getpid())}).
+			Run(ctx, cfg.LostInterval, func(context.Context) {
+				n := e.res.rewriteAll()
+				e.m.inc(e.m.lostCounter())
+				log.WithField("results", n).Warn("STATE_DB was emptied (FLUSHDB, restart or resync): rewriting every result")
+			}, func(err error) { log.WithError(err).Warn("STATE_DB sentinel") })
+	}()
+	synced := make(chan struct{})
+	go func() { defer e.wg.Done(); e.consume(ctx, tables, synced) }()
+
+	log.WithFields(logrus.Fields{"redis": conn.String(), "tables": tables}).Info("watching CONFIG_DB")
+	select {
+	case <-synced: // the first scan is in the cache
+	case <-ctx.Done():
+		return nil
+	}
+	e.work(ctx)
+	return nil
+}
+
+// consume applies CONFIG_DB events to the cache and queue, and the gate's
+// transitions; it closes first when the first scan is delivered.
+func (e *engine) consume(ctx context.Context, tables []string, first chan<- struct{}) {
+	syncCh := make(chan struct{})
+	w := redisx.NewWatcher(e.cfgDB, redisx.WatchOptions{
+		DB:     schema.ConfigDB,
+		Tables: tables,
+		Keys:   []string{schema.KeyConfigDBInitialized},
+		// OnSync runs in the watcher's delivery goroutine once the scan's
+		// events were received here; the marker is handled in order.
+		OnSync: func(ctx context.Context) {
+			select {
+			case syncCh <- struct{}{}:
+			case <-ctx.Done():
+			}
+		},
+		OnError: func(err error) { e.log.WithError(redisx.ExplainPermission(err)).Warn("redis watcher") },
+	})
+	evs := w.Events(ctx)
+	for {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				return
+			}
+			e.event(ctx, ev)
+		case <-syncCh:
+			e.m.inc(e.m.resyncCounter())
+			if !e.gate.synced.Swap(true) {
+				for _, t := range tables {
+					e.m.keys(t, e.cache.Len(t))
+				}
+				e.log.WithField("keys", e.cachedKeys(tables)).Info("CONFIG_DB scanned: reconciling")
+				e.started.Store(true)
+				e.enqueueAll(tables)
+				close(first)
+			}
+			e.maybeRelease()
+		}
+	}
+}
+
+func (e *engine) cachedKeys(tables []string) int {
+	n := 0
+	for _, t := range tables {
+		n += e.cache.Len(t)
+	}
+	return n
+}
+
+// enqueueAll queues every cached key's item (the first scan).
+func (e *engine) enqueueAll(tables []string) {
+	for _, t := range tables {
+		for _, k := range e.cache.Keys(t) {
+			e.q.Add(e.ctrl.Item(t, k))
+		}
+	}
+}
+
+// event applies one CONFIG_DB change.
+func (e *engine) event(ctx context.Context, ev redisx.Event) {
+	if ev.Table == "" { // CONFIG_DB_INITIALIZED
+		if ev.Err == nil && e.gate.update(!ev.Deleted, ev.Value) {
+			e.log.Info("CONFIG_DB_INITIALIZED is 1: what no key configures may be removed")
+			e.maybeRelease()
+		}
+		return
+	}
+	log := e.log.WithFields(logrus.Fields{"table": ev.Table, "key": schema.Clip(ev.Key)})
+	switch {
+	case ev.Err != nil:
+		e.bad(ctx, ev.Table, ev.Key, e.wrongType(ctx, ev), log)
+	case !ev.Deleted && tooBig(ev) != "":
+		e.bad(ctx, ev.Table, ev.Key, tooBig(ev), log)
+	case ev.Deleted:
+		wasBad := e.res.clearBad(ev.Table, ev.Key)
+		if e.cache.Has(ev.Table, ev.Key) && e.gate.holdDelete(ctx, e.cfgDB) {
+			if e.cache.hold(ev.Table, ev.Key) {
+				log.Warn("key gone while CONFIG_DB_INITIALIZED is not 1: what it configured stays until it is")
+			}
+			return
+		}
+		if e.cache.Delete(ev.Table, ev.Key) || wasBad {
+			e.enqueue(ev.Table, ev.Key)
+		}
+	default:
+		e.res.clearBad(ev.Table, ev.Key)
+		if e.cache.Set(ev.Table, ev.Key, ev.Fields) {
+			e.enqueue(ev.Table, ev.Key)
+		} else if e.cache.Held(ev.Table, ev.Key) {
+			e.enqueue(ev.Table, ev.Key)
+		}
+	}
+}
+
+func (e *engine) enqueue(table, key string) {
+	if e.started.Load() {
+		e.q.Add(e.ctrl.Item(table, key))
+	}
+}
+
+// bad gives a key that is not config an error result; what it configured
+// before (its last good hash in the cache) stays applied.
+func (e *engine) bad(ctx context.Context, table, key, reason string, log *logrus.Entry) {
+	if len(key) > MaxKeyLen {
+		reason = fmt.Sprintf("key is %d bytes: at most %d", len(key), MaxKeyLen)
+	}
+	if e.cache.Has(table, key) {
+		reason += "; the previous configuration of this key stays applied"
+	}
+	e.m.inc(e.m.badCounter())
+	log.WithField("reason", reason).Warn("not a valid CONFIG_DB entry")
+	e.res.setBad(table, key, schema.Error(schema.ConfigKey(table, schema.Clip(key))+": "+reason))
+}
+
+// wrongType names what a key holds instead of a hash.
+func (e *engine) wrongType(ctx context.Context, ev redisx.Event) string {
+	typ, err := e.cfgDB.Type(ctx, schema.ConfigKey(ev.Table, ev.Key)).Result()
+	if err != nil || typ == "" || typ == "none" || typ == "hash" {
+		return "cannot be read as a hash: " + schema.Clip(ev.Err.Error())
+	}
+	return fmt.Sprintf("is a Redis %s, not a hash: write it with HSET", typ)
+}
+
+// tooBig says why a hash is too large to be config ("" when it is not).
+func tooBig(ev redisx.Event) string {
+	if len(ev.Key) > MaxKeyLen {
+		return fmt.Sprintf("key is %d bytes: at most %d", len(ev.Key), MaxKeyLen)
+	}
+	if len(ev.Fields) > MaxFieldsNum {
+		return fmt.Sprintf("%d fields: at most %d", len(ev.Fields), MaxFieldsNum)
+	}
+	for f, v := range ev.Fields {
+		if len(f) > MaxFieldLen {
+			return fmt.Sprintf("field name %q is %d bytes: at most %d", schema.Clip(f), len(f), MaxFieldLen)
+		}
+		if len(v) > MaxValueLen {
+			return fmt.Sprintf("field %q: value is %d bytes: at most %d", schema.Clip(f), len(v), MaxValueLen)
+		}
+	}
+	return ""
+}
+
+// maybeRelease lets held deletions go and queues the sweep once the gate
+// is open.
+func (e *engine) maybeRelease() {
+	if !e.gate.open() {
+		return
+	}
+	held := e.cache.releaseHeld()
+	if len(held) > 0 {
+		e.log.WithField("keys", len(held)).Info("CONFIG_DB_INITIALIZED is 1: removing what keys gone meanwhile configured")
+	}
+	for _, ck := range held {
+		t, k := splitConfigKey(ck)
+		e.q.Add(e.ctrl.Item(t, k))
+	}
+	e.requestSweep()
+}
+
+func (e *engine) requestSweep() {
+	if e.started.Load() && e.gate.open() {
+		e.q.Add(sweepItem)
+	}
+}
+
+// work runs the reconcile worker until ctx is done: one item at a time,
+// or up to MaxBatch ready items for a BatchController.
+func (e *engine) work(ctx context.Context) {
+	bc, batching := e.ctrl.(BatchController)
+	items := make([]string, 0, e.cfg.MaxBatch)
+	readyOnce := e.cfg.Ready != nil
+	for {
+		item, ok := e.q.Get(ctx)
+		if !ok {
+			return
+		}
+		items = append(items[:0], item)
+		for batching && item != sweepItem && len(items) < e.cfg.MaxBatch && e.q.Len() > 0 {
+			next, ok := e.q.Get(ctx)
+			if !ok {
+				break
+			}
+			items = append(items, next)
+			if next == sweepItem {
+				break
+			}
+		}
+		start := time.Now()
+		var errs []error
+		switch {
+		case len(items) == 1 && items[0] == sweepItem:
+			errs = []error{e.sweep(ctx)}
+		case batching:
+			if items[len(items)-1] == sweepItem {
+				errs = append(bc.ReconcileBatch(ctx, items[:len(items)-1]), e.sweep(ctx))
+			} else {
+				errs = bc.ReconcileBatch(ctx, items)
+			}
+		default:
+			errs = []error{e.ctrl.Reconcile(ctx, item)}
+		}
+		took := time.Since(start).Seconds() / float64(len(items))
+		for i, it := range items {
+			e.finish(ctx, it, errs[i], took)
+		}
+		if readyOnce && e.q.Len() == 0 {
+			readyOnce = false
+			e.cfg.Ready()
+		}
+	}
+}
+
+// finish ends one item's reconcile: success forgets its backoff and
+// removes results of its keys that are gone; failure backs off.
+func (e *engine) finish(ctx context.Context, item string, err error, took float64) {
+	defer e.q.Done(item)
+	table := tableOfItem(item)
+	var rq *requeueError
+	switch {
+	case err == nil:
+		e.q.Forget(item)
+		if item != sweepItem {
+			e.res.reconciled(item)
+		}
+		e.m.reconciled(table, "ok", took)
+	case errors.As(err, &rq):
+		e.q.Forget(item)
+		e.res.reconciled(item)
+		e.q.AddAfter(item, rq.after)
+		e.m.reconciled(table, "requeue", took)
+	case ctx.Err() != nil:
+	default:
+		e.log.WithError(err).WithField("item", schema.Clip(item)).Warn("reconcile failed: retrying")
+		e.q.AddRateLimited(item)
+		e.m.reconciled(table, "retry", took)
+	}
+}
+
+// tableOfItem is the metric label of an item: its table when the item is
+// "TABLE|key", else "item".
+func tableOfItem(item string) string {
+	if item == sweepItem {
+		return "sweep"
+	}
+	t, k := splitConfigKey(item)
+	if k == "" && t == item {
+		return "item"
+	}
+	return t
+}
+
+// sweep runs the controller's sweep, then removes results whose key is
+// gone.
+func (e *engine) sweep(ctx context.Context) error {
+	if !e.gate.open() {
+		return nil
+	}
+	err := e.ctrl.Sweep(ctx)
+	e.m.swept(err)
+	if err != nil {
+		return err
+	}
+	if n := e.res.cleanStale(); n > 0 {
+		e.log.WithField("results", n).Info("removed results of keys no longer configured")
+	}
+	return nil
+}
