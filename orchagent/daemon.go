@@ -95,7 +95,7 @@ func (c *controller) Close() error { return c.k.Close() }
 type sink struct{ h *engine.Handle }
 
 func (s sink) SetResult(table, key string, r schema.Result) { s.h.SetResult(table, key, r, nil) }
-func (s sink) DeleteResult(table, key string)             { s.h.DeleteResult(table, key) }
+func (s sink) DeleteResult(table, key string)               { s.h.DeleteResult(table, key) }
 
 // Tables are orchagent's CONFIG_DB tables.
 func (c *controller) Tables() []string { return Tables() }

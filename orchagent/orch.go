@@ -94,19 +94,19 @@ func (b *routeBatch) setGen(gen uint64, ent engine.Entry) {
 }
 
 type deferredFdb struct {
-	pos  int    // index in ReconcileBatch's keys
-	key  string // FDB key (no table)
+	pos  int          // index in ReconcileBatch's keys
+	key  string       // FDB key (no table)
 	ent  engine.Entry // the config version applied (result stamp)
-	gen  uint64 // view generation before the key was applied
+	gen  uint64       // view generation before the key was applied
 	want netlinkmgr.FdbInfo
 	refs []string
 }
 
 type deferredRoute struct {
-	pos  int    // index in ReconcileBatch's keys
-	key  string // STATIC_ROUTE key (no table)
+	pos  int          // index in ReconcileBatch's keys
+	key  string       // STATIC_ROUTE key (no table)
 	ent  engine.Entry // the config version applied (result stamp)
-	gen  uint64 // view generation before the key was applied
+	gen  uint64       // view generation before the key was applied
 	r    schema.StaticRoute
 	want netlinkmgr.RouteInfo
 	refs []string

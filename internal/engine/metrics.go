@@ -9,17 +9,17 @@ import (
 // metrics are the engine's Prometheus metrics (docs/metrics.md). A nil
 // *metrics records nothing (unit tests).
 type metrics struct {
-	reconciles   *prometheus.CounterVec   // by table, outcome
-	latency      *prometheus.HistogramVec // by table
-	queueDepth   prometheus.GaugeFunc
-	retries      prometheus.Counter
-	badKeys      prometheus.Counter
-	resyncs      prometheus.Counter
-	lost         prometheus.Counter
-	batches      *prometheus.CounterVec // by outcome
-	batchKeys    prometheus.Counter
-	sweeps       *prometheus.CounterVec // by outcome
-	cachedKeys   *prometheus.GaugeVec   // by table
+	reconciles *prometheus.CounterVec   // by table, outcome
+	latency    *prometheus.HistogramVec // by table
+	queueDepth prometheus.GaugeFunc
+	retries    prometheus.Counter
+	badKeys    prometheus.Counter
+	resyncs    prometheus.Counter
+	lost       prometheus.Counter
+	batches    *prometheus.CounterVec // by outcome
+	batchKeys  prometheus.Counter
+	sweeps     *prometheus.CounterVec // by outcome
+	cachedKeys *prometheus.GaugeVec   // by table
 }
 
 func newMetrics(reg prometheus.Registerer, depth func() float64) *metrics {

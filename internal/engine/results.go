@@ -48,10 +48,10 @@ type results struct {
 	m      *metrics
 
 	mu      sync.Mutex
-	current map[string]record            // "T|k" -> result
-	bad     map[string]schema.Result     // "T|k" -> engine-made error
+	current map[string]record              // "T|k" -> result
+	bad     map[string]schema.Result       // "T|k" -> engine-made error
 	byItem  map[string]map[string]struct{} // item -> "T|k" with a result
-	pending map[string]*record           // STATE_DB key -> write (nil = delete)
+	pending map[string]*record             // STATE_DB key -> write (nil = delete)
 	kick    chan struct{}
 }
 
