@@ -18,6 +18,9 @@ type keyStatus struct {
 	Key    string `json:"key"`
 	State  string `json:"state"` // ok, pending, error, or "" when there is no result yet
 	Reason string `json:"reason"`
+	// Stale: the result names an older version of the key (its generation
+	// differs from the current CONFIG_DB hash's); State is then "".
+	Stale bool `json:"stale,omitempty"`
 }
 
 // daemonFor names the daemon that writes the results of table.
@@ -48,18 +51,34 @@ func statuses(ctx context.Context, db *DB) ([]keyStatus, error) {
 		cmds := make([]*redis.SliceCmd, len(keys))
 		_, err = db.State().Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range keys {
-				cmds[i] = p.HMGet(ctx, schema.ResultKey(t, k), schema.FieldState, schema.FieldReason)
+				cmds[i] = p.HMGet(ctx, schema.ResultKey(t, k), schema.FieldState, schema.FieldReason, schema.FieldGeneration)
 			}
 			return nil
 		})
 		if err != nil && !isWrongType(err) {
 			return nil, fmt.Errorf("read STATE_DB results of %s: %w", t, err)
 		}
+		// The current hashes, to tell a result of this version from one
+		// of the previous version (schema.Generation).
+		hashes := make([]*redis.MapStringStringCmd, len(keys))
+		_, err = db.Config().Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys {
+				hashes[i] = p.HGetAll(ctx, schema.ConfigKey(t, k))
+			}
+			return nil
+		})
+		if err != nil && !isWrongType(err) {
+			return nil, fmt.Errorf("read CONFIG_DB %s: %w", t, err)
+		}
 		for i, k := range keys {
 			st := keyStatus{Table: t, Key: k}
 			if vals, err := cmds[i].Result(); err == nil {
 				st.State, _ = vals[0].(string)
 				st.Reason, _ = vals[1].(string)
+				gen, _ := vals[2].(string)
+				if h, err := hashes[i].Result(); err == nil && gen != "" && st.State != "" && gen != schema.Generation(h) {
+					st.State, st.Reason, st.Stale = "", "", true
+				}
 			}
 			out = append(out, st)
 		}
@@ -76,6 +95,9 @@ func (s keyStatus) line() string {
 	k := schema.ConfigKey(s.Table, s.Key)
 	switch s.State {
 	case "":
+		if s.Stale {
+			return fmt.Sprintf("%s: result is for the previous version of the entry (is %s running?)", k, daemonFor(s.Table))
+		}
 		return fmt.Sprintf("%s: no result yet (is %s running?)", k, daemonFor(s.Table))
 	case string(schema.StateOK):
 		return k + ": ok"

@@ -67,7 +67,7 @@ func (s *Server) start() {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Socket})
+		c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Socket, Password: s.password()})
 		err := c.Ping(context.Background()).Err()
 		c.Close()
 		if err == nil {
@@ -99,9 +99,19 @@ func (s *Server) Restart() {
 
 // Client returns a client for database db, closed at test cleanup.
 func (s *Server) Client(db int) *redis.Client {
-	c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Socket, DB: db})
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Socket, DB: db, Password: s.password()})
 	s.t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// password is the --requirepass argument, if any.
+func (s *Server) password() string {
+	for i := 0; i+1 < len(s.extra); i++ {
+		if s.extra[i] == "--requirepass" {
+			return s.extra[i+1]
+		}
+	}
+	return ""
 }
 
 func freePort(t testing.TB) int {
