@@ -29,7 +29,7 @@ type fakeCtrl struct {
 
 const tRoute = "ROUTE"
 
-func (c *fakeCtrl) Tables() []string           { return []string{tRoute, schema.TableFDB} }
+func (c *fakeCtrl) Tables() []string              { return []string{tRoute, schema.TableFDB} }
 func (c *fakeCtrl) Item(table, key string) string { return table + "|" + key }
 
 func (c *fakeCtrl) Reconcile(ctx context.Context, item string) error {
