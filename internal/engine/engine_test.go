@@ -351,3 +351,46 @@ func TestWrongPasswordExitsClearly(t *testing.T) {
 		t.Fatal("engine did not exit on a wrong password")
 	}
 }
+
+// An ACL user whose channel rules forbid __keyspace@* cannot watch: the
+// engine exits saying so instead of sitting idle.
+func TestACLNoKeyspaceChannels(t *testing.T) {
+	srv := testredis.Start(t, "--notify-keyspace-events", "Kg$hxe")
+	admin := srv.Client(0)
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", "sw", "on", ">pw", "~*", "+@all", "resetchannels").Err(); err != nil {
+		t.Fatal(err)
+	}
+	url := strings.Replace(srv.TCPURL(), "redis://", "redis://sw:pw@", 1)
+	e := start(t, url, nil)
+	select {
+	case err := <-e.done:
+		e.done <- err
+		if err == nil || !strings.Contains(err.Error(), "__keyspace@4__") || !strings.Contains(err.Error(), "NOPERM") {
+			t.Fatalf("error %v: want the refused keyspace channel named", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("engine did not exit; log:\n%s", e.logs.String())
+	}
+}
+
+// A user that may not write the daemon's STATE_DB keys gets the
+// permission error at start, not "EXECABORT Transaction discarded".
+func TestACLNoStateAccess(t *testing.T) {
+	srv := testredis.Start(t, "--notify-keyspace-events", "Kg$hxe")
+	admin := srv.Client(0)
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", "sw", "on", ">pw", "~ROUTE|*", "~FDB|*",
+		"~CONFIG_DB_INITIALIZED", "+@all", "allchannels").Err(); err != nil {
+		t.Fatal(err)
+	}
+	url := strings.Replace(srv.TCPURL(), "redis://", "redis://sw:pw@", 1)
+	e := start(t, url, nil)
+	select {
+	case err := <-e.done:
+		e.done <- err
+		if err == nil || !strings.Contains(err.Error(), "NOPERM") || !strings.Contains(err.Error(), "SWITCHYARD_DAEMON|test") {
+			t.Fatalf("error %v: want the permission error naming the key", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("engine did not exit; log:\n%s", e.logs.String())
+	}
+}

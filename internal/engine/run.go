@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	e := &engine{cfg: cfg, log: log, ctx: ctx, cfgDB: cfgDB, cache: NewCache(cfg.Warn)}
+	e := &engine{cfg: cfg, log: log, ctx: ctx, cancel: cancel, cfgDB: cfgDB, cache: NewCache(cfg.Warn)}
 	e.q = workqueue.New(cfg.Queue)
 	defer e.q.ShutDown()
 	e.m = newMetrics(cfg.Registry, func() float64 { return float64(e.q.Len()) })
@@ -106,10 +106,25 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 	select {
 	case <-synced: // the first scan is in the cache
 	case <-ctx.Done():
-		return nil
+		return e.fatalErr()
 	}
 	e.work(ctx)
-	return nil
+	return e.fatalErr()
+}
+
+// fatal ends the daemon with err (a refusal no retry can fix).
+func (e *engine) fatal(err error) {
+	e.fatalOnce.Do(func() {
+		e.fatalError = err
+		e.cancel()
+	})
+}
+
+func (e *engine) fatalErr() error {
+	var err error
+	e.fatalOnce.Do(func() {}) // no fatal after this point wins a race with the exit
+	err = e.fatalError
+	return err
 }
 
 // consume applies CONFIG_DB events to the cache and queue, and the gate's
@@ -128,7 +143,14 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 			case <-ctx.Done():
 			}
 		},
-		OnError: func(err error) { e.log.WithError(redisx.ExplainPermission(err)).Warn("redis watcher") },
+		OnError: func(err error) {
+			if redisx.IsPermission(err) {
+				e.fatal(fmt.Errorf("watch CONFIG_DB: the redis user may not subscribe to the keyspace channels __keyspace@%d__:<table>|*: "+
+					"allow them in its ACL (e.g. ACL SETUSER <user> &__keyspace@*): %w", schema.ConfigDB, err))
+				return
+			}
+			e.log.WithError(err).Warn("redis watcher")
+		},
 	})
 	evs := w.Events(ctx)
 	for {

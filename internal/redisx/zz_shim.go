@@ -87,3 +87,6 @@ func (s *Sentinel) Run(ctx context.Context, interval time.Duration, onLost func(
 		}
 	}
 }
+
+// IsPermission reports whether err is a NOPERM refusal.
+func IsPermission(err error) bool { return err != nil && strings.Contains(err.Error(), "NOPERM") }
