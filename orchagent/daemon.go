@@ -72,8 +72,12 @@ func (c *controller) Item(table, key string) string { return schema.ConfigKey(ta
 // Start subscribes to netlink events before the kernel is listed (so no
 // change between the two is missed) and feeds them to the view.
 func (c *controller) Start(ctx context.Context) error {
+	m := newNetlinkMetrics(c.h.Registry)
 	kev, err := c.k.Watch(ctx, netlinkmgr.WatchOptions{RecvBuffer: netlinkRecvBuffer,
-		ErrorCallback: func(err error) { c.h.Log.WithError(err).Warn("netlink subscription") }})
+		ErrorCallback: func(err error) {
+			m.errors.Inc()
+			c.h.Log.WithError(err).Warn("netlink subscription")
+		}})
 	if err != nil {
 		return fmt.Errorf("subscribe to netlink events: %w", err)
 	}
@@ -82,6 +86,9 @@ func (c *controller) Start(ctx context.Context) error {
 	}
 	c.h.Go(func(context.Context) {
 		for ev := range kev {
+			if ev.Kind == netlinkmgr.EventResync {
+				m.resyncs.Inc()
+			}
 			c.HandleEvent(ev)
 		}
 	})
@@ -99,3 +106,19 @@ func (s sink) DeleteResult(table, key string)               { s.h.DeleteResult(t
 
 // Tables are orchagent's CONFIG_DB tables.
 func (c *controller) Tables() []string { return Tables() }
+
+// netlinkMetrics count what the kernel event subscription survived.
+type netlinkMetrics struct{ errors, resyncs prometheus.Counter }
+
+func newNetlinkMetrics(reg prometheus.Registerer) netlinkMetrics {
+	m := netlinkMetrics{
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "switchyard", Subsystem: "netlink", Name: "errors_total",
+			Help: "Netlink subscription errors (receive overflow, failed resubscribe or relist)."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "switchyard", Subsystem: "netlink", Name: "resyncs_total",
+			Help: "Relists of the kernel after lost netlink events."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.errors, m.resyncs)
+	}
+	return m
+}
