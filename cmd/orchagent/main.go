@@ -6,6 +6,7 @@ package main
 import (
 	"flag"
 	"os"
+	"time"
 
 	"github.com/switchyard-net/switchyard/internal/daemon"
 	"github.com/switchyard-net/switchyard/orchagent"
@@ -24,6 +25,7 @@ func main() {
 	}
 	ctx, stop := daemon.SignalContext()
 	defer stop()
+	go daemon.ReturnMemory(ctx, 5*time.Second)
 	reg, err := f.Metrics(ctx, name)
 	if err != nil {
 		daemon.Fatal(name, err)

@@ -15,8 +15,10 @@ import (
 // WatchClasses are the notify-keyspace-events classes a Watcher needs:
 // keyspace channel (K), generic del/expire/rename (g), strings ($, for
 // plain keys such as CONFIG_DB_INITIALIZED), hashes (h), expired (x) and
-// evicted (e).
-const WatchClasses = "Kg$hxe"
+// evicted (e) — and lists, sets, sorted sets and streams (l, s, z, t):
+// a CONFIG_DB key written as one of those is not config, and the daemon
+// must see it to say so.
+const WatchClasses = "Kg$lshzxet"
 
 // allClassesAlias is what Redis means by "A" (7.x adds module events "d";
 // we never need those, so the older set is enough for the check).

@@ -46,7 +46,7 @@ func TestConfigRefused(t *testing.T) {
 	if err == nil {
 		t.Fatalf("syncd exited 0 without CONFIG:\n%s", out)
 	}
-	if want := "notify-keyspace-events Kg$hxe"; !strings.Contains(string(out), want) {
+	if want := "notify-keyspace-events Kg$lshzxet"; !strings.Contains(string(out), want) {
 		t.Errorf("syncd said:\n%s\nwant it to name the redis.conf line %q", out, want)
 	}
 }

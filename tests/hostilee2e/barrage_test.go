@@ -1,0 +1,257 @@
+package hostilee2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-net/switchyard/schema"
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
+	"github.com/switchyard-net/switchyard/tests/testns"
+)
+
+// write is one hostile write: a hash (fields) or another Redis type.
+type write struct {
+	key    string
+	fields []string // HSET key fields...
+	typ    string   // "", "string", "list", "set", "zset"
+}
+
+// hostile returns n distinct bad CONFIG_DB writes across every table:
+// each must end with a result that is not ok.
+func hostile(n int) []write {
+	huge := strings.Repeat("x", 1<<20)
+	edges := []string{"67", "9217", "-5", "100000000000000000000", "0x100", "", "\xff\xfe", "1e3", " 1500", huge}
+	gens := []func(i int) write{
+		func(i int) write { return write{key: fmt.Sprintf("PORT|bad/port%d", i), fields: []string{"mtu", "1500"}} },
+		func(i int) write {
+			return write{key: fmt.Sprintf("PORT|p%d", i), fields: []string{"mtu", edges[i%len(edges)]}}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("PORT|q%d", i), fields: []string{"admin_status", "UP!"}}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("VLAN|Vlan%d", 4095+i), fields: []string{"vlanid", fmt.Sprint(4095 + i)}}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("VLAN|Vlan%d", 1+i%4000), fields: []string{"vlanid", fmt.Sprint(2 + i%4000)}}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("VLAN_MEMBER|Vlan%d|Ethernet0", 1+i%4000), fields: []string{"tagging_mode", "sideways"}}
+		},
+		func(i int) write { return write{key: fmt.Sprintf("INTERFACE|Ethernet0|10.%d.0.1/33", i%256)} },
+		func(i int) write { return write{key: fmt.Sprintf("INTERFACE|Ethernet0|300.1.%d.%d/24", i/256%256, i%256)} },
+		func(i int) write { return write{key: fmt.Sprintf("VLAN_INTERFACE|Vlan0|10.9.%d.%d/24", i/256%256, i%256)} },
+		func(i int) write {
+			return write{key: fmt.Sprintf("STATIC_ROUTE|10.%d.%d.1/16", 64+i/256%64, i%256), fields: []string{"blackhole", "true"}}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("STATIC_ROUTE|10.60.%d.%d:24", i/256%256, i%256), fields: []string{"blackhole", "true"}}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("STATIC_ROUTE|10.61.%d.%d/32", i/256%256, i%256), fields: []string{"nexthop", "not-an-ip\xff"}}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("FDB|Vlan6:02:00:00:00:%02x:%02x", i/256%256, i%256), fields: []string{"port", "Ethernet0"}}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("FDB|Vlan6|ZZ:00:00:00:%02x:%02x", i/256%256, i%256), fields: []string{"port", "Ethernet0"}}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("STATIC_ROUTE|10.62.%d.%d/32", i/256%256, i%256), typ: "string"}
+		},
+		func(i int) write { return write{key: fmt.Sprintf("PORT|r%d", i), typ: "list"} },
+		func(i int) write { return write{key: fmt.Sprintf("VLAN|Vlan%d", 1+i%4000), typ: "set"} },
+		func(i int) write { return write{key: fmt.Sprintf("FDB|Vlan7|02:00:00:00:%02x:%02x", i/256%256, i%256), typ: "zset"} },
+		func(i int) write {
+			return write{key: fmt.Sprintf("PORT|\xff\xfe%d", i), fields: []string{"mtu", "1500"}}
+		},
+	}
+	seen := map[string]bool{}
+	var out []write
+	for i := 0; len(out) < n; i++ {
+		w := gens[i%len(gens)](i / len(gens))
+		if seen[w.key] {
+			continue
+		}
+		seen[w.key] = true
+		out = append(out, w)
+	}
+	// A few huge values and keys.
+	for i := 0; i < 10; i++ {
+		out = append(out, write{key: fmt.Sprintf("PORT|huge%d", i), fields: []string{"description", huge}},
+			write{key: "STATIC_ROUTE|" + strings.Repeat("1", 2000+i), fields: []string{"blackhole", "true"}})
+	}
+	return out
+}
+
+func (w write) do(ctx context.Context, p redis.Pipeliner) {
+	p.Del(ctx, w.key)
+	switch w.typ {
+	case "string":
+		p.Set(ctx, w.key, "x", 0)
+	case "list":
+		p.RPush(ctx, w.key, "mtu", "1500")
+	case "set":
+		p.SAdd(ctx, w.key, "vlanid")
+	case "zset":
+		p.ZAdd(ctx, w.key, redis.Z{Score: 1, Member: "port"})
+	default:
+		f := w.fields
+		if len(f) == 0 {
+			f = []string{schema.NullField, schema.NullField}
+		}
+		p.HSet(ctx, w.key, f)
+	}
+}
+
+// kernelSnapshot is what the kernel holds, as iproute2 JSON prints it,
+// without counters and without switchyard's routes.
+func kernelSnapshot(t *testing.T, ns *testns.NS) string {
+	var links, addrs, routes []map[string]any
+	ns.JSON(&links, "link", "show")
+	// IPv4 only: IPv6 link-local addresses finish DAD on their own.
+	ns.JSON(&addrs, "-4", "addr", "show")
+	ns.JSON(&routes, "-4", "route", "show", "table", "all")
+	var kept []map[string]any
+	for _, r := range routes {
+		if r["protocol"] != "201" {
+			kept = append(kept, r)
+		}
+	}
+	b, _ := json.Marshal([]any{links, addrs, kept})
+	return string(b)
+}
+
+func ourRoutes(ns *testns.NS) []string {
+	var routes []map[string]any
+	ns.JSON(&routes, "route", "show", "proto", "201")
+	var out []string
+	for _, r := range routes {
+		out = append(out, fmt.Sprint(r["dst"]))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func rss(t *testing.T, p *e2eutil.Proc) int {
+	kb, err := e2eutil.RSS(p.Cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kb
+}
+
+func TestHostileBarrage(t *testing.T) {
+	s := e2eutil.NewSwitch(t)
+	peer := testns.New(t)
+	s.NS.Veth("Ethernet0", peer, "eth0")
+	s.NS.Veth("Ethernet1", peer, "eth1")
+	s.NS.IP("link", "set", "Ethernet0", "up")
+	s.NS.IP("addr", "add", "10.0.0.1/24", "dev", "Ethernet0")
+	ctx := context.Background()
+	s.Config.Set(ctx, schema.KeyConfigDBInitialized, "1", 0)
+	orch := s.Start("orchagent", "--log-level", "info", "--metrics-addr", "127.0.0.1:19101")
+	syncd := s.Start("syncd", "--log-level", "info")
+	s.HSet("STATIC_ROUTE|10.99.0.0/24", "blackhole", "true")
+	s.WaitOK("STATIC_ROUTE|10.99.0.0/24")
+	time.Sleep(time.Second)
+	before := kernelSnapshot(t, s.NS)
+	base := map[string]int{"orchagent": rss(t, orch), "syncd": rss(t, syncd)}
+
+	bad := hostile(5000)
+	var good []string
+	pipe := s.Config.Pipeline()
+	for i, w := range bad {
+		w.do(ctx, pipe)
+		if i%25 == 0 {
+			k := fmt.Sprintf("STATIC_ROUTE|10.100.%d.%d/32", i/256, i%256)
+			pipe.HSet(ctx, k, "blackhole", "true")
+			good = append(good, k)
+		}
+		if i%200 == 199 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d hostile writes, %d good keys", len(bad), len(good))
+	s.WaitOK(good...)
+	e2eutil.Eventually(t, 2*e2eutil.Wait, "every hostile key has a result that is not ok", func() (bool, string) {
+		p := s.State.Pipeline()
+		cmds := make([]*redis.StringCmd, len(bad))
+		for i, w := range bad {
+			cmds[i] = p.HGet(ctx, e2eutil.ResultKey(w.key), "state")
+		}
+		p.Exec(ctx)
+		for i, c := range cmds {
+			st, _ := c.Result()
+			if st == "" || st == "ok" {
+				return false, fmt.Sprintf("%q: state %q", schema.Clip(bad[i].key), st)
+			}
+		}
+		return true, ""
+	})
+	for name, p := range s.Procs {
+		if p.Exited() {
+			t.Fatalf("%s died:\n%s", name, p.Output())
+		}
+	}
+	if got := ourRoutes(s.NS); len(got) != len(good)+1 {
+		t.Fatalf("kernel has %d switchyard routes, want the %d good ones", len(got), len(good)+1)
+	}
+	if after := kernelSnapshot(t, s.NS); after != before {
+		t.Fatalf("hostile input changed the kernel:\nbefore %s\nafter  %s", before, after)
+	}
+
+	// Delete the hostile keys: every result goes, memory comes back.
+	pipe = s.Config.Pipeline()
+	for _, w := range bad {
+		pipe.Del(ctx, w.key)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.Eventually(t, 2*e2eutil.Wait, "hostile results removed", func() (bool, string) {
+		p := s.State.Pipeline()
+		cmds := make([]*redis.IntCmd, len(bad))
+		for i, w := range bad {
+			cmds[i] = p.Exists(ctx, e2eutil.ResultKey(w.key))
+		}
+		p.Exec(ctx)
+		for i, c := range cmds {
+			if c.Val() != 0 {
+				return false, schema.Clip(bad[i].key)
+			}
+		}
+		return true, ""
+	})
+	if out, err := exec.Command("sh", "-c", "ip netns exec "+s.NS.Name+" curl -s 127.0.0.1:19101/metrics | grep -E '^(go_memstats|process_resident|go_goroutines)'").CombinedOutput(); err == nil {
+		t.Logf("metrics:\n%s", out)
+	}
+	e2eutil.Eventually(t, 2*e2eutil.Wait, "RSS back within 20% of the start", func() (bool, string) {
+		var msg []string
+		ok := true
+		for name, kb := range base {
+			now := rss(t, s.Procs[name])
+			msg = append(msg, fmt.Sprintf("%s %d -> %d KiB", name, kb, now))
+			if float64(now) > 1.2*float64(kb) {
+				ok = false
+			}
+		}
+		return ok, strings.Join(msg, ", ")
+	})
+	for name, kb := range base {
+		t.Logf("%s RSS %d KiB at start, %d KiB after the barrage was deleted", name, kb, rss(t, s.Procs[name]))
+	}
+}
