@@ -125,6 +125,13 @@ func UnknownFieldsWarning(table string, names []string) string {
 	return unknownText(table, names, "ignored")
 }
 
+// FieldsWarning is the warning for the unknown fields of hash f of table
+// ("" when there are none): UnknownFieldsWarning of UnknownFields. Its
+// signature is the engine's Config.Warn.
+func FieldsWarning(table string, f Fields) string {
+	return UnknownFieldsWarning(table, UnknownFields(table, f))
+}
+
 // CheckKnownFields is the strict form of the policy (`swctl config load
 // --strict`): a *FieldError naming the first unknown field of f, or nil.
 func CheckKnownFields(table, key string, f Fields) error {

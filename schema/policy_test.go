@@ -53,6 +53,10 @@ func TestUnknownFieldsWarning(t *testing.T) {
 	if w := UnknownFieldsWarning(TableImpairmentFlow, UnknownFields(TableImpairmentFlow, Fields{"dleay": "5ms"})); !strings.Contains(w, `did you mean "delay"?`) {
 		t.Errorf("IMPAIRMENT_FLOW warning %q", w)
 	}
+	if FieldsWarning(TablePort, Fields{"mtu": "1", "NULL": "NULL"}) != "" ||
+		FieldsWarning(TablePort, Fields{"admin_stauts": "up"}) != UnknownFieldsWarning(TablePort, []string{"admin_stauts"}) {
+		t.Error("FieldsWarning is not UnknownFieldsWarning of UnknownFields")
+	}
 	w = UnknownFieldsWarning(TableFDB, []string{"qqqqqq", strings.Repeat("x", 500)})
 	if !strings.HasPrefix(w, `unknown fields "qqqqqq", "xxx`) || strings.Contains(w, "did you mean") ||
 		!strings.Contains(w, "(500 bytes)") || !strings.HasSuffix(w, "FDB takes port, type") {

@@ -81,7 +81,7 @@ func canonical(table, key string, fields map[string]string) (entry, string, erro
 // unknownFields is the warning about the fields of an entry that nobody
 // defines ("" when there are none), prefixed with "TABLE|key: ".
 func unknownFields(table, key string, fields map[string]string) string {
-	w := schema.UnknownFieldsWarning(table, schema.UnknownFields(table, fields))
+	w := schema.FieldsWarning(table, fields)
 	if w == "" {
 		return ""
 	}
