@@ -229,6 +229,7 @@ func FuzzParseImpairment(f *testing.F) {
 			if !reflect.DeepEqual(again, rec) {
 				t.Fatalf("%s %q %v: round trip %+v != %+v", table, key, in, again, rec)
 			}
+			checkRoundTrip(t, table, key, in)
 		}
 	})
 }
