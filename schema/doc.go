@@ -9,7 +9,10 @@
 // reason. Keys must be in canonical form (so two Redis keys never name one
 // object) and are rejected otherwise; field values are canonicalised.
 // Record.Fields renders the canonical hash, and parsing that again gives
-// the same record. Other files of the package add tables with
+// the same record. Fields follow one policy (policy.go): fields switchyard
+// acts on are validated, SONiC's other YANG fields are accepted, and
+// fields nobody defines are ignored by the parsers and named by
+// UnknownFields for the result's warning. Other files of the package add tables with
 // RegisterTable (impairment.go registers IMPAIRMENT and IMPAIRMENT_FLOW).
 //
 // It must not talk to Redis or the kernel: it is pure data, so swctl can

@@ -25,9 +25,6 @@ func ParseFDB(key string, f Fields) (FDB, error) {
 	if c := mac.String(); c != parts[1] {
 		return FDB{}, keyError(t, key, "MAC is not in canonical form: use "+parts[0]+ConfigSep+c, "")
 	}
-	if err := checkFields(t, key, f, FieldPort, FieldType); err != nil {
-		return FDB{}, err
-	}
 	if v, ok := f[FieldType]; ok && v != FDBStatic {
 		return FDB{}, fieldError(t, key, FieldType, v, "only static FDB entries can be configured", FDBStatic)
 	}

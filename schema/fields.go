@@ -2,9 +2,7 @@ package schema
 
 import (
 	"net"
-	"sort"
 	"strconv"
-	"strings"
 )
 
 // CONFIG_DB field names (SONiC's).
@@ -33,41 +31,6 @@ const (
 	FDBStatic  = "static"
 	DefaultVRF = "default"
 )
-
-// nullAllowed says what a table without fields accepts.
-const nullAllowed = "no fields (only the NULL placeholder)"
-
-// checkFields returns a FieldError for the first (in sorted order, so the
-// reason is stable) field not in allowed. NullField is always allowed.
-func checkFields(table, key string, f Fields, allowed ...string) error {
-	var unknown []string
-	for name := range f {
-		if name == NullField || contains(allowed, name) {
-			continue
-		}
-		unknown = append(unknown, name)
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	sort.Strings(unknown)
-	name := unknown[0]
-	if len(allowed) == 0 {
-		return fieldError(table, key, name, f[name], "unknown field: "+table+" takes "+nullAllowed, "")
-	}
-	sorted := append([]string(nil), allowed...)
-	sort.Strings(sorted)
-	return fieldError(table, key, name, f[name], "unknown field", "one of "+strings.Join(sorted, ", "))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 // orNull returns f, or the NULL placeholder when f is empty.
 func orNull(f Fields) Fields {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/switchyard-net/switchyard/tests/sonic"
 )
 
 // The fuzz targets take a hash encoded as "name\x00value\x00name\x00value"
@@ -41,7 +43,8 @@ func sortedKeys(f Fields) []string {
 // parser keeps: errors are *FieldError naming table and key, stable across
 // map orders; an accepted key is already canonical (STATIC_ROUTE may drop
 // "default|"); the rendering is never empty, parses again to the same Key
-// and Fields, and the NULL placeholder changes nothing.
+// and Fields, and neither the NULL placeholder nor an unknown field
+// changes anything.
 func checkRoundTrip(t *testing.T, table, key string, f Fields) {
 	t.Helper()
 	r, err := Parse(table, key, f)
@@ -87,6 +90,32 @@ func checkRoundTrip(t *testing.T, table, key string, f Fields) {
 	if err != nil || r3.Key() != k || !maps.Equal(r3.Fields(), fs) {
 		t.Fatalf("%s|%s: the NULL placeholder changed the result: %v", table, key, err)
 	}
+	// swctl writes the input with the canonical spelling of the rendered
+	// fields laid over it (STATIC_ROUTE: the input as is): that too must
+	// be the same record.
+	if table != TableStaticRoute {
+		over := maps.Clone(f)
+		if over == nil {
+			over = Fields{}
+		}
+		maps.Copy(over, fs)
+		if len(over) > 1 {
+			delete(over, NullField)
+		}
+		r5, err := Parse(table, key, over)
+		if err != nil || r5.Key() != k || !maps.Equal(r5.Fields(), fs) {
+			t.Fatalf("%s|%s: input %q with the canonical fields laid over it parses differently: %v", table, key, over, err)
+		}
+	}
+	withUnknown := maps.Clone(withNull)
+	withUnknown["x-unknown-field"] = "x"
+	r4, err := Parse(table, key, withUnknown)
+	if err != nil || r4.Key() != k || !maps.Equal(r4.Fields(), fs) {
+		t.Fatalf("%s|%s: an unknown field changed the result: %v", table, key, err)
+	}
+	if u := UnknownFields(table, withUnknown); !slices.Contains(u, "x-unknown-field") || slices.Contains(u, NullField) {
+		t.Fatalf("%s|%s: UnknownFields = %q", table, key, u)
+	}
 }
 
 // seed adds every test case of the given tables (all tables when none are
@@ -102,6 +131,13 @@ func seed(f *testing.F, tables ...string) {
 	}
 	for _, c := range errCases {
 		add(c.table, c.key, c.f)
+	}
+	corpus, err := sonic.Load()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range corpus.Cases {
+		add(c.Table, c.Key, c.Fields)
 	}
 }
 

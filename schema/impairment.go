@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -517,12 +518,15 @@ func parseProfile(t, key string, f Fields, used map[string]bool, p *ImpairmentPr
 	return nil
 }
 
-// unknownFields rejects fields nobody read, so a typo ("los") is an error
-// rather than silently not impairing.
+// unknownFields rejects fields of the table that the parse did not read.
+// A name the table does not define at all (a typo such as "los") is not an
+// error: as in every table it is ignored, and UnknownFields names it for
+// the result's warning.
 func unknownFields(t, key string, f Fields, used map[string]bool) error {
 	var unknown []string
+	known := knownFields(t)
 	for name := range f {
-		if !used[name] && name != NullField {
+		if !used[name] && name != NullField && slices.Contains(known, name) {
 			unknown = append(unknown, name)
 		}
 	}

@@ -9,8 +9,12 @@ import (
 // ParseInterface parses an INTERFACE or VLAN_INTERFACE entry: key
 // "ifname|addr/len" (an address: host bits kept; IPv4 or IPv6 in canonical
 // text form) or a bare "ifname". VLAN_INTERFACE names must be VlanN;
-// INTERFACE names must not be (those belong in VLAN_INTERFACE). No fields
-// are allowed besides the NULL placeholder.
+// INTERFACE names must not be (those belong in VLAN_INTERFACE). SONiC's
+// fields are accepted: on an address, family (must match it) and scope
+// (global or local) are checked; vrf_name may only name the default VRF and
+// vnet_name must be empty, since the address would otherwise land in a
+// routing table SONiC would not use; the rest (nat_zone, mpls, …) are not
+// acted on. Unknown fields are ignored (UnknownFields names them).
 func ParseInterface(table, key string, f Fields) (Interface, error) {
 	if table != TableInterface && table != TableVlanInterface {
 		return Interface{}, keyError(table, key, "not an interface table", TableInterface+" or "+TableVlanInterface)
@@ -48,10 +52,41 @@ func ParseInterface(table, key string, f Fields) (Interface, error) {
 		}
 		in.Addr = p
 	}
-	if err := checkFields(table, key, f); err != nil {
+	if err := interfaceFields(table, key, in, f); err != nil {
 		return Interface{}, err
 	}
 	return in, nil
+}
+
+// interfaceFields checks the fields of an interface entry that change
+// what the address means.
+func interfaceFields(table, key string, in Interface, f Fields) error {
+	if v, ok := f[FieldVRFName]; ok && v != "" && v != DefaultVRF {
+		return fieldError(table, key, FieldVRFName, v,
+			"VRF "+strconv.Quote(Clip(v))+": only the default VRF is supported", "empty or default")
+	}
+	if v, ok := f[FieldVnetName]; ok && v != "" {
+		return fieldError(table, key, FieldVnetName, v, "VNETs are not supported", "no vnet_name")
+	}
+	if v, ok := f[FieldFamily]; ok {
+		want := "IPv4"
+		if in.Addr.Addr().Is6() {
+			want = "IPv6"
+		}
+		switch {
+		case v != "IPv4" && v != "IPv6":
+			return valueError(table, key, FieldFamily, v, "IPv4 or IPv6")
+		case in.IsBare():
+			// SONiC defines family for address keys only; on a bare
+			// key it says nothing.
+		case v != want:
+			return fieldError(table, key, FieldFamily, v, "family "+v+" does not match the address "+in.Addr.String(), want)
+		}
+	}
+	if v, ok := f[FieldScope]; ok && v != "global" && v != "local" {
+		return valueError(table, key, FieldScope, v, "global or local")
+	}
+	return nil
 }
 
 // Table returns INTERFACE or VLAN_INTERFACE.

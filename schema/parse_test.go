@@ -57,6 +57,26 @@ var okCases = []okCase{
 	{TableStaticRoute, "10.2.0.0/16", Fields{"nexthop": "10.0.0.2,10.0.0.2", "ifname": "Ethernet0,Ethernet4"},
 		"10.2.0.0/16", Fields{"nexthop": "10.0.0.2,10.0.0.2", "ifname": "Ethernet0,Ethernet4"}},
 	{TableFDB, "Vlan100|00:11:22:33:44:55", Fields{"port": "Ethernet0"}, "Vlan100|00:11:22:33:44:55", Fields{"port": "Ethernet0"}},
+	// SONiC's forms: fields the YANG models define are accepted, unknown
+	// ones ignored (UnknownFields names them); STATIC_ROUTE as `config
+	// route add` writes it.
+	{TablePort, "Ethernet0", Fields{"admin_status": "up", "alias": "fortyGigE0/0", "lanes": "29,30,31,32", "speed": "40000", "index": "0", "fec": "rs", "mtu": "9100"},
+		"Ethernet0", Fields{"admin_status": "up", "mtu": "9100"}},
+	{TablePort, "Ethernet0", Fields{"admin_stauts": "up", "mtu": "9100"}, "Ethernet0", Fields{"mtu": "9100"}},
+	{TableVlan, "Vlan100", Fields{"vlanid": "100", "description": "servers", "dhcp_servers@": "192.0.2.1,192.0.2.2", "members@": "Ethernet0"},
+		"Vlan100", Fields{"vlanid": "100", "description": "servers"}},
+	{TableInterface, "Ethernet2|10.2.0.1/24", Fields{"family": "IPv4", "scope": "global"}, "Ethernet2|10.2.0.1/24", null},
+	{TableInterface, "Ethernet2", Fields{"vrf_name": "default", "mpls": "enable", "ipv6_use_link_local_only": "disable"}, "Ethernet2", null},
+	{TableVlanInterface, "Vlan100|2001:db8::1/64", Fields{"family": "IPv6", "scope": "local", "secondary": "true"}, "Vlan100|2001:db8::1/64", null},
+	{TableStaticRoute, "default|10.3.0.0/16", Fields{"nexthop": "10.0.0.2,10.0.0.6", "ifname": ",", "distance": "0,0", "blackhole": "false,false", "nexthop-vrf": "default,default"},
+		"10.3.0.0/16", Fields{"nexthop": "10.0.0.2,10.0.0.6", "distance": "0"}},
+	{TableStaticRoute, "default|10.4.0.0/16", Fields{"nexthop": "", "ifname": "null", "distance": "0", "blackhole": "true", "nexthop-vrf": "default"},
+		"10.4.0.0/16", Fields{"blackhole": "true", "distance": "0"}},
+	{TableStaticRoute, "10.5.0.0/16", Fields{"nexthop": "10.0.0.2,10.0.0.6,", "ifname": ",,Ethernet8", "distance": "20,10,10", "blackhole": "false,false,false"},
+		"10.5.0.0/16", Fields{"nexthop": "10.0.0.6,", "ifname": ",Ethernet8", "distance": "10"}},
+	{TableStaticRoute, "10.6.0.0/16", Fields{"nexthop": "10.0.0.2,", "ifname": ",null", "distance": "1,250", "blackhole": "false,true", "advertise": "false", "bfd": "false"},
+		"10.6.0.0/16", Fields{"nexthop": "10.0.0.2", "distance": "1"}},
+	{TableFDB, "Vlan100|00:11:22:33:44:66", Fields{"port": "Ethernet0", "vni": "1"}, "Vlan100|00:11:22:33:44:66", Fields{"port": "Ethernet0"}},
 	{TableFDB, "Vlan1|02:aa:bb:cc:dd:ee", Fields{"port": "eth1", "type": "static"}, "Vlan1|02:aa:bb:cc:dd:ee", Fields{"port": "eth1"}},
 }
 

@@ -7,14 +7,13 @@ import (
 )
 
 // ParsePort parses a PORT entry: key an interface name, fields
-// admin_status (up|down), mtu (68-9216), mac (unicast), description.
+// admin_status (up|down), mtu (68-9216), mac (unicast), description. The
+// other fields SONiC defines (lanes, speed, …) are accepted and not acted
+// on; unknown ones are ignored (UnknownFields names them).
 func ParsePort(key string, f Fields) (Port, error) {
 	const t = TablePort
 	if p := portProblem(key); p != "" {
 		return Port{}, keyError(t, key, p, ifnameAllowed)
-	}
-	if err := checkFields(t, key, f, FieldAdminStatus, FieldDescription, FieldMAC, FieldMTU); err != nil {
-		return Port{}, err
 	}
 	p := Port{Name: key}
 	var err error
@@ -27,13 +26,23 @@ func ParsePort(key string, f Fields) (Port, error) {
 	if p.MAC, err = optMAC(t, key, f); err != nil {
 		return Port{}, err
 	}
-	if d, ok := f[FieldDescription]; ok {
-		if problem := descriptionProblem(d); problem != "" {
-			return Port{}, fieldError(t, key, FieldDescription, d, problem, "")
-		}
-		p.Description = &d
+	if p.Description, err = optDescription(t, key, f); err != nil {
+		return Port{}, err
 	}
 	return p, nil
+}
+
+// optDescription parses an optional description (it becomes the
+// interface alias).
+func optDescription(table, key string, f Fields) (*string, error) {
+	d, ok := f[FieldDescription]
+	if !ok {
+		return nil, nil
+	}
+	if problem := descriptionProblem(d); problem != "" {
+		return nil, fieldError(table, key, FieldDescription, d, problem, "")
+	}
+	return &d, nil
 }
 
 // MaxDescriptionLen is the longest PORT description: it becomes the
@@ -75,15 +84,14 @@ func (p Port) Fields() Fields {
 }
 
 // ParseVlan parses a VLAN entry: key "VlanN" (N 1-4094, no leading zeros),
-// fields vlanid (optional, must equal N), admin_status, mtu, mac.
+// fields vlanid (optional, must equal N), admin_status, mtu, mac,
+// description; SONiC's other VLAN fields (dhcp_servers@, …) are accepted
+// and not acted on, unknown ones ignored.
 func ParseVlan(key string, f Fields) (Vlan, error) {
 	const t = TableVlan
 	id, problem := vlanName(key)
 	if problem != "" {
 		return Vlan{}, vlanKeyError(t, key, key, problem)
-	}
-	if err := checkFields(t, key, f, FieldAdminStatus, FieldMAC, FieldMTU, FieldVlanID); err != nil {
-		return Vlan{}, err
 	}
 	if v, ok := f[FieldVlanID]; ok {
 		n, ok := parseDigits(v)
@@ -106,6 +114,9 @@ func ParseVlan(key string, f Fields) (Vlan, error) {
 	if vl.MAC, err = optMAC(t, key, f); err != nil {
 		return Vlan{}, err
 	}
+	if vl.Description, err = optDescription(t, key, f); err != nil {
+		return Vlan{}, err
+	}
 	return vl, nil
 }
 
@@ -124,6 +135,9 @@ func (v Vlan) Fields() Fields {
 	putInt(f, FieldMTU, v.MTU)
 	if v.MAC != nil {
 		f[FieldMAC] = v.MAC.String()
+	}
+	if v.Description != nil {
+		f[FieldDescription] = *v.Description
 	}
 	return f
 }
@@ -145,9 +159,6 @@ func ParseVlanMember(key string, f Fields) (VlanMember, error) {
 	}
 	if p := portProblem(parts[1]); p != "" {
 		return VlanMember{}, keyError(t, key, p, ifnameAllowed)
-	}
-	if err := checkFields(t, key, f, FieldTaggingMode); err != nil {
-		return VlanMember{}, err
 	}
 	v, ok := f[FieldTaggingMode]
 	if !ok {

@@ -43,6 +43,8 @@ type Vlan struct {
 	AdminUp *bool
 	MTU     *int
 	MAC     net.HardwareAddr
+	// Description becomes the VlanN interface alias, as PORT's does.
+	Description *string
 }
 
 // TaggingMode is VLAN_MEMBER's tagging_mode.

@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -10,11 +11,16 @@ import (
 // ParseStaticRoute parses a STATIC_ROUTE entry. Key: "prefix" or
 // "vrf|prefix" (only vrf "default"; both spellings name one route, whose
 // canonical Key is the bare prefix), host bits clear, canonical text form.
-// Fields: nexthop and ifname (parallel comma lists, one entry per ECMP next
-// hop; an entry may be empty in one list when the other has it), distance
-// 0-255, blackhole true|false (true excludes next hops; otherwise at least
-// one is required) and SONiC's nexthop-vrf, accepted only when it names
-// the default VRF.
+//
+// Fields, as SONiC's `config route add` writes them: nexthop, ifname,
+// distance, blackhole and nexthop-vrf are parallel comma lists, one entry
+// per next hop (an empty entry means "not given"; a list of one entry
+// applies to every next hop). distance is 0-255, blackhole true or false,
+// nexthop-vrf empty or "default". A blackhole next hop has no gateway and
+// an empty or "null" ifname. As FRR does with SONiC's per-next-hop
+// distances, the route is the next hops of the lowest distance (ECMP when
+// several): the others are backups, validated but not installed. advertise
+// and bfd are accepted and not acted on; unknown fields are ignored.
 func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 	const t = TableStaticRoute
 	parts := SplitKey(key)
@@ -37,47 +43,54 @@ func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 		}
 		return StaticRoute{}, keyError(t, key, problem, allowed)
 	}
-	if err := checkFields(t, key, f, FieldBlackhole, FieldDistance, FieldIfname, FieldNexthop, FieldNexthopVRF); err != nil {
+	hops, err := parseHops(key, p, f)
+	if err != nil {
 		return StaticRoute{}, err
 	}
 	r := StaticRoute{VRF: DefaultVRF, Prefix: p}
-	if v, ok := f[FieldBlackhole]; ok {
-		switch v {
-		case ValueTrue:
-			r.Blackhole = true
-		case ValueFalse:
-		default:
-			return StaticRoute{}, valueError(t, key, FieldBlackhole, v, "true or false")
-		}
-	}
-	var err error
-	if r.Distance, err = optInt(t, key, f, FieldDistance, 0, 255); err != nil {
-		return StaticRoute{}, err
-	}
-	if v, ok := f[FieldNexthopVRF]; ok {
-		for _, e := range splitList(v) {
-			if e != "" && e != DefaultVRF {
-				return StaticRoute{}, fieldError(t, key, FieldNexthopVRF, v,
-					fmt.Sprintf("VRF %q: only the default VRF is supported", e), "empty or default")
-			}
-		}
-	}
-	if r.NextHops, err = parseNextHops(key, p, f); err != nil {
-		return StaticRoute{}, err
-	}
-	switch {
-	case r.Blackhole && len(r.NextHops) > 0:
-		field := FieldNexthop
-		if strings.TrimSpace(f[FieldNexthop]) == "" {
-			field = FieldIfname
-		}
-		return StaticRoute{}, fieldError(t, key, field, f[field],
-			"a blackhole route has no next hops: remove nexthop and ifname, or set blackhole false", "")
-	case !r.Blackhole && len(r.NextHops) == 0:
+	best := bestHops(hops)
+	if len(best) == 0 {
 		return StaticRoute{}, fieldError(t, key, FieldNexthop, f[FieldNexthop],
 			"the route has no next hop", "a nexthop, an ifname, or blackhole true")
 	}
+	if _, ok := f[FieldDistance]; ok {
+		d := best[0].distance
+		r.Distance = &d
+	}
+	for _, h := range best {
+		if h.blackhole != best[0].blackhole {
+			return StaticRoute{}, fieldError(t, key, FieldBlackhole, f[FieldBlackhole],
+				fmt.Sprintf("next hops %d and %d have the same distance but only one is a blackhole", best[0].index+1, h.index+1),
+				"a blackhole next hop at its own distance")
+		}
+		if !h.blackhole {
+			r.NextHops = append(r.NextHops, h.NextHop)
+		}
+	}
+	r.Blackhole = best[0].blackhole
 	return r, nil
+}
+
+// hop is one entry of the parallel next-hop lists.
+type hop struct {
+	NextHop
+	index     int // 0-based position in the lists
+	distance  int
+	blackhole bool
+}
+
+// bestHops returns the hops of the lowest distance, in list order.
+func bestHops(hops []hop) []hop {
+	var best []hop
+	for _, h := range hops {
+		switch {
+		case len(best) == 0 || h.distance < best[0].distance:
+			best = []hop{h}
+		case h.distance == best[0].distance:
+			best = append(best, h)
+		}
+	}
+	return best
 }
 
 // splitList splits a comma list, trimming blanks around entries. An empty
@@ -93,9 +106,12 @@ func splitList(v string) []string {
 	return l
 }
 
-// parseNextHops zips the nexthop and ifname lists of route key into
-// validated next hops.
-func parseNextHops(key string, p netip.Prefix, f Fields) ([]NextHop, error) {
+// nullIfname is the ifname SONiC's CLI writes for a blackhole next hop
+// (`config route add … nexthop dev null`).
+const nullIfname = "null"
+
+// parseHops zips the parallel lists of route key into validated hops.
+func parseHops(key string, p netip.Prefix, f Fields) ([]hop, error) {
 	const t = TableStaticRoute
 	gws, ifs := splitList(f[FieldNexthop]), splitList(f[FieldIfname])
 	if gws != nil && ifs != nil && len(gws) != len(ifs) {
@@ -103,27 +119,76 @@ func parseNextHops(key string, p netip.Prefix, f Fields) ([]NextHop, error) {
 			fmt.Sprintf("nexthop lists %d entries but ifname %d: the lists are parallel, one entry per next hop", len(gws), len(ifs)),
 			"as many ifname entries as nexthop entries (an entry may be empty)")
 	}
+	bhs, dists, vrfs := splitList(f[FieldBlackhole]), splitList(f[FieldDistance]), splitList(f[FieldNexthopVRF])
 	n := max(len(gws), len(ifs))
-	hops := make([]NextHop, 0, n)
-	for i := 0; i < n; i++ {
-		var gw, ifn string
-		if gws != nil {
-			gw = gws[i]
+	if n == 0 && slices.Contains(bhs, ValueTrue) {
+		n = len(bhs) // a blackhole route names no gateway or interface
+	}
+	for _, l := range []struct {
+		field string
+		list  []string
+	}{{FieldBlackhole, bhs}, {FieldDistance, dists}, {FieldNexthopVRF, vrfs}} {
+		if len(l.list) > 1 && len(l.list) != n {
+			return nil, fieldError(t, key, l.field, f[l.field],
+				fmt.Sprintf("%s lists %d entries but the route has %d next hops: the lists are parallel", l.field, len(l.list), n),
+				"one entry per next hop, or a single value for all")
 		}
-		if ifs != nil {
-			ifn = ifs[i]
+	}
+	at := func(l []string, i int) string {
+		switch len(l) {
+		case 0:
+			return ""
+		case 1:
+			return l[0]
+		}
+		return l[i]
+	}
+	hops := make([]hop, 0, n)
+	for i := 0; i < n; i++ {
+		h := hop{index: i}
+		switch v := at(bhs, i); v {
+		case ValueTrue:
+			h.blackhole = true
+		case ValueFalse, "":
+		default:
+			return nil, valueError(t, key, FieldBlackhole, f[FieldBlackhole], "true or false (per next hop)")
+		}
+		if v := at(dists, i); v != "" {
+			d, ok := parseDigits(v)
+			if !ok || d > 255 {
+				return nil, valueError(t, key, FieldDistance, f[FieldDistance], "an integer 0-255 (per next hop)")
+			}
+			h.distance = d
+		}
+		if v := at(vrfs, i); v != "" && v != DefaultVRF {
+			return nil, fieldError(t, key, FieldNexthopVRF, f[FieldNexthopVRF],
+				fmt.Sprintf("VRF %q: only the default VRF is supported", Clip(v)), "empty or default")
+		}
+		gw, ifn := at(gws, i), at(ifs, i)
+		if h.blackhole {
+			if gw != "" || (ifn != "" && ifn != nullIfname) {
+				field := FieldNexthop
+				if gw == "" {
+					field = FieldIfname
+				}
+				return nil, fieldError(t, key, field, f[field], fmt.Sprintf(
+					"next hop %d: a blackhole route has no next hops: remove nexthop and ifname (or set ifname null), or set blackhole false", i+1), "")
+			}
+			hops = append(hops, h)
+			continue
 		}
 		nh, err := parseNextHop(key, p, i, gw, ifn, f)
 		if err != nil {
 			return nil, err
 		}
 		for _, prev := range hops {
-			if prev == nh {
+			if !prev.blackhole && prev.NextHop == nh {
 				return nil, fieldError(t, key, FieldNexthop, f[FieldNexthop],
 					fmt.Sprintf("next hop %d repeats an earlier one (%s)", i+1, nh), "each next hop once")
 			}
 		}
-		hops = append(hops, nh)
+		h.NextHop = nh
+		hops = append(hops, h)
 	}
 	return hops, nil
 }

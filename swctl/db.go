@@ -131,16 +131,3 @@ func isWrongType(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }
-
-// readConfig reads every known CONFIG_DB table: table → key → fields.
-func readConfig(ctx context.Context, db *DB, tables []string) (map[string]map[string]map[string]string, error) {
-	out := map[string]map[string]map[string]string{}
-	for _, t := range tables {
-		h, err := readTable(ctx, db.Config(), t, schema.ConfigSep)
-		if err != nil {
-			return nil, err
-		}
-		out[t] = h
-	}
-	return out, nil
-}

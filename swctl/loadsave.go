@@ -10,8 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -22,25 +20,36 @@ func loadCommand() *Command {
 		Args:    "FILE",
 		Summary: "validate a config_db.json and write it atomically",
 		Long: `Load a config_db.json ({"TABLE": {"key": {"field": "value"}}}, as SONiC's) into
-CONFIG_DB. The whole file is validated first and every problem is reported as
-"TABLE|key: field …"; if there is any, nothing is written and swctl exits 1.
-Otherwise all entries are written in one MULTI/EXEC transaction (entries that
-already match are left untouched) and CONFIG_DB_INITIALIZED is set to "1".
+CONFIG_DB, every table of it, as SONiC's config load does: a list value is
+stored as "field@" with its items joined by ",", an empty entry {} as the
+NULL placeholder, numbers and booleans as their text. The entries of
+switchyard's tables are validated first, with the daemons' parser, and every
+problem is reported as "TABLE|key: field …"; if there is any, nothing is
+written and swctl exits 1. Otherwise all entries are written in one
+MULTI/EXEC transaction (entries that already match are left untouched) and
+CONFIG_DB_INITIALIZED is set to "1".
 
-Each entry replaces its whole hash. With --replace, keys of switchyard's
-tables that the file does not name are deleted too, so CONFIG_DB ends up
-holding exactly the file. FILE "-" reads standard input. Field values may be
-JSON strings, numbers, booleans or lists (joined with ",").`,
+Fields SONiC defines but Linux has no use for (lanes, speed, alias, …) are
+written and accepted. A field nobody defines is written too and named in a
+warning (the daemons ignore it and name it in the result's warning field);
+with --strict it is an error. Tables switchyard does not know (DEVICE_METADATA,
+BGP_NEIGHBOR, …) are written as they are, for SONiC's other tools;
+--skip-unknown leaves them out.
+
+Each entry replaces its whole hash. With --replace, CONFIG_DB ends up holding
+exactly the file: every other TABLE|key is deleted (with --skip-unknown, only
+those of switchyard's tables). FILE "-" reads standard input.`,
 		Examples: []string{
 			"swctl config load demo/routed.json",
 			"swctl config load --replace backup.json && swctl wait --timeout 30s",
-			"swctl config load --dry-run candidate.json",
+			"swctl config load --dry-run --strict candidate.json",
 		},
 	}
 	c.Setup = func(fs *flag.FlagSet) Runner {
 		replace := fs.Bool("replace", false, "also delete keys of known tables that the file does not name")
 		dry := fs.Bool("dry-run", false, "validate only; write nothing")
-		skipUnknown := fs.Bool("skip-unknown", false, "ignore tables switchyard does not know (warn) instead of failing")
+		skipUnknown := fs.Bool("skip-unknown", false, "write only switchyard's tables; name the others in a warning")
+		strict := fs.Bool("strict", false, "fail on fields nobody defines instead of warning")
 		return func(ctx context.Context, e *Env, args []string) error {
 			if err := wantArgs(c, args, 1, 1); err != nil {
 				return err
@@ -49,7 +58,7 @@ JSON strings, numbers, booleans or lists (joined with ",").`,
 			if err != nil {
 				return err
 			}
-			entries, warnings, err := parseConfigFile(data, *skipUnknown)
+			entries, warnings, err := parseConfigFile(data, loadOptions{Strict: *strict, SkipUnknown: *skipUnknown})
 			for _, w := range warnings {
 				fmt.Fprintf(e.Stderr, "swctl: warning: %s\n", w)
 			}
@@ -66,7 +75,7 @@ JSON strings, numbers, booleans or lists (joined with ",").`,
 			}
 			ch := change{Set: entries, MarkInited: true}
 			if *replace {
-				ch.Delete, err = staleKeys(ctx, db, entries)
+				ch.Delete, err = staleKeys(ctx, db, entries, !*skipUnknown)
 				if err != nil {
 					return err
 				}
@@ -92,92 +101,6 @@ func readInput(name string) ([]byte, error) {
 		return io.ReadAll(os.Stdin)
 	}
 	return os.ReadFile(name)
-}
-
-// parseConfigFile decodes and validates a config_db.json. It returns the
-// canonical entries in table dependency order, or a *ValidationError with
-// every problem of the file.
-func parseConfigFile(data []byte, skipUnknown bool) ([]entry, []string, error) {
-	var file map[string]json.RawMessage
-	if err := strictDecode(data, &file); err != nil {
-		return nil, nil, err
-	}
-	var problems, warnings []string
-	byTable := map[string][]entry{}
-	seen := map[string]string{} // canonical Redis key → key as written in the file
-	tables := make([]string, 0, len(file))
-	for t := range file {
-		tables = append(tables, t)
-	}
-	sort.Strings(tables)
-	for _, t := range tables {
-		if !isKnownTable(t) {
-			msg := fmt.Sprintf("%s: unknown table (switchyard knows %s)", t, strings.Join(knownTables(), ", "))
-			if skipUnknown {
-				warnings = append(warnings, msg+"; skipped")
-			} else {
-				problems = append(problems, msg)
-			}
-			continue
-		}
-		var keys map[string]json.RawMessage
-		if err := json.Unmarshal(file[t], &keys); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: want an object {\"key\": {\"field\": \"value\"}}, found %.40s", t, file[t]))
-			continue
-		}
-		names := make([]string, 0, len(keys))
-		for k := range keys {
-			names = append(names, k)
-		}
-		sortNatural(names)
-		for _, k := range names {
-			var raws map[string]json.RawMessage
-			if err := json.Unmarshal(keys[k], &raws); err != nil || raws == nil && string(keys[k]) == "null" {
-				problems = append(problems, fmt.Sprintf("%s: want an object of fields {\"field\": \"value\"}, found %.40s",
-					schema.ConfigKey(t, k), keys[k]))
-				continue
-			}
-			fields := map[string]string{}
-			bad := false
-			fnames := make([]string, 0, len(raws))
-			for f := range raws {
-				fnames = append(fnames, f)
-			}
-			sort.Strings(fnames)
-			for _, f := range fnames {
-				v, err := fieldValue(raws[f])
-				if err != nil {
-					problems = append(problems, fmt.Sprintf("%s: field %q: %v", schema.ConfigKey(t, k), f, err))
-					bad = true
-					continue
-				}
-				fields[f] = v
-			}
-			if bad {
-				continue
-			}
-			ent, err := canonical(t, k, fields)
-			if err != nil {
-				problems = append(problems, errorLines(t, k, err)...)
-				continue
-			}
-			if prev, dup := seen[ent.RedisKey()]; dup {
-				problems = append(problems, fmt.Sprintf("%s: key: same entry as %q (both are %s)",
-					schema.ConfigKey(t, k), prev, ent.RedisKey()))
-				continue
-			}
-			seen[ent.RedisKey()] = k
-			byTable[t] = append(byTable[t], ent)
-		}
-	}
-	if len(problems) > 0 {
-		return nil, warnings, &ValidationError{Lines: problems}
-	}
-	var out []entry
-	for _, t := range knownTables() {
-		out = append(out, byTable[t]...)
-	}
-	return out, warnings, nil
 }
 
 // strictDecode decodes one JSON value and reports syntax errors with the
@@ -214,70 +137,18 @@ func lineCol(data []byte, off int64) (int, int) {
 	return line, col
 }
 
-// fieldValue turns a JSON field value into the Redis string.
-func fieldValue(raw json.RawMessage) (string, error) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return "", err
-	}
-	switch x := v.(type) {
-	case string:
-		return x, nil
-	case json.Number:
-		return x.String(), nil
-	case bool:
-		if x {
-			return "true", nil
-		}
-		return "false", nil
-	case []any:
-		parts := make([]string, len(x))
-		for i, p := range x {
-			s, ok := p.(string)
-			if !ok {
-				return "", fmt.Errorf("a list must hold strings, found %s", string(raw))
-			}
-			parts[i] = s
-		}
-		return strings.Join(parts, ","), nil
-	}
-	return "", fmt.Errorf("want a string, number, boolean or list of strings, found %s", string(raw))
-}
-
-// staleKeys lists the keys of known tables that are in CONFIG_DB but not
-// among entries.
-func staleKeys(ctx context.Context, db *DB, entries []entry) ([]string, error) {
-	want := map[string]bool{}
-	for _, e := range entries {
-		want[e.RedisKey()] = true
-	}
-	var stale []string
-	for _, t := range knownTables() {
-		keys, err := scanKeys(ctx, db.Config(), globEscape(t+schema.ConfigSep)+"*")
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range keys {
-			if !want[k] {
-				stale = append(stale, k)
-			}
-		}
-	}
-	return stale, nil
-}
-
 func saveCommand() *Command {
 	c := &Command{
 		Name:    "save",
 		Args:    "[FILE]",
 		Summary: "write CONFIG_DB as a config_db.json (stdout when FILE is - or absent)",
-		Long: `Write switchyard's tables of CONFIG_DB as a config_db.json: keys and fields
-sorted, four-space indent, the NULL placeholder dropped (an entry without
-fields is {}). The output is stable: saving twice gives identical files, and
-'config load --replace' of it restores exactly this CONFIG_DB. FILE is replaced
-atomically (written to a temporary file, then renamed).`,
+		Long: `Write CONFIG_DB as a config_db.json: every table, switchyard's or not, as
+SONiC's config save does. A "field@" hash field becomes the list "field":
+[...], the NULL placeholder is dropped (an entry without fields is {}), keys
+and fields are sorted, the indent is four spaces. The output is stable:
+saving twice gives identical files, and 'config load --replace' of it
+restores exactly this CONFIG_DB. FILE is replaced atomically (written to a
+temporary file, then renamed).`,
 		Examples: []string{
 			"swctl config save /etc/switchyard/config_db.json",
 			"swctl config save | jq .VLAN",
@@ -304,26 +175,6 @@ atomically (written to a temporary file, then renamed).`,
 		}
 	}
 	return c
-}
-
-// renderConfig reads every known table and renders the config_db.json.
-func renderConfig(ctx context.Context, db *DB) ([]byte, error) {
-	cfg, err := readConfig(ctx, db, knownTables())
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]map[string]string{}
-	for t, keys := range cfg {
-		if len(keys) > 0 {
-			out[t] = keys
-		}
-	}
-	// encoding/json writes map keys sorted: the output is stable.
-	data, err := json.MarshalIndent(out, "", "    ")
-	if err != nil {
-		return nil, err
-	}
-	return append(data, '\n'), nil
 }
 
 func writeFileAtomic(name string, data []byte) error {

@@ -116,8 +116,6 @@ func TestLoadErrorsWriteNothing(t *testing.T) {
 			"nothing written",
 			`VLAN|Vlan200: field "vlanid"`,
 			`PORT|Ethernet0: field "mtu"`,
-			`PORT|Ethernet1: field "bogus"`,
-			"DEVICE_METADATA: unknown table",
 			"STATIC_ROUTE|10.0.0.1/8: key",
 			`IMPAIRMENT|Ethernet1: field "loss"`,
 			`FDB|Vlan100|00:11:22:33:44:55 : field "port"`,
@@ -131,26 +129,119 @@ func TestLoadErrorsWriteNothing(t *testing.T) {
 		}
 	}
 
-	// Syntax errors name the line; --skip-unknown only warns about tables
-	// it does not know; --dry-run validates without writing.
+	// Syntax errors name the line; --dry-run validates without writing;
+	// --strict refuses fields nobody defines.
 	errs := h.fails(ExitRuntime, "config", "load", writeFile(t, "syntax.json", "{\n  \"VLAN\": {,}\n}"))
 	if !strings.Contains(errs, "line 2") {
 		t.Errorf("syntax error: stderr %q does not name line 2", errs)
 	}
 	h.fails(ExitRuntime, "config", "load", writeFile(t, "list.json", `["VLAN"]`))
 	h.fails(ExitRuntime, "config", "load", writeFile(t, "null.json", `{"VLAN": {"Vlan5": null}}`))
+	h.fails(ExitRuntime, "config", "load", writeFile(t, "nulltable.json", `{"DEVICE_METADATA": null}`))
+	h.fails(ExitRuntime, "config", "load", writeFile(t, "bartable.json", `{"A|B": {"x": {}}}`))
 	h.fails(ExitRuntime, "config", "load", "/nonexistent/config.json")
+	typo := writeFile(t, "typo.json", `{"PORT": {"Ethernet1": {"mtu": "1500", "bogus": "1"}}}`)
+	errs = h.fails(ExitRuntime, "config", "load", "--strict", typo)
+	if !strings.Contains(errs, `PORT|Ethernet1: field "bogus": unknown field "bogus" not allowed with --strict`) {
+		t.Errorf("load --strict: stderr %q", errs)
+	}
 	dry := writeFile(t, "dry.json", `{"VLAN": {"Vlan5": {"vlanid": "5"}}, "DEVICE_METADATA": {"localhost": {}}}`)
-	h.fails(ExitRuntime, "config", "load", "--dry-run", dry)
-	out, stderr, code := h.run("config", "load", "--dry-run", "--skip-unknown", dry)
-	if code != 0 || !strings.Contains(out, "1 entries valid") || !strings.Contains(stderr, "warning") {
+	out, stderr, code := h.run("config", "load", "--dry-run", dry)
+	if code != 0 || !strings.Contains(out, "2 entries valid") || stderr != "" {
+		t.Errorf("load --dry-run: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	out, stderr, code = h.run("config", "load", "--dry-run", "--skip-unknown", dry)
+	if code != 0 || !strings.Contains(out, "1 entries valid") || !strings.Contains(stderr, "DEVICE_METADATA: not one of switchyard's tables; skipped") {
 		t.Errorf("load --dry-run --skip-unknown: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	if after := h.dump(); !maps.Equal(before, after) {
 		t.Fatalf("a failed or dry-run load changed CONFIG_DB:\nbefore %v\nafter  %v", before, after)
 	}
+	_, stderr, _ = h.run("config", "load", typo)
+	if !strings.Contains(stderr, `warning: PORT|Ethernet1: unknown field "bogus" ignored`) {
+		t.Errorf("load of an unknown field: stderr %q", stderr)
+	}
+	h.wantHash("PORT|Ethernet1", map[string]string{"mtu": "1500", "bogus": "1"})
 	h.ok("config", "load", "--skip-unknown", dry)
 	h.wantHash("VLAN|Vlan5", map[string]string{"vlanid": "5"})
+	if n := h.cfg.Exists(context.Background(), "DEVICE_METADATA|localhost").Val(); n != 0 {
+		t.Errorf("--skip-unknown wrote DEVICE_METADATA")
+	}
+}
+
+// TestLoadSaveEveryTable: every table of the file is written as SONiC's
+// ConfigDBConnector writes it (lists as name@, {} as NULL) and saved back
+// identically; --replace removes keys of any table the file does not name.
+func TestLoadSaveEveryTable(t *testing.T) {
+	h := newHarness(t)
+	file := `{
+    "DEVICE_METADATA": {
+        "localhost": {
+            "hostname": "sw1",
+            "type": "ToRRouter"
+        }
+    },
+    "NTP_SERVER": {
+        "192.0.2.1": {}
+    },
+    "PORT": {
+        "Ethernet0": {
+            "adv_speeds": "40000,100000",
+            "alias": "fortyGigE0/0",
+            "lanes": "29,30,31,32",
+            "mtu": "9100"
+        }
+    },
+    "STATIC_ROUTE": {
+        "default|10.20.0.0/16": {
+            "blackhole": "false,false",
+            "distance": "0,0",
+            "ifname": ",",
+            "nexthop": "10.0.0.1,10.0.0.5",
+            "nexthop-vrf": "default,default"
+        }
+    },
+    "VLAN": {
+        "Vlan1000": {
+            "dhcp_servers": [
+                "192.0.2.1",
+                "192.0.2.2"
+            ],
+            "vlanid": "1000"
+        }
+    },
+    "WEIRD": {
+        "k": {
+            "both": "plain",
+            "both@": "a,b",
+            "empty": [
+                ""
+            ]
+        }
+    }
+}
+`
+	p := writeFile(t, "every.json", file)
+	_, stderr, code := h.run("config", "load", p)
+	if code != 0 || stderr != "" {
+		t.Fatalf("load: exit %d, stderr %q", code, stderr)
+	}
+	h.wantHash("DEVICE_METADATA|localhost", map[string]string{"hostname": "sw1", "type": "ToRRouter"})
+	h.wantHash("NTP_SERVER|192.0.2.1", map[string]string{"NULL": "NULL"})
+	h.wantHash("VLAN|Vlan1000", map[string]string{"vlanid": "1000", "dhcp_servers@": "192.0.2.1,192.0.2.2"})
+	h.wantHash("STATIC_ROUTE|default|10.20.0.0/16", map[string]string{"blackhole": "false,false", "distance": "0,0",
+		"ifname": ",", "nexthop": "10.0.0.1,10.0.0.5", "nexthop-vrf": "default,default"})
+	h.wantHash("WEIRD|k", map[string]string{"both": "plain", "both@": "a,b", "empty@": ""})
+	if out := h.ok("config", "save"); out != file {
+		t.Errorf("save differs from the file loaded:\n%s\n--- want\n%s", out, file)
+	}
+
+	h.ok("config", "vlan", "add", "7")
+	h.cfg.HSet(context.Background(), "BGP_NEIGHBOR|10.0.0.1", "asn", "65000")
+	h.ok("config", "load", "--replace", p)
+	if out := h.ok("config", "save"); out != file {
+		t.Errorf("load --replace did not restore the file:\n%s", out)
+	}
 }
 
 // TestLoadDuplicateCanonicalKeys: two spellings of one entry are an error.

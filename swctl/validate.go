@@ -2,6 +2,7 @@ package swctl
 
 import (
 	"errors"
+	"maps"
 	"strings"
 
 	"github.com/switchyard-net/switchyard/schema"
@@ -42,9 +43,17 @@ type entry struct {
 // RedisKey is "TABLE|key".
 func (e entry) RedisKey() string { return schema.ConfigKey(e.Table, e.Key) }
 
-// canonical validates one entry with the daemons' parser and returns its
-// canonical key and fields. The error lines start with "TABLE|key:".
-func canonical(table, key string, fields map[string]string) (entry, error) {
+// canonical validates one entry of a switchyard table with the daemons'
+// parser and returns what to write: the key as given (already canonical:
+// the parser refuses other spellings, except STATIC_ROUTE's "default|"
+// prefix, which SONiC's CLI writes) and every field as given, with the
+// canonical spelling of the fields the record renders (mtu "09100" →
+// "9100", a MAC in lowercase). STATIC_ROUTE fields stay exactly as given:
+// its lists are parallel, and the record renders only the next hops it
+// installs. Fields the table does not define are kept too (SONiC's other
+// tools may read them); unknownFields names them. The error lines start
+// with "TABLE|key:".
+func canonical(table, key string, fields map[string]string) (entry, string, error) {
 	in := make(map[string]string, len(fields))
 	for k, v := range fields {
 		if k != schema.NullField {
@@ -53,13 +62,30 @@ func canonical(table, key string, fields map[string]string) (entry, error) {
 	}
 	rec, err := schema.Parse(table, key, in)
 	if err != nil {
-		return entry{}, err
+		return entry{}, "", err
 	}
-	out := rec.Fields()
+	out := maps.Clone(in)
+	if table != schema.TableStaticRoute {
+		for k, v := range rec.Fields() {
+			if k != schema.NullField {
+				out[k] = v
+			}
+		}
+	}
 	if len(out) == 0 {
-		out = map[string]string{schema.NullField: schema.NullField}
+		out[schema.NullField] = schema.NullField
 	}
-	return entry{Table: rec.Table(), Key: rec.Key(), Fields: out}, nil
+	return entry{Table: table, Key: key, Fields: out}, schema.ConfigKey(rec.Table(), rec.Key()), nil
+}
+
+// unknownFields is the warning about the fields of an entry that nobody
+// defines ("" when there are none), prefixed with "TABLE|key: ".
+func unknownFields(table, key string, fields map[string]string) string {
+	w := schema.FieldsWarning(table, fields)
+	if w == "" {
+		return ""
+	}
+	return schema.ConfigKey(table, key) + ": " + w
 }
 
 // errorLines flattens err (joined errors included) into one line per

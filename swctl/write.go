@@ -141,9 +141,12 @@ func readOne(ctx context.Context, db *DB, table, key string) (map[string]string,
 // setEntry validates fields for table/key and writes them as the whole
 // hash, printing what happened.
 func setEntry(ctx context.Context, e *Env, table, key string, fields map[string]string) error {
-	ent, err := canonical(table, key, fields)
+	ent, _, err := canonical(table, key, fields)
 	if err != nil {
 		return &ValidationError{Lines: errorLines(table, key, err)}
+	}
+	if w := unknownFields(table, key, fields); w != "" {
+		fmt.Fprintf(e.Stderr, "swctl: warning: %s\n", w)
 	}
 	db, err := e.DB()
 	if err != nil {
