@@ -26,7 +26,7 @@ type kernelView struct {
 	// conflict, never replaced.
 	foreign map[netip.Prefix][]netlinkmgr.RouteInfo
 	addrs   map[string]map[netip.Prefix]int // link → address → IFA_PROTO
-	fdbs   map[fdbKey]netlinkmgr.FdbInfo // entries on Bridge
+	fdbs    map[fdbKey]netlinkmgr.FdbInfo   // entries on Bridge
 	// vids caches "bridge vlan show dev L" per link, filled on first use
 	// (a listing dumps every bridge VLAN of the namespace); absent = not
 	// known. Kept by our writes and by the kernel's per-vid local FDB
