@@ -150,8 +150,9 @@ type addrUpdate struct {
 
 // addrSubscribe reads the IPv4 and IPv6 address groups of ns into ch as
 // the library's AddrSubscribeWithOptions does, keeping IFA_PROTO. ch is
-// closed when the socket fails (ENOBUFS above all) or done closes.
-func addrSubscribe(ns netns.NsHandle, ch chan<- addrUpdate, done <-chan struct{}, size int, force bool) error {
+// closed when the socket fails (ENOBUFS above all; errcb hears why) or
+// done closes.
+func addrSubscribe(ns netns.NsHandle, ch chan<- addrUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
 	s, err := nl.SubscribeAt(ns, netns.None(), unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR)
 	if err != nil {
 		return err
@@ -171,6 +172,7 @@ func addrSubscribe(ns netns.NsHandle, ch chan<- addrUpdate, done <-chan struct{}
 		for {
 			msgs, from, err := s.Receive()
 			if err != nil {
+				errcb(fmt.Errorf("receive failed: %w", err))
 				return
 			}
 			if from.Pid != nl.PidKernel {

@@ -87,7 +87,7 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 		Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
 	if err == nil {
 		// Our own reader: the library's drops IFA_PROTO.
-		err = addrSubscribe(*ns, s.addrs, s.done, size, force)
+		err = addrSubscribe(*ns, s.addrs, s.done, ignore, size, force)
 	}
 	if err == nil {
 		err = netlink.RouteSubscribeWithOptions(s.routes, s.done, netlink.RouteSubscribeOptions{

@@ -149,7 +149,7 @@ func TestAddressOwnership(t *testing.T) {
 	if err := r.o.Prime(); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.o.Reconcile(context.Background(), sweepKey); err != nil {
+	if err := r.o.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := has(stale); ok {
@@ -233,7 +233,7 @@ func TestHandEnslavedPortKept(t *testing.T) {
 	r.want("VLAN_MEMBER|Vlan100|Ethernet8", schema.StateError, "tagging_mode")
 	r.del("VLAN_MEMBER", "Vlan100|Ethernet8")
 	r.settle()
-	if err := r.o.Reconcile(context.Background(), sweepKey); err != nil {
+	if err := r.o.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if r.link("Ethernet8").MasterIdx != r.link(BridgeName).Index {

@@ -139,4 +139,3 @@ func (o *Orch) sweepAddrs() []error {
 	}
 	return errs
 }
-

@@ -396,7 +396,7 @@ func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
 	// Redis restarted empty, config reloaded.
 	e.srv.Restart()
 	e2eutil.Eventually(t, wait, "orchagent holds the deletions of the empty Redis", func() (bool, string) {
-		return strings.Contains(e.proc.Output(), "kernel objects kept"), "no hold yet"
+		return strings.Contains(e.proc.Output(), "key gone while CONFIG_DB_INITIALIZED is not 1"), "no hold yet"
 	})
 	keys = config()
 	e.waitOK(keys...)
