@@ -132,3 +132,56 @@ func TestConfirmAbsent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The ownership scenarios join the contract suite: the Fake marks and
+// refuses as the kernel does.
+func init() {
+	contractScenarios = append(contractScenarios, scenario{"protocol marks and create-only writes", func(t *testing.T, e env) {
+		e.port("Ethernet0")
+		must(t, e.k.Links().Set(LinkInfo{Name: "Ethernet0", AdminUp: ptr(true)}))
+		A := e.k.Addrs()
+		must(t, A.Add(AddrInfo{Link: "Ethernet0", Prefix: pfx("10.0.0.1/24"), Protocol: ProtoSwitchyard, Create: true}))
+		must(t, A.Add(AddrInfo{Link: "Ethernet0", Prefix: pfx("10.0.0.2/24")}))
+		if err := A.Add(AddrInfo{Link: "Ethernet0", Prefix: pfx("10.0.0.2/24"), Protocol: ProtoSwitchyard, Create: true}); !errors.Is(err, unix.EEXIST) {
+			t.Fatalf("create of an existing address: %v", err)
+		}
+		as, err := A.List("Ethernet0")
+		must(t, err)
+		got := map[string]int{}
+		for _, a := range globalAddrs(as) {
+			got[a.Prefix.String()] = a.Protocol
+		}
+		if len(got) != 2 || got["10.0.0.1/24"] != ProtoSwitchyard || got["10.0.0.2/24"] != 0 {
+			t.Fatalf("addresses: %v", got)
+		}
+		must(t, A.Del(AddrInfo{Link: "Ethernet0", Prefix: pfx("10.0.0.1/24")}))
+		mustNotFound(t, "del absent address", A.Del(AddrInfo{Link: "Ethernet0", Prefix: pfx("10.0.0.1/24")}))
+
+		R := e.k.Routes()
+		must(t, R.Replace(RouteInfo{Dst: pfx("10.77.0.0/16"), Protocol: 3, Blackhole: true}))
+		mine := RouteInfo{Dst: pfx("10.77.0.0/16"), Protocol: ProtoSwitchyard, Blackhole: true, Create: true}
+		if err := R.Replace(mine); !errors.Is(err, unix.EEXIST) {
+			t.Fatalf("create over a boot route: %v", err)
+		}
+		mine.Metric = 20
+		must(t, R.Replace(mine))
+		dev := RouteInfo{Dst: pfx("1.2.3.7/32"), Protocol: ProtoSwitchyard, NextHops: []NextHop{{Link: "Ethernet0"}}}
+		must(t, R.Replace(dev))
+		must(t, R.Del(dev))
+		mustNotFound(t, "del absent device route", R.Del(dev))
+		rs, err := R.List(RouteFilter{Family: unix.AF_INET})
+		must(t, err)
+		n := 0
+		for _, r := range rs {
+			if r.Dst == pfx("10.77.0.0/16") {
+				n++
+			}
+			if r.Dst == pfx("1.2.3.7/32") {
+				t.Fatalf("device route left: %+v", r)
+			}
+		}
+		if n != 2 {
+			t.Fatalf("want the boot route and ours: %+v", rs)
+		}
+	}})
+}

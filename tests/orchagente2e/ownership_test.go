@@ -305,12 +305,33 @@ func ipBatch(ns *testns.NS, lines []string) error {
 	return nil
 }
 
+// churn runs a second process that adds 200 routes of protocol bgp and
+// deletes them again (net zero), as a routing daemon reconverging does,
+// while the caller restarts or sweeps.
+func churn(ns *testns.NS, second int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		var add, del []string
+		for i := 0; i < 200; i++ {
+			r := fmt.Sprintf("10.%d.%d.0/24 via 192.168.77.1 proto bgp", 220+second, i)
+			add = append(add, "route add "+r)
+			del = append(del, "route del "+r)
+		}
+		if err := ipBatch(ns, add); err != nil {
+			done <- err
+			return
+		}
+		done <- ipBatch(ns, del)
+	}()
+	return done
+}
+
 // More than 1,000 foreign objects (routes of two other protocols, one set
 // installed by a second process while orchagent starts, hand-made
 // addresses on a port orchagent manages, a foreign bridge with ports)
 // are identical, as "ip -j" shows them, across orchagent's start,
 // kill -9 and restart, a Redis restart, the sweep and the removal of all
-// config.
+// config; another 200 routes come and go during the restart and the sweep.
 func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
 	e := newEnv(t)
 	h1 := testns.New(t)
@@ -386,11 +407,15 @@ func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
 	}
 	t.Logf("%d foreign objects", len(after))
 
-	// kill -9 and restart.
+	// kill -9 and restart, while a routing daemon churns.
+	busy := churn(e.sw, 0)
 	e.kill()
 	e.start()
 	e.waitOK(keys...)
 	e.waitState("STATIC_ROUTE|10.200.5.0/24", "error", "exists with protocol bird")
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
 	sameSnap(t, "restart", after, foreignSnap(t, e.sw, ours))
 
 	// Redis restarted empty, config reloaded.
@@ -408,6 +433,7 @@ func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
 		e.del(fmt.Sprintf("STATIC_ROUTE|10.100.%d.0/24", i))
 	}
 	e.del("STATIC_ROUTE|10.200.5.0/24", "STATIC_ROUTE|10.99.0.0/16")
+	busy = churn(e.sw, 1)
 	e.start()
 	e.waitOK("STATIC_ROUTE|10.100.30.0/24")
 	e2eutil.Eventually(t, wait, "stale routes swept", func() (bool, string) {
@@ -415,6 +441,9 @@ func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
 		rs2 := routes(e.sw, "10.99.0.0/16")
 		return len(rs) == 0 && len(rs2) == 1, fmt.Sprint(rs, rs2)
 	})
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
 	sameSnap(t, "sweep", after, foreignSnap(t, e.sw, ours))
 
 	// Everything deleted.
