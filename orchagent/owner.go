@@ -84,18 +84,54 @@ func (v *kernelView) allAddrs() []netlinkmgr.AddrInfo {
 	return out
 }
 
-// localAddr returns a link holding ip as one of its addresses.
-func (v *kernelView) localAddr(ip netip.Addr) (string, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for link, m := range v.addrs {
+// addrIndex answers "is this an address of the switch / a subnet's
+// broadcast" per route key without walking every address: rebuilt from
+// addrs when addrVer moved.
+type addrIndex struct {
+	ver   uint64
+	local map[netip.Addr][]string            // address → links holding it
+	bcast map[netip.Addr]netlinkmgr.AddrInfo // IPv4 subnet broadcast → its address
+}
+
+// index returns the current addrIndex; v.mu held.
+func (v *kernelView) indexLocked() *addrIndex {
+	x := &v.aidx
+	if x.local != nil && x.ver == v.addrVer {
+		return x
+	}
+	x.ver = v.addrVer
+	x.local = map[netip.Addr][]string{}
+	x.bcast = map[netip.Addr]netlinkmgr.AddrInfo{}
+	for l, m := range v.addrs {
 		for p := range m {
-			if p.Addr().Unmap() == ip {
-				return link, true
+			ip := p.Addr().Unmap()
+			x.local[ip] = append(x.local[ip], l)
+			if ip.Is4() && p.Bits() < 31 {
+				x.bcast[broadcast4(p)] = netlinkmgr.AddrInfo{Link: l, Prefix: p}
 			}
 		}
 	}
-	return "", false
+	return x
+}
+
+// localAddr returns a link holding ip as one of its addresses; a
+// link-local ip counts only on link (another link may use it too).
+func (v *kernelView) localAddr(ip netip.Addr, link string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	links := v.indexLocked().local[ip]
+	if ip.IsLinkLocalUnicast() {
+		for _, l := range links {
+			if l == link {
+				return l, true
+			}
+		}
+		return "", false
+	}
+	if len(links) == 0 {
+		return "", false
+	}
+	return links[0], true
 }
 
 // subnetOf returns an IPv4 or IPv6 address whose subnet holds ip (on link
@@ -122,19 +158,10 @@ func (v *kernelView) subnetOf(ip netip.Addr, link string) (netlinkmgr.AddrInfo, 
 // broadcastOf returns the IPv4 address whose subnet's broadcast address
 // is ip.
 func (v *kernelView) broadcastOf(ip netip.Addr) (netlinkmgr.AddrInfo, bool) {
-	if !ip.Is4() {
-		return netlinkmgr.AddrInfo{}, false
-	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for l, m := range v.addrs {
-		for p := range m {
-			if p.Addr().Is4() && p.Bits() < 31 && broadcast4(p) == ip {
-				return netlinkmgr.AddrInfo{Link: l, Prefix: p}, true
-			}
-		}
-	}
-	return netlinkmgr.AddrInfo{}, false
+	a, ok := v.indexLocked().bcast[ip]
+	return a, ok
 }
 
 func broadcast4(p netip.Prefix) netip.Addr {
@@ -144,11 +171,12 @@ func broadcast4(p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 }
 
-// badGateway says why gw can never be a next hop ("" when it may be):
-// loopback, multicast, unspecified, broadcast, or an address of this
-// switch. Such a route is an error, not pending: nothing can appear that
-// makes it work.
-func (o *Orch) badGateway(gw netip.Addr) string {
+// badGateway says why gw (through ifname, "" = any) can never be a next
+// hop ("" when it may be): loopback, multicast, unspecified, broadcast,
+// or an address of this switch. Such a route is an error, not pending:
+// nothing can appear that makes it work (until that address goes, which
+// re-examines it).
+func (o *Orch) badGateway(gw netip.Addr, ifname string) string {
 	g := gw.Unmap()
 	switch {
 	case g.IsUnspecified():
@@ -160,7 +188,7 @@ func (o *Orch) badGateway(gw netip.Addr) string {
 	case g == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 		return fmt.Sprintf("next hop %s is the limited broadcast address", g)
 	}
-	if link, ok := o.view.localAddr(g); ok {
+	if link, ok := o.view.localAddr(g, ifname); ok {
 		return fmt.Sprintf("next hop %s is an address of this switch (on %s)", g, link)
 	}
 	if a, ok := o.view.broadcastOf(g); ok {

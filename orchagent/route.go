@@ -32,7 +32,7 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	}
 	for _, nh := range r.NextHops {
 		if nh.Gateway.IsValid() {
-			if why := o.badGateway(nh.Gateway); why != "" {
+			if why := o.badGateway(nh.Gateway, nh.Ifname); why != "" {
 				// Re-examined when addresses change (an address of ours
 				// that goes away stops being a bad gateway).
 				return errorOut(fmt.Errorf("STATIC_ROUTE|%s: %s", key, why), append(refs, resReach))

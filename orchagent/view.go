@@ -26,7 +26,9 @@ type kernelView struct {
 	// conflict, never replaced.
 	foreign map[netip.Prefix][]netlinkmgr.RouteInfo
 	addrs   map[string]map[netip.Prefix]int // link → address → IFA_PROTO
-	fdbs    map[fdbKey]netlinkmgr.FdbInfo   // entries on Bridge
+	addrVer uint64                          // bumped by every change of addrs (see addrIndex)
+	aidx    addrIndex
+	fdbs    map[fdbKey]netlinkmgr.FdbInfo // entries on Bridge
 	// vids caches "bridge vlan show dev L" per link, filled on first use
 	// (a listing dumps every bridge VLAN of the namespace); absent = not
 	// known. Kept by our writes and by the kernel's per-vid local FDB
@@ -56,6 +58,7 @@ func newKernelView() *kernelView {
 }
 
 func (v *kernelView) reset() {
+	v.addrVer++
 	v.links = map[string]linkSnap{}
 	v.routes = map[netip.Prefix][]netlinkmgr.RouteInfo{}
 	v.foreign = map[netip.Prefix][]netlinkmgr.RouteInfo{}
@@ -190,6 +193,7 @@ func (v *kernelView) putAddrLocked(link string, p netip.Prefix, proto int) bool 
 		return false
 	}
 	m[p] = proto
+	v.addrVer++
 	return true
 }
 
@@ -199,6 +203,7 @@ func (v *kernelView) delAddrLocked(link string, p netip.Prefix) bool {
 		return false
 	}
 	delete(v.addrs[link], p)
+	v.addrVer++
 	return true
 }
 
@@ -441,6 +446,7 @@ func (v *kernelView) purgeLinkLocked(link string) []string {
 		res = append(res, resAddr(link, p.String()))
 	}
 	delete(v.addrs, link)
+	v.addrVer++
 	return res
 }
 
