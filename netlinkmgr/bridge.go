@@ -3,6 +3,7 @@ package netlinkmgr
 import (
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 
 	"github.com/vishvananda/netlink"
@@ -64,11 +65,19 @@ func (x realVlans) Add(v BridgeVlanInfo) error {
 	})
 }
 
-// Del removes a VLAN; ErrNotFound when absent. Equivalent to:
-// bridge vlan del dev LINK vid N [self|master]
+// Del removes a VLAN; ErrNotFound when absent, confirmed by listing the
+// link's VLANs. Equivalent to: bridge vlan del dev LINK vid N [self|master]
 func (x realVlans) Del(v BridgeVlanInfo) error {
-	return x.k.vlanOp("del", v, func(l netlink.Link) error {
+	return confirmAbsent(x.k.vlanOp("del", v, func(l netlink.Link) error {
 		return x.k.h.BridgeVlanDel(l, v.VID, false, false, v.Self, !v.Self)
+	}), func() (bool, error) {
+		vs, err := x.List(v.Link)
+		for _, o := range vs {
+			if o.VID == v.VID {
+				return true, nil
+			}
+		}
+		return false, err
 	})
 }
 
@@ -194,18 +203,29 @@ func (x realFdbs) AddBatch(es []FdbInfo) []error {
 	return errs
 }
 
-// Del removes an entry; ErrNotFound when absent. Equivalent to:
-// bridge fdb del MAC dev LINK master [vlan N]
+// Del removes an entry; ErrNotFound when absent, confirmed by listing the
+// entries. Equivalent to: bridge fdb del MAC dev LINK master [vlan N]
 func (x realFdbs) Del(e FdbInfo) error {
 	k := x.k
 	k.writes.Add(1)
 	obj := "fdb " + e.String()
-	return opErr("del", obj, mapNotFound(k.withIfindex(e.Link, func(idx int) error {
+	err := mapNotFound(k.withIfindex(e.Link, func(idx int) error {
 		n := fdbNeigh(idx, e)
 		n.State = 0
 		return k.h.NeighDel(n)
-	})))
+	}))
+	return opErr("del", obj, confirmAbsent(err, func() (bool, error) {
+		fs, err := x.List("")
+		for _, o := range fs {
+			if o.Link == e.Link && o.Vlan == e.Vlan && macEq(o.MAC, e.MAC) && o.Master != "" {
+				return true, nil
+			}
+		}
+		return false, err
+	}))
 }
+
+func macEq(a, b net.HardwareAddr) bool { return a.String() == b.String() }
 
 // List lists AF_BRIDGE entries whose master is bridge ("" = all, including
 // ports' own "self" entries, whose Master is ""). Equivalent to:

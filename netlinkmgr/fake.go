@@ -16,7 +16,8 @@ import (
 // contract_test.go runs the same scenarios against both):
 //
 //   - absent objects → ErrNotFound; link add of an existing name → EEXIST;
-//     address add and route replace never fail because the object exists;
+//     address add and route replace never fail because the object exists,
+//     unless Create is set (EEXIST); addresses keep their Protocol;
 //   - veth pairs are created and deleted together; deleting a link removes
 //     its addresses, routes, FDB entries and bridge VLANs; a bridge port
 //     gets the bridge's default PVID and a local FDB entry when enslaved;
@@ -76,8 +77,8 @@ func NewFake() *Fake {
 	lo := f.newLink("lo", "", net.HardwareAddr{0, 0, 0, 0, 0, 0})
 	*lo.info.MTU = 65536
 	*lo.info.AdminUp = true
-	f.addrs = append(f.addrs, AddrInfo{Link: "lo", Prefix: mustPrefix("127.0.0.1/8")},
-		AddrInfo{Link: "lo", Prefix: mustPrefix("::1/128")})
+	f.addrs = append(f.addrs, AddrInfo{Link: "lo", Prefix: mustPrefix("127.0.0.1/8"), Protocol: ifaProtoKernelLo},
+		AddrInfo{Link: "lo", Prefix: mustPrefix("::1/128"), Protocol: ifaProtoKernelLo})
 	return f
 }
 

@@ -42,15 +42,32 @@ func (x fakeAddrs) Add(a AddrInfo) error {
 	if f.links[a.Link] == nil {
 		return opErr("add", "address "+a.String(), notFound(unix.ENODEV))
 	}
-	f.ops = append(f.ops, op)
-	for _, o := range f.addrs {
-		if o == a {
-			return nil
+	create := a.Create
+	a.Create = false
+	for i, o := range f.addrs {
+		if !sameAddr(o, a) {
+			continue
 		}
+		if create {
+			return opErr("add", "address "+a.String(), fmt.Errorf("address already exists: %w", unix.EEXIST))
+		}
+		f.ops = append(f.ops, op)
+		if o.Protocol != a.Protocol {
+			f.addrs[i].Protocol = a.Protocol
+			f.emit(Event{Kind: EventAddr, Addr: &a})
+		}
+		return nil
 	}
+	f.ops = append(f.ops, op)
 	f.addrs = append(f.addrs, a)
 	f.emit(Event{Kind: EventAddr, Addr: &a})
 	return nil
+}
+
+// sameAddr is the kernel's identity of an address: link, address and
+// prefix length.
+func sameAddr(a, b AddrInfo) bool {
+	return a.Link == b.Link && a.Prefix.Addr().Unmap() == b.Prefix.Addr().Unmap() && a.Prefix.Bits() == b.Prefix.Bits()
 }
 
 // Del removes an address; see Addrs.Del.
@@ -66,10 +83,10 @@ func (x fakeAddrs) Del(a AddrInfo) error {
 		return opErr("del", "address "+a.String(), notFound(unix.ENODEV))
 	}
 	for i, o := range f.addrs {
-		if o == a {
+		if sameAddr(o, a) {
 			f.addrs = append(f.addrs[:i], f.addrs[i+1:]...)
 			f.ops = append(f.ops, op)
-			f.emit(Event{Kind: EventAddr, Deleted: true, Addr: &a})
+			f.emit(Event{Kind: EventAddr, Deleted: true, Addr: &o})
 			return nil
 		}
 	}
@@ -148,20 +165,26 @@ func (x fakeRoutes) Replace(r RouteInfo) error {
 	if r.Blackhole != (len(r.NextHops) == 0) {
 		return opErr("replace", obj, fmt.Errorf("need next hops or blackhole (not both): %w", unix.EINVAL))
 	}
+	create := r.Create
 	r = normRoute(r)
+	r.Create = false
 	for i, h := range r.NextHops {
 		if err := f.resolveHop(r.Dst.Addr().Is6(), &r.NextHops[i]); err != nil {
 			return opErr("replace", obj, fmt.Errorf("nexthop %v dev %s: %w", h.Gateway, h.Link, err))
 		}
 	}
-	f.ops = append(f.ops, op)
 	for i, o := range f.routes {
 		if o.Table == r.Table && o.Dst == r.Dst && o.Metric == r.Metric {
+			if create {
+				return opErr("replace", obj, fmt.Errorf("route already exists: %w", unix.EEXIST))
+			}
+			f.ops = append(f.ops, op)
 			f.routes[i] = r
 			f.emitRoute(r, false)
 			return nil
 		}
 	}
+	f.ops = append(f.ops, op)
 	f.routes = append(f.routes, r)
 	f.emitRoute(r, false)
 	return nil

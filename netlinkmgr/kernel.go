@@ -20,26 +20,32 @@ type Links interface {
 
 // Addrs manages interface addresses.
 type Addrs interface {
-	// Add adds an address (replace semantics: no error if present).
-	// Equivalent to: ip addr replace PREFIX dev LINK
+	// Add adds an address marked with a.Protocol (IFA_PROTO): replace
+	// semantics (no error if present), or with a.Create EEXIST if present.
+	// Equivalent to: ip addr {replace|add} PREFIX dev LINK [proto P]
 	Add(a AddrInfo) error
-	// Del removes an address. Equivalent to: ip addr del PREFIX dev LINK
+	// Del removes an address; ErrNotFound only when a read confirms it is
+	// absent. Equivalent to: ip addr del PREFIX dev LINK
 	Del(a AddrInfo) error
-	// List lists addresses of link ("" = all links). Equivalent to: ip addr show [dev LINK]
+	// List lists addresses of link ("" = all links) with their protocol.
+	// Equivalent to: ip addr show [dev LINK]
 	List(link string) ([]AddrInfo, error)
 }
 
 // Routes manages routes.
 type Routes interface {
-	// Replace installs or replaces a route. Equivalent to:
-	// ip route replace DST [nexthop via GW dev L ...] proto P metric M table T
+	// Replace installs or replaces a route; with r.Create it only creates
+	// (EEXIST when the table holds a route to DST with metric M, whoever
+	// owns it). Equivalent to:
+	// ip route {replace|add} DST [nexthop via GW dev L ...] proto P metric M table T
 	Replace(r RouteInfo) error
 	// ReplaceBatch is Replace of every route in order, sent as a few
 	// netlink messages batches instead of one request per route; the error
 	// of rs[i] is errs[i] (nil = installed). One route's failure does not
 	// stop the others.
 	ReplaceBatch(rs []RouteInfo) (errs []error)
-	// Del deletes a route. Equivalent to: ip route del DST proto P metric M table T
+	// Del deletes a route, whatever its scope; ErrNotFound only when a read
+	// confirms it is absent. Equivalent to: ip route del DST proto P metric M table T
 	Del(r RouteInfo) error
 	// List lists routes matching f. Equivalent to: ip route show table T proto P
 	List(f RouteFilter) ([]RouteInfo, error)

@@ -168,7 +168,8 @@ func (x realLinks) Set(l LinkInfo) error {
 	return nil
 }
 
-// Del deletes a link (a veth takes its peer along). Equivalent to: ip link del NAME
+// Del deletes a link (a veth takes its peer along); ErrNotFound when
+// absent, confirmed by a read. Equivalent to: ip link del NAME
 func (x realLinks) Del(name string) error {
 	k := x.k
 	k.writes.Add(1)
@@ -177,7 +178,10 @@ func (x realLinks) Del(name string) error {
 		return opErr("del", "link "+name, err)
 	}
 	if err := k.h.LinkDel(link); err != nil {
-		return opErr("del", "link "+name, mapNotFound(err))
+		return opErr("del", "link "+name, confirmAbsent(mapNotFound(err), func() (bool, error) {
+			l, err := k.link(name)
+			return err == nil && l.Attrs().Index == link.Attrs().Index, err
+		}))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package netlinkmgr
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -35,8 +36,9 @@ func ipNetToPrefix(n *net.IPNet) netip.Prefix {
 
 type realAddrs struct{ k *kernel }
 
-// Add adds an address, replacing an equal one. Equivalent to:
-// ip addr replace PREFIX dev LINK
+// Add adds an address, replacing an equal one unless a.Create, marked
+// with a.Protocol (IFA_PROTO). Equivalent to:
+// ip addr {replace|add} PREFIX dev LINK [proto P]
 func (x realAddrs) Add(a AddrInfo) error {
 	k := x.k
 	k.writes.Add(1)
@@ -44,47 +46,68 @@ func (x realAddrs) Add(a AddrInfo) error {
 		return opErr("add", "address "+a.String(), fmt.Errorf("invalid prefix: %w", unix.EINVAL))
 	}
 	err := k.withIfindex(a.Link, func(idx int) error {
-		return k.h.AddrReplace(indexLink(idx, a.Link), &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)})
+		return k.rt.exec(addrRequest(idx, a, a.Create))
 	})
 	if err != nil {
+		if a.Create && errors.Is(err, unix.EEXIST) {
+			err = fmt.Errorf("address already exists: %w", err)
+		}
 		return opErr("add", "address "+a.String(), err)
 	}
 	return nil
 }
 
-// Del removes an address; ErrNotFound when absent. Equivalent to:
-// ip addr del PREFIX dev LINK
+// Del removes an address; ErrNotFound when absent, confirmed by reading
+// the link's addresses. Equivalent to: ip addr del PREFIX dev LINK
 func (x realAddrs) Del(a AddrInfo) error {
 	k := x.k
 	k.writes.Add(1)
 	obj := "address " + a.String()
-	return opErr("del", obj, mapNotFound(k.withIfindex(a.Link, func(idx int) error {
-		return k.h.AddrDel(indexLink(idx, a.Link), &netlink.Addr{IPNet: prefixToIPNet(a.Prefix)})
-	})))
+	err := mapNotFound(k.withIfindex(a.Link, func(idx int) error {
+		return k.rt.exec(addrDelRequest(idx, a))
+	}))
+	err = confirmAbsent(err, func() (bool, error) {
+		as, err := x.List(a.Link)
+		for _, o := range as {
+			if o.Prefix.Addr().Unmap() == a.Prefix.Addr().Unmap() && o.Prefix.Bits() == a.Prefix.Bits() {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	return opErr("del", obj, err)
 }
 
 // List lists IPv4 and IPv6 addresses (including IPv6 link-local ones) of
-// link, "" = all links. Equivalent to: ip addr show [dev LINK]
+// link, "" = all links, with their protocol. Equivalent to:
+// ip addr show [dev LINK]
 func (x realAddrs) List(link string) ([]AddrInfo, error) {
 	k := x.k
-	var l netlink.Link
-	names := map[int]string{}
-	var err error
-	if link != "" {
-		if l, err = k.link(link); err != nil {
-			return nil, opErr("list", "addresses of "+link, err)
-		}
-		names[l.Attrs().Index] = link
-	} else if names, err = k.linkNames(); err != nil {
+	want := 0
+	names, err := k.linkNames()
+	if err != nil {
 		return nil, opErr("list", "addresses", err)
 	}
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return k.h.AddrList(l, netlink.FAMILY_ALL) })
+	if link != "" {
+		for idx, n := range names {
+			if n == link {
+				want = idx
+			}
+		}
+		if want == 0 {
+			return nil, opErr("list", "addresses of "+link, notFound(unix.ENODEV))
+		}
+	}
+	addrs, err := k.dumpAddrs()
 	if err != nil {
 		return nil, opErr("list", "addresses", err)
 	}
 	out := make([]AddrInfo, 0, len(addrs))
 	for _, a := range addrs {
-		out = append(out, AddrInfo{Link: names[a.LinkIndex], Prefix: ipNetToPrefix(a.IPNet)})
+		if want != 0 && a.index != want {
+			continue
+		}
+		out = append(out, AddrInfo{Link: names[a.index], Prefix: a.prefix, Protocol: a.protocol})
 	}
 	return out, nil
 }
@@ -150,9 +173,10 @@ func (k *kernel) toNetlinkRoute(r RouteInfo) (nr *netlink.Route, cached bool, er
 }
 
 // Replace installs or replaces the route with the same table, destination
-// and metric (several next hops = ECMP). Equivalent to:
+// and metric (several next hops = ECMP); with r.Create it only creates
+// (EEXIST when such a route exists). Equivalent to:
 //
-//	ip route replace [blackhole] DST [via GW dev L | nexthop via GW dev L weight W ...] proto P metric M table T
+//	ip route {replace|add} [blackhole] DST [via GW dev L | nexthop via GW dev L weight W ...] proto P metric M table T
 func (x realRoutes) Replace(r RouteInfo) error {
 	k := x.k
 	k.writes.Add(1)
@@ -179,7 +203,7 @@ func (x realRoutes) ReplaceBatch(rs []RouteInfo) []error {
 			continue
 		}
 		cached[i] = c
-		reqs = append(reqs, routeRequest(nr))
+		reqs = append(reqs, routeRequest(nr, r.Create))
 		idx = append(idx, i)
 	}
 	for start := 0; start < len(reqs); start += routeBatchSize {
@@ -217,7 +241,7 @@ func (k *kernel) replaceRoute(r RouteInfo) error {
 	if err != nil {
 		return err
 	}
-	err = k.rt.exec(routeRequest(nr))
+	err = k.rt.exec(routeRequest(nr, r.Create))
 	if cached && isNoDevice(err) {
 		// A cached next-hop link went away: look every hop up afresh.
 		for _, h := range r.NextHops {
@@ -228,22 +252,39 @@ func (k *kernel) replaceRoute(r RouteInfo) error {
 		if nr, _, err = k.toNetlinkRoute(r); err != nil {
 			return err
 		}
-		err = k.rt.exec(routeRequest(nr))
+		err = k.rt.exec(routeRequest(nr, r.Create))
 	}
 	return err
 }
 
 // Del deletes the first route matching destination, table, and (when
-// non-zero) protocol and metric; ErrNotFound when none. Next hops are not
-// compared. Equivalent to: ip route del DST [proto P] [metric M] table T
+// non-zero) protocol and metric, whatever its scope; ErrNotFound when
+// none, confirmed by reading the table. Next hops are not compared. Equivalent to: ip route del DST [proto P] [metric M] table T
 func (x realRoutes) Del(r RouteInfo) error {
 	k := x.k
 	k.writes.Add(1)
+	// Scope RT_SCOPE_NOWHERE matches any scope, as ip(8) sends it: the
+	// library would send 0 (universe), which an IPv4 device route (scope
+	// link) does not match.
 	nr := &netlink.Route{
 		Dst: prefixToIPNet(r.Dst.Masked()), Table: tableOf(r.Table),
 		Protocol: netlink.RouteProtocol(r.Protocol), Priority: r.Metric,
+		Scope: netlink.SCOPE_NOWHERE,
 	}
-	return opErr("del", r.object(), mapNotFound(k.h.RouteDel(nr)))
+	err := confirmAbsent(mapNotFound(k.h.RouteDel(nr)), func() (bool, error) {
+		fam := unix.AF_INET
+		if r.Dst.Addr().Is6() {
+			fam = unix.AF_INET6
+		}
+		rs, err := x.List(RouteFilter{Table: r.Table, Protocol: r.Protocol, Family: fam})
+		for _, o := range rs {
+			if o.Dst == r.Dst.Masked() && (r.Metric == 0 || o.Metric == r.Metric) {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	return opErr("del", r.object(), err)
 }
 
 // List lists the routes of one table (0 = main), optionally of one

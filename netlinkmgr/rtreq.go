@@ -3,6 +3,7 @@ package netlinkmgr
 import (
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -32,7 +33,62 @@ func (r *routeSock) open(k *kernel) error {
 		return err
 	}
 	r.s, r.fd, r.rbuf = s, s.GetFd(), make([]byte, 64<<10)
+	// The kernel's reason (extended ack, "Nexthop has invalid gateway")
+	// rides along with the errno; capped acks do not echo the request.
+	// Both are best effort: an older kernel answers with the errno only.
+	_ = unix.SetsockoptInt(r.fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
+	_ = unix.SetsockoptInt(r.fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
 	return nil
+}
+
+// KernelError is an errno the kernel answered with the reason it gave in
+// its extended acknowledgement: "Nexthop has invalid gateway: invalid
+// argument". errors.Is matches the errno.
+type KernelError struct {
+	Errno syscall.Errno
+	Msg   string // the kernel's NLMSGERR_ATTR_MSG
+}
+
+func (e *KernelError) Error() string { return e.Msg + ": " + e.Errno.Error() }
+
+// Unwrap returns the errno.
+func (e *KernelError) Unwrap() error { return e.Errno }
+
+// ackError decodes an NLMSG_ERROR payload: nil for an ack, the errno, or
+// a KernelError when the kernel said why.
+func ackError(h syscall.NlMsghdr, data []byte) error {
+	if len(data) < 4 {
+		return nil
+	}
+	errno := int32(nl.NativeEndian().Uint32(data[0:4]))
+	if errno == 0 {
+		return nil
+	}
+	err := syscall.Errno(-errno)
+	if h.Flags&unix.NLM_F_ACK_TLVS == 0 || len(data) < 4+unix.SizeofNlMsghdr {
+		return err
+	}
+	off := 4 + unix.SizeofNlMsghdr
+	if h.Flags&unix.NLM_F_CAPPED == 0 {
+		// The request is echoed whole.
+		l := int(nl.NativeEndian().Uint32(data[4:8]))
+		off = 4 + (l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1)
+	}
+	if off > len(data) {
+		return err
+	}
+	attrs, perr := nl.ParseRouteAttr(data[off:])
+	if perr != nil {
+		return err
+	}
+	for _, a := range attrs {
+		if a.Attr.Type == unix.NLMSGERR_ATTR_MSG {
+			if msg := strings.TrimRight(string(a.Value), "\x00"); msg != "" {
+				return &KernelError{Errno: err, Msg: msg}
+			}
+		}
+	}
+	return err
 }
 
 func (r *routeSock) close() {
@@ -45,11 +101,16 @@ func (r *routeSock) close() {
 }
 
 // routeRequest encodes nr as the library's RouteReplace does (RTM_NEWROUTE,
-// NLM_F_CREATE|NLM_F_REPLACE|NLM_F_ACK), for the fields used here: Dst, Gw,
-// LinkIndex, MultiPath (Gw, LinkIndex, Hops), Table, Priority, Protocol,
-// Type, Scope, Family.
-func routeRequest(nr *netlink.Route) *nl.NetlinkRequest {
-	req := nl.NewNetlinkRequest(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE|unix.NLM_F_ACK)
+// NLM_F_CREATE|NLM_F_REPLACE|NLM_F_ACK), or RouteAdd with create
+// (NLM_F_EXCL instead of NLM_F_REPLACE), for the fields used here: Dst,
+// Gw, LinkIndex, MultiPath (Gw, LinkIndex, Hops), Table, Priority,
+// Protocol, Type, Scope, Family.
+func routeRequest(nr *netlink.Route, create bool) *nl.NetlinkRequest {
+	flags := unix.NLM_F_CREATE | unix.NLM_F_REPLACE | unix.NLM_F_ACK
+	if create {
+		flags = unix.NLM_F_CREATE | unix.NLM_F_EXCL | unix.NLM_F_ACK
+	}
+	req := nl.NewNetlinkRequest(unix.RTM_NEWROUTE, flags)
 	msg := nl.NewRtMsg()
 	native := nl.NativeEndian()
 	u32 := func(v uint32) []byte {
@@ -191,10 +252,8 @@ func (r *routeSock) execBatch(reqs []*nl.NetlinkRequest) []error {
 			}
 			acked[i] = true
 			left--
-			if len(m.Data) >= 4 {
-				if errno := int32(nl.NativeEndian().Uint32(m.Data[0:4])); errno != 0 {
-					errs[i] = syscall.Errno(-errno)
-				}
+			if m.Header.Type == unix.NLMSG_ERROR {
+				errs[i] = ackError(m.Header, m.Data)
 			}
 		}
 	}

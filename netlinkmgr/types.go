@@ -3,12 +3,68 @@ package netlinkmgr
 import (
 	"net"
 	"net/netip"
+	"strconv"
 )
 
-// ProtoSwitchyard is the rtnetlink route protocol number switchyard stamps
-// on every route it installs, so ownership is provable ("ip route show
-// proto 201"). Not assigned in /etc/iproute2/rt_protos.
+// ProtoSwitchyard is the protocol number switchyard stamps on every route
+// (rtm_protocol, "ip route show proto 201") and every address (IFA_PROTO,
+// "ip address show" on iproute2 6.2+ prints "proto 201") it creates, so
+// ownership is provable. Not assigned in /etc/iproute2/rt_protos.
 const ProtoSwitchyard = 201
+
+// ProtocolName is iproute2's name of a route protocol number
+// (/etc/iproute2/rt_protos), or the number itself.
+func ProtocolName(p int) string {
+	switch p {
+	case 0:
+		return "unspec"
+	case 1:
+		return "redirect"
+	case 2:
+		return "kernel"
+	case 3:
+		return "boot"
+	case 4:
+		return "static"
+	case 8:
+		return "gated"
+	case 9:
+		return "ra"
+	case 10:
+		return "mrt"
+	case 11:
+		return "zebra"
+	case 12:
+		return "bird"
+	case 13:
+		return "dnrouted"
+	case 14:
+		return "xorp"
+	case 15:
+		return "ntk"
+	case 16:
+		return "dhcp"
+	case 18:
+		return "keepalived"
+	case 42:
+		return "babel"
+	case 99:
+		return "openr"
+	case 186:
+		return "bgp"
+	case 187:
+		return "isis"
+	case 188:
+		return "ospf"
+	case 189:
+		return "rip"
+	case 192:
+		return "eigrp"
+	case ProtoSwitchyard:
+		return "switchyard (201)"
+	}
+	return strconv.Itoa(p)
+}
 
 // MainTable is the kernel's main routing table (RT_TABLE_MAIN).
 const MainTable = 254
@@ -64,6 +120,16 @@ type LinkStats struct {
 type AddrInfo struct {
 	Link   string
 	Prefix netip.Prefix
+	// Protocol is the address's IFA_PROTO (Linux 6.1+): who added it. 0 =
+	// unspecified, as an address added by hand or by older software;
+	// switchyard marks its own with ProtoSwitchyard. Read by List and
+	// events, sent by Add. Equivalent to: ip address add ... proto N
+	// (iproute2 6.2+).
+	Protocol int
+	// Create, on Add only: fail with EEXIST instead of replacing an
+	// address that exists (ip address add instead of replace). Never read
+	// back.
+	Create bool
 }
 
 // NextHop is one path of a route.
@@ -81,6 +147,10 @@ type RouteInfo struct {
 	Metric    int
 	Blackhole bool
 	NextHops  []NextHop
+	// Create, on Replace/ReplaceBatch only: fail with EEXIST instead of
+	// replacing a route with the same table, destination and metric,
+	// whoever owns it (ip route add instead of replace). Never read back.
+	Create bool
 }
 
 // RouteFilter restricts Routes().List; zero fields match anything.

@@ -52,7 +52,7 @@ type subscription struct {
 	once   sync.Once
 	done   chan struct{}
 	links  chan netlink.LinkUpdate
-	addrs  chan netlink.AddrUpdate
+	addrs  chan addrUpdate
 	routes chan netlink.RouteUpdate
 	neighs chan netlink.NeighUpdate
 }
@@ -74,7 +74,7 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 	s := &subscription{
 		done:   make(chan struct{}),
 		links:  make(chan netlink.LinkUpdate, subBuffer),
-		addrs:  make(chan netlink.AddrUpdate, subBuffer),
+		addrs:  make(chan addrUpdate, subBuffer),
 		routes: make(chan netlink.RouteUpdate, subBuffer),
 		neighs: make(chan netlink.NeighUpdate, subBuffer),
 	}
@@ -86,8 +86,8 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 	err := netlink.LinkSubscribeWithOptions(s.links, s.done, netlink.LinkSubscribeOptions{
 		Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
 	if err == nil {
-		err = netlink.AddrSubscribeWithOptions(s.addrs, s.done, netlink.AddrSubscribeOptions{
-			Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
+		// Our own reader: the library's drops IFA_PROTO.
+		err = addrSubscribe(*ns, s.addrs, s.done, ignore, size, force)
 	}
 	if err == nil {
 		err = netlink.RouteSubscribeWithOptions(s.routes, s.done, netlink.RouteSubscribeOptions{
@@ -153,8 +153,8 @@ func (w *watcher) run(ctx context.Context, s *subscription) {
 			}
 		case u, open := <-s.addrs:
 			if ok = open; open {
-				a := AddrInfo{Link: w.name(u.LinkIndex), Prefix: ipNetToPrefix(&u.LinkAddress)}
-				ok = w.send(ctx, Event{Kind: EventAddr, Deleted: !u.NewAddr, Addr: &a})
+				a := AddrInfo{Link: w.name(u.index), Prefix: u.prefix, Protocol: u.protocol}
+				ok = w.send(ctx, Event{Kind: EventAddr, Deleted: u.deleted, Addr: &a})
 			}
 		case u, open := <-s.routes:
 			if ok = open; open && u.Route.Flags&unix.RTM_F_CLONED == 0 {
@@ -305,12 +305,12 @@ func (w *watcher) snapshot() ([]Event, error) {
 		li := toLinkInfo(l, w.names)
 		evs = append(evs, Event{Kind: EventLink, Link: &li})
 	}
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return h.AddrList(nil, netlink.FAMILY_ALL) })
+	addrs, err := w.k.dumpAddrs()
 	if err != nil {
 		return nil, err
 	}
 	for _, a := range addrs {
-		ai := AddrInfo{Link: w.names[a.LinkIndex], Prefix: ipNetToPrefix(a.IPNet)}
+		ai := AddrInfo{Link: w.names[a.index], Prefix: a.prefix, Protocol: a.protocol}
 		evs = append(evs, Event{Kind: EventAddr, Addr: &ai})
 	}
 	routes, err := retryDump(func() ([]netlink.Route, error) {

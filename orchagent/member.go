@@ -60,8 +60,14 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 	}
 	if port.MasterIdx != br.Index {
 		if port.MasterIdx != 0 {
-			return errorOut(fmt.Errorf("VLAN_MEMBER|%s: %s is enslaved to another master (ifindex %d), not %s: release it first",
-				key, m.Port, port.MasterIdx, BridgeName), refs)
+			// Someone else's: left alone; releasing it is a link event
+			// on the port, which re-enqueues this key.
+			master := fmt.Sprintf("ifindex %d", port.MasterIdx)
+			if port.Master != nil && *port.Master != "" {
+				master = *port.Master
+			}
+			return errorOut(fmt.Errorf("VLAN_MEMBER|%s: %s is enslaved to another master (%s), not %s; not moving it: release it first",
+				key, m.Port, master, BridgeName), refs)
 		}
 		master := BridgeName
 		if err := o.act(schema.TableVlanMember, key, "enslave "+m.Port+" to "+BridgeName, func() error {
@@ -120,8 +126,10 @@ func (o *Orch) removeMember(key string) outcome {
 	return okOut(nil)
 }
 
-// unbindMember removes vid from port and, when no other VLAN_MEMBER key
-// names the port, releases it from Bridge.
+// unbindMember removes vid from port and, when it did and no other
+// VLAN_MEMBER key names the port, releases it from Bridge. A port on
+// Bridge without the vid (enslaved by hand, or a key that never applied)
+// is not released: deleting what never applied changes nothing.
 func (o *Orch) unbindMember(key string, vid int, port string) error {
 	l, ok, err := o.getLink(port)
 	if err != nil || !ok {
@@ -137,13 +145,18 @@ func (o *Orch) unbindMember(key string, vid int, port string) error {
 			return err
 		}
 	}
+	had := false
 	for _, v := range vl {
 		if v.Link == port && int(v.VID) == vid {
+			had = true
 			if err := o.delVid(schema.TableVlanMember, key, fmt.Sprintf("delete vid %d from %s", vid, port),
 				netlinkmgr.BridgeVlanInfo{Link: port, VID: uint16(vid)}); err != nil {
 				return err
 			}
 		}
+	}
+	if !had {
+		return nil
 	}
 	for _, other := range o.cfg.ByIndex(schema.TableVlanMember, port) {
 		if other != key {

@@ -31,6 +31,15 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 			append(refs, schema.ConfigKey(schema.TableStaticRoute, other)))
 	}
 	for _, nh := range r.NextHops {
+		if nh.Gateway.IsValid() {
+			if why := o.badGateway(nh.Gateway, nh.Ifname); why != "" {
+				// Re-examined when addresses change (an address of ours
+				// that goes away stops being a bad gateway).
+				return errorOut(fmt.Errorf("STATIC_ROUTE|%s: %s", key, why), append(refs, resReach))
+			}
+		}
+	}
+	for _, nh := range r.NextHops {
 		if nh.Ifname == "" {
 			continue
 		}
@@ -39,10 +48,15 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 		}
 	}
 	want := desiredRoute(r)
-	match := false
+	if c, ok := o.view.foreignRoute(r.Prefix, want.Metric); ok {
+		// Someone else's route: never replaced. Its deletion (a route
+		// event on this prefix) re-enqueues the key.
+		return errorOut(routeConflict(c), refs)
+	}
+	match, ours := false, false
 	for _, c := range o.view.routesFor(r.Prefix) {
 		if c.Metric == want.Metric {
-			match = routeMatches(&c, &want)
+			match, ours = routeMatches(&c, &want), true
 			continue
 		}
 		// A changed distance leaves the old metric's route behind.
@@ -53,6 +67,10 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	if match {
 		return okOut(refs)
 	}
+	// Create, unless our own route is there to replace: a route of
+	// another protocol that the view has not seen yet makes the kernel
+	// answer EEXIST instead of being overwritten.
+	want.Create = !ours
 	if o.deferring(schema.TableStaticRoute) {
 		o.batch.items = append(o.batch.items, deferredRoute{pos: o.batch.pos, key: key, r: r, want: want, refs: refs})
 		return outcome{deferred: true}
@@ -65,6 +83,17 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 // routeWritten is the outcome of the replace of want for r.
 func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, refs []string, err error) outcome {
 	if err != nil {
+		if want.Create && errors.Is(err, unix.EEXIST) {
+			if c, ok := o.readForeignRoute(want); ok {
+				return errorOut(routeConflict(c), refs)
+			}
+			return kernelOut(err, refs)
+		}
+		if gatewayError(err) {
+			if e, ok := o.gatewayRefused(want.NextHops, err); ok {
+				return errorOut(e, append(refs, resReach))
+			}
+		}
 		if reason, ok := unreachable(err, r); ok {
 			return pendingOut(reason, append(refs, resReach))
 		}
@@ -192,10 +221,35 @@ func unreachable(err error, r schema.StaticRoute) (string, bool) {
 			return "waiting for netdev " + strings.Join(links, ", ") + " to be up", true
 		}
 		return "waiting for the next-hop link to be up", true
-	case len(gws) > 0 && (errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.EINVAL)):
+	case len(gws) > 0 && gatewayError(err):
 		return "waiting for a connected route to next hop " + strings.Join(gws, ", "), true
 	}
 	return "", false
+}
+
+// gatewayError says whether a route write failed on its gateway.
+func gatewayError(err error) bool {
+	return errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.EINVAL)
+}
+
+// readForeignRoute asks the kernel for the route of another protocol that
+// made the creation of want fail with EEXIST, and notes it in the view.
+func (o *Orch) readForeignRoute(want netlinkmgr.RouteInfo) (netlinkmgr.RouteInfo, bool) {
+	fam := unix.AF_INET
+	if want.Dst.Addr().Is6() {
+		fam = unix.AF_INET6
+	}
+	rs, err := o.k.Routes().List(netlinkmgr.RouteFilter{Table: netlinkmgr.MainTable, Family: fam})
+	if err != nil {
+		return netlinkmgr.RouteInfo{}, false
+	}
+	for _, c := range rs {
+		if normPrefix(c.Dst) == normPrefix(want.Dst) && c.Metric == want.Metric && !ownedRoute(&c) {
+			o.view.notedForeign(c)
+			return c, true
+		}
+	}
+	return netlinkmgr.RouteInfo{}, false
 }
 
 func describeRoute(r *netlinkmgr.RouteInfo) string {

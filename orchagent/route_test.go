@@ -43,7 +43,7 @@ func TestInterfacePendingUntilNetdev(t *testing.T) {
 	}
 	r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventAddr, Deleted: true, Addr: &a})
 	r.settle()
-	if !r.o.view.hasAddr("Ethernet0", a.Prefix) {
+	if p, ok := r.o.view.addr("Ethernet0", a.Prefix); !ok || p != netlinkmgr.ProtoSwitchyard {
 		t.Fatal("address not restored")
 	}
 	r.del("INTERFACE", "Ethernet0|10.0.0.1/24")

@@ -11,9 +11,11 @@ import (
 
 // Sweep removes kernel objects orchagent owns that no config key names any
 // more (config deleted while orchagent was down): routes with protocol
-// 201, VlanN devices on Bridge, Bridge's own vids, vids and membership of
-// ports on Bridge, static FDB entries on Bridge. Bridge itself, ports and
-// addresses are never swept. The engine runs it only once
+// 201, addresses with protocol 201 (IFA_PROTO), VlanN devices on Bridge,
+// Bridge's own vids, vids of ports on Bridge and the membership of ports
+// that had such a vid, static FDB entries on Bridge. Bridge itself, ports,
+// unmarked addresses and ports on Bridge without a vid (enslaved by hand)
+// are never swept. The engine runs it only once
 // CONFIG_DB_INITIALIZED is "1"; every object is checked against Redis
 // itself (Options.ConfigExists) before it goes.
 func (o *Orch) Sweep(ctx context.Context) error {
@@ -25,6 +27,7 @@ func (o *Orch) Sweep(ctx context.Context) error {
 		}
 		errs = append(errs, o.delRoute(p, r))
 	}
+	errs = append(errs, o.sweepAddrs()...)
 	for _, f := range o.view.allFdbs() {
 		if !f.Static || f.Local || f.Vlan == 0 {
 			continue
@@ -80,11 +83,12 @@ func (o *Orch) sweepPort(port string) error {
 			return err
 		}
 	}
-	member := false
+	member, hadVid := false, false
 	for _, v := range vl {
 		if v.Link != port {
 			continue
 		}
+		hadVid = true
 		key := schema.VlanName(int(v.VID)) + schema.ConfigSep + port
 		if o.configured(schema.TableVlanMember, key) {
 			member = true
@@ -96,11 +100,42 @@ func (o *Orch) sweepPort(port string) error {
 			return err
 		}
 	}
-	if member || len(o.cfg.ByIndex(schema.TableVlanMember, port)) > 0 {
+	if member || !hadVid || len(o.cfg.ByIndex(schema.TableVlanMember, port)) > 0 {
+		// Without a vid it never carried a VLAN of ours: enslaved by
+		// hand (Bridge's vlan_default_pvid 0 gives a port no vid).
 		return nil
 	}
 	none := ""
 	return o.act(schema.TableVlanMember, port, "sweep: release "+port+" from "+BridgeName, func() error {
 		return o.k.Links().Set(netlinkmgr.LinkInfo{Name: port, Master: &none})
 	})
+}
+
+// sweepAddrs removes our addresses (protocol 201) that no INTERFACE or
+// VLAN_INTERFACE key names.
+func (o *Orch) sweepAddrs() []error {
+	named := map[string]bool{}
+	for _, table := range []string{schema.TableInterface, schema.TableVlanInterface} {
+		for _, key := range o.cfg.Keys(table) {
+			if in, err := schema.ParseInterface(table, key, nil); err == nil && !in.IsBare() {
+				named[in.Name+"|"+normPrefix(in.Addr).String()] = true
+			}
+		}
+	}
+	var errs []error
+	for _, a := range o.view.allAddrs() {
+		if a.Protocol != netlinkmgr.ProtoSwitchyard || named[a.Link+"|"+a.Prefix.String()] {
+			continue
+		}
+		key := a.Link + schema.ConfigSep + a.Prefix.String()
+		if o.configured(schema.TableInterface, key) || o.configured(schema.TableVlanInterface, key) {
+			continue
+		}
+		table := schema.TableInterface
+		if isVlanName(a.Link) {
+			table = schema.TableVlanInterface
+		}
+		errs = append(errs, o.delAddr(table, key, "sweep: delete address "+a.Prefix.String()+" dev "+a.Link, a.Link, a.Prefix))
+	}
+	return errs
 }

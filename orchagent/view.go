@@ -21,8 +21,14 @@ type kernelView struct {
 	mu     sync.Mutex
 	links  map[string]linkSnap
 	routes map[netip.Prefix][]netlinkmgr.RouteInfo // proto 201, main table
-	addrs  map[string]map[netip.Prefix]bool
-	fdbs   map[fdbKey]netlinkmgr.FdbInfo // entries on Bridge
+	// foreign are the main table's routes of every other protocol: a
+	// STATIC_ROUTE whose table, prefix and metric one of them holds is a
+	// conflict, never replaced.
+	foreign map[netip.Prefix][]netlinkmgr.RouteInfo
+	addrs   map[string]map[netip.Prefix]int // link → address → IFA_PROTO
+	addrVer uint64                          // bumped by every change of addrs (see addrIndex)
+	aidx    addrIndex
+	fdbs    map[fdbKey]netlinkmgr.FdbInfo // entries on Bridge
 	// vids caches "bridge vlan show dev L" per link, filled on first use
 	// (a listing dumps every bridge VLAN of the namespace); absent = not
 	// known. Kept by our writes and by the kernel's per-vid local FDB
@@ -52,9 +58,11 @@ func newKernelView() *kernelView {
 }
 
 func (v *kernelView) reset() {
+	v.addrVer++
 	v.links = map[string]linkSnap{}
 	v.routes = map[netip.Prefix][]netlinkmgr.RouteInfo{}
-	v.addrs = map[string]map[netip.Prefix]bool{}
+	v.foreign = map[netip.Prefix][]netlinkmgr.RouteInfo{}
+	v.addrs = map[string]map[netip.Prefix]int{}
 	v.fdbs = map[fdbKey]netlinkmgr.FdbInfo{}
 	v.vids = map[string]map[uint16]netlinkmgr.BridgeVlanInfo{}
 	v.vidsEpoch = map[string]uint64{}
@@ -75,8 +83,10 @@ func snapOf(l *netlinkmgr.LinkInfo) linkSnap {
 }
 
 func ownedRoute(r *netlinkmgr.RouteInfo) bool {
-	return r.Protocol == netlinkmgr.ProtoSwitchyard && (r.Table == 0 || r.Table == netlinkmgr.MainTable)
+	return r.Protocol == netlinkmgr.ProtoSwitchyard && mainTable(r)
 }
+
+func mainTable(r *netlinkmgr.RouteInfo) bool { return r.Table == 0 || r.Table == netlinkmgr.MainTable }
 
 func normPrefix(p netip.Prefix) netip.Prefix {
 	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-func() int {
@@ -95,7 +105,7 @@ func (o *Orch) Prime() error {
 	if err != nil {
 		return fmt.Errorf("prime kernel view: %w", err)
 	}
-	routes, err := o.k.Routes().List(netlinkmgr.RouteFilter{Protocol: netlinkmgr.ProtoSwitchyard})
+	routes, err := o.k.Routes().List(netlinkmgr.RouteFilter{})
 	if err != nil {
 		return fmt.Errorf("prime kernel view: %w", err)
 	}
@@ -119,10 +129,12 @@ func (o *Orch) Prime() error {
 	for _, r := range routes {
 		if ownedRoute(&r) {
 			v.putRouteLocked(r)
+		} else if mainTable(&r) {
+			putRouteIn(v.foreign, r)
 		}
 	}
 	for _, a := range addrs {
-		v.putAddrLocked(a.Link, a.Prefix)
+		v.putAddrLocked(a.Link, a.Prefix, a.Protocol)
 	}
 	for _, f := range fdbs {
 		v.fdbs[fdbKey{f.Vlan, f.MAC.String()}] = f
@@ -130,9 +142,16 @@ func (o *Orch) Prime() error {
 	return nil
 }
 
-func (v *kernelView) putRouteLocked(r netlinkmgr.RouteInfo) bool {
+func (v *kernelView) putRouteLocked(r netlinkmgr.RouteInfo) bool { return putRouteIn(v.routes, r) }
+
+func (v *kernelView) delRouteLocked(dst netip.Prefix, metric int) bool {
+	return delRouteIn(v.routes, dst, metric)
+}
+
+// putRouteIn records r in m (one route per destination and metric).
+func putRouteIn(m map[netip.Prefix][]netlinkmgr.RouteInfo, r netlinkmgr.RouteInfo) bool {
 	d := normPrefix(r.Dst)
-	rs := v.routes[d]
+	rs := m[d]
 	for i := range rs {
 		if rs[i].Metric == r.Metric {
 			if routeSame(&rs[i], &r) {
@@ -142,20 +161,20 @@ func (v *kernelView) putRouteLocked(r netlinkmgr.RouteInfo) bool {
 			return true
 		}
 	}
-	v.routes[d] = append(rs, r)
+	m[d] = append(rs, r)
 	return true
 }
 
-func (v *kernelView) delRouteLocked(dst netip.Prefix, metric int) bool {
+func delRouteIn(m map[netip.Prefix][]netlinkmgr.RouteInfo, dst netip.Prefix, metric int) bool {
 	d := normPrefix(dst)
-	rs := v.routes[d]
+	rs := m[d]
 	for i := range rs {
 		if rs[i].Metric == metric {
 			rs = append(rs[:i:i], rs[i+1:]...)
 			if len(rs) == 0 {
-				delete(v.routes, d)
+				delete(m, d)
 			} else {
-				v.routes[d] = rs
+				m[d] = rs
 			}
 			return true
 		}
@@ -163,26 +182,28 @@ func (v *kernelView) delRouteLocked(dst netip.Prefix, metric int) bool {
 	return false
 }
 
-func (v *kernelView) putAddrLocked(link string, p netip.Prefix) bool {
+func (v *kernelView) putAddrLocked(link string, p netip.Prefix, proto int) bool {
 	p = normPrefix(p)
 	m := v.addrs[link]
 	if m == nil {
-		m = map[netip.Prefix]bool{}
+		m = map[netip.Prefix]int{}
 		v.addrs[link] = m
 	}
-	if m[p] {
+	if old, ok := m[p]; ok && old == proto {
 		return false
 	}
-	m[p] = true
+	m[p] = proto
+	v.addrVer++
 	return true
 }
 
 func (v *kernelView) delAddrLocked(link string, p netip.Prefix) bool {
 	p = normPrefix(p)
-	if !v.addrs[link][p] {
+	if _, ok := v.addrs[link][p]; !ok {
 		return false
 	}
 	delete(v.addrs[link], p)
+	v.addrVer++
 	return true
 }
 
@@ -259,10 +280,12 @@ func (v *kernelView) linkExists(name string) bool {
 	return ok
 }
 
-func (v *kernelView) hasAddr(link string, p netip.Prefix) bool {
+// addr returns the protocol (IFA_PROTO) of the address on link.
+func (v *kernelView) addr(link string, p netip.Prefix) (proto int, ok bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.addrs[link][normPrefix(p)]
+	proto, ok = v.addrs[link][normPrefix(p)]
+	return proto, ok
 }
 
 func (v *kernelView) fdb(vid uint16, mac string) (netlinkmgr.FdbInfo, bool) {
@@ -297,7 +320,7 @@ func (v *kernelView) notedRouteDel(r netlinkmgr.RouteInfo) {
 func (v *kernelView) notedAddr(link string, p netip.Prefix, present bool) {
 	v.mu.Lock()
 	if present {
-		v.putAddrLocked(link, p)
+		v.putAddrLocked(link, p, netlinkmgr.ProtoSwitchyard)
 	} else {
 		v.delAddrLocked(link, p)
 	}
@@ -405,14 +428,17 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 	return res
 }
 
-// purgeLinkLocked forgets owned routes through link and its addresses.
+// purgeLinkLocked forgets the routes through link (ours and foreign
+// ones: the kernel drops IPv4 routes silently) and its addresses.
 func (v *kernelView) purgeLinkLocked(link string) []string {
 	var res []string
-	for d, rs := range v.routes {
-		for _, r := range rs {
-			if routeUsesLink(&r, link) {
-				res = append(res, resRoute(d.String()))
-				v.delRouteLocked(r.Dst, r.Metric)
+	for _, m := range []map[netip.Prefix][]netlinkmgr.RouteInfo{v.routes, v.foreign} {
+		for d, rs := range m {
+			for _, r := range rs {
+				if routeUsesLink(&r, link) {
+					res = append(res, resRoute(d.String()))
+					delRouteIn(m, r.Dst, r.Metric)
+				}
 			}
 		}
 	}
@@ -420,6 +446,7 @@ func (v *kernelView) purgeLinkLocked(link string) []string {
 		res = append(res, resAddr(link, p.String()))
 	}
 	delete(v.addrs, link)
+	v.addrVer++
 	return res
 }
 
@@ -442,41 +469,59 @@ func (v *kernelView) onAddr(a *netlinkmgr.AddrInfo, deleted bool) []string {
 		}
 		res := []string{resAddr(a.Link, p.String()), resReach}
 		// IPv4 routes via a gateway in the removed subnet vanish silently.
-		for d, rs := range v.routes {
-			for _, r := range rs {
-				for _, nh := range r.NextHops {
-					if nh.Gateway.IsValid() && p.Masked().Contains(nh.Gateway.Unmap()) {
-						res = append(res, resRoute(d.String()))
-						v.delRouteLocked(r.Dst, r.Metric)
-						break
+		for _, m := range []map[netip.Prefix][]netlinkmgr.RouteInfo{v.routes, v.foreign} {
+			for d, rs := range m {
+				for _, r := range rs {
+					for _, nh := range r.NextHops {
+						if nh.Gateway.IsValid() && p.Masked().Contains(nh.Gateway.Unmap()) {
+							res = append(res, resRoute(d.String()))
+							delRouteIn(m, r.Dst, r.Metric)
+							break
+						}
 					}
 				}
 			}
 		}
 		return res
 	}
-	if !v.putAddrLocked(a.Link, p) {
+	if !v.putAddrLocked(a.Link, p, a.Protocol) {
 		return nil
 	}
 	return []string{resAddr(a.Link, p.String()), resReach}
 }
 
 func (v *kernelView) onRoute(r *netlinkmgr.RouteInfo, deleted bool) []string {
-	if !ownedRoute(r) {
+	if !ownedRoute(r) && !mainTable(r) {
 		return []string{resReach}
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	m := v.routes
+	if !ownedRoute(r) {
+		m = v.foreign
+	}
 	changed := false
 	if deleted {
-		changed = v.delRouteLocked(r.Dst, r.Metric)
+		// A delete names the route it removed: only that protocol's.
+		for _, c := range m[normPrefix(r.Dst)] {
+			if c.Metric == r.Metric && c.Protocol == r.Protocol {
+				changed = delRouteIn(m, r.Dst, r.Metric)
+			}
+		}
 	} else {
-		changed = v.putRouteLocked(*r)
+		changed = putRouteIn(m, *r)
 	}
 	if !changed {
+		if !ownedRoute(r) {
+			return []string{resReach}
+		}
 		return nil
 	}
-	return []string{resRoute(normPrefix(r.Dst).String())}
+	res := []string{resRoute(normPrefix(r.Dst).String())}
+	if !ownedRoute(r) {
+		res = append(res, resReach)
+	}
+	return res
 }
 
 func (v *kernelView) onFdb(f *netlinkmgr.FdbInfo, deleted bool) []string {
