@@ -32,13 +32,9 @@ const netlinkRecvBuffer = 32 << 20
 func Run(ctx context.Context, c Config) error {
 	return engine.Run(ctx, engine.Config{
 		Name: "orchagent", RedisURL: c.RedisURL, Log: c.Log, Registry: c.Registry, Ready: c.Ready,
-		Warn: schemaWarning,
+		Warn: schema.FieldsWarning,
 	}, func(h *engine.Handle) (engine.Controller, error) { return newController(h, c.NetNS) })
 }
-
-// schemaWarning is the engine's unknown-field warning (none until schema
-// has the field policy).
-var schemaWarning func(table string, f schema.Fields) string
 
 // controller adapts Orch to the engine: items are "TABLE|key".
 type controller struct {

@@ -294,7 +294,7 @@ func TestBadInputIsErrorAndChangesNothing(t *testing.T) {
 		{"VLAN_MEMBER", "Vlan100|Ethernet0", []string{"tagging_mode", "sideways"}, "tagging_mode"},
 		{"INTERFACE", "Ethernet0|10.0.0.300/24", nil, "10.0.0.300"},
 		{"STATIC_ROUTE", "10.1.2.3/16", []string{"nexthop", "10.0.0.2"}, "10.1.0.0/16"},
-		{"STATIC_ROUTE", "10.9.0.0/16", []string{"nexthop", "10.0.0.2", "colour", "blue"}, "colour"},
+		{"STATIC_ROUTE", "10.9.0.0/16", []string{"nexthop", "10.0.0.2", "blackhole", "maybe"}, "blackhole"},
 		{"FDB", "Vlan100|00:11:22:33:44:55", []string{"port", "Ethernet0", "type", "dynamic"}, "static"},
 	}
 	before := r.k.Writes()

@@ -30,7 +30,9 @@ func hostile(n int) []write {
 	huge := strings.Repeat("x", 1<<20)
 	edges := []string{"67", "9217", "-5", "100000000000000000000", "0x100", "", "\xff\xfe", "1e3", " 1500", huge}
 	gens := []func(i int) write{
-		func(i int) write { return write{key: fmt.Sprintf("PORT|bad/port%d", i), fields: []string{"mtu", "1500"}} },
+		func(i int) write {
+			return write{key: fmt.Sprintf("PORT|bad/port%d", i), fields: []string{"mtu", "1500"}}
+		},
 		func(i int) write {
 			return write{key: fmt.Sprintf("PORT|p%d", i), fields: []string{"mtu", edges[i%len(edges)]}}
 		},
@@ -47,8 +49,12 @@ func hostile(n int) []write {
 			return write{key: fmt.Sprintf("VLAN_MEMBER|Vlan%d|Ethernet0", 1+i%4000), fields: []string{"tagging_mode", "sideways"}}
 		},
 		func(i int) write { return write{key: fmt.Sprintf("INTERFACE|Ethernet0|10.%d.0.1/33", i%256)} },
-		func(i int) write { return write{key: fmt.Sprintf("INTERFACE|Ethernet0|300.1.%d.%d/24", i/256%256, i%256)} },
-		func(i int) write { return write{key: fmt.Sprintf("VLAN_INTERFACE|Vlan0|10.9.%d.%d/24", i/256%256, i%256)} },
+		func(i int) write {
+			return write{key: fmt.Sprintf("INTERFACE|Ethernet0|300.1.%d.%d/24", i/256%256, i%256)}
+		},
+		func(i int) write {
+			return write{key: fmt.Sprintf("VLAN_INTERFACE|Vlan0|10.9.%d.%d/24", i/256%256, i%256)}
+		},
 		func(i int) write {
 			return write{key: fmt.Sprintf("STATIC_ROUTE|10.%d.%d.1/16", 64+i/256%64, i%256), fields: []string{"blackhole", "true"}}
 		},
@@ -69,7 +75,9 @@ func hostile(n int) []write {
 		},
 		func(i int) write { return write{key: fmt.Sprintf("PORT|r%d", i), typ: "list"} },
 		func(i int) write { return write{key: fmt.Sprintf("VLAN|Vlan%d", 1+i%4000), typ: "set"} },
-		func(i int) write { return write{key: fmt.Sprintf("FDB|Vlan7|02:00:00:00:%02x:%02x", i/256%256, i%256), typ: "zset"} },
+		func(i int) write {
+			return write{key: fmt.Sprintf("FDB|Vlan7|02:00:00:00:%02x:%02x", i/256%256, i%256), typ: "zset"}
+		},
 		func(i int) write {
 			return write{key: fmt.Sprintf("PORT|\xff\xfe%d", i), fields: []string{"mtu", "1500"}}
 		},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchyard-net/switchyard/schema"
 	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/kernelcap"
 	"github.com/switchyard-net/switchyard/tests/testns"
@@ -199,7 +200,7 @@ func TestBadInputs(t *testing.T) {
 		{"VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", []string{"tagging_mode", "sideways"}},
 		{"INTERFACE|Ethernet0|10.0.0.300/24", "10.0.0.300", nil},
 		{"STATIC_ROUTE|10.2.3.4/16", "10.2.0.0/16", []string{"nexthop", "10.0.0.2"}},
-		{"STATIC_ROUTE|10.3.0.0/16", "colour", []string{"nexthop", "10.0.0.2", "colour", "blue"}},
+		{"STATIC_ROUTE|10.3.0.0/16", "blackhole", []string{"nexthop", "10.0.0.2", "blackhole", "maybe"}},
 		{"PORT|Ethernet0", "mtu", []string{"mtu", "banana"}},
 	}
 	for _, b := range bad {
@@ -377,5 +378,27 @@ func TestRedisRestartEmptyKeepsKernel(t *testing.T) {
 	}
 	if l, _ := link(e.sw, "Ethernet0"); l.MTU != 9000 {
 		t.Fatalf("Ethernet0 mtu %d", l.MTU)
+	}
+}
+
+// A field nobody defines (a typo) does not block the entry: the known
+// fields apply, the result is ok with a warning naming the unknown one,
+// and the result names the generation it applied.
+func TestUnknownFieldIsAWarning(t *testing.T) {
+	e := newEnv(t)
+	peer := testns.New(t)
+	e.sw.Veth("Ethernet0", peer, "eth1")
+	e.start()
+	e.hset("PORT|Ethernet0", "mtu", "9000", "admin_stauts", "up")
+	e.waitOK("PORT|Ethernet0")
+	h, _ := e.state.HGetAll(context.Background(), "PORT_TABLE|Ethernet0").Result()
+	if !strings.Contains(h["warning"], "admin_stauts") || !strings.Contains(h["warning"], "admin_status") {
+		t.Fatalf("warning %q does not name the typo and the known field", h["warning"])
+	}
+	if want := schema.Generation(schema.Fields{"mtu": "9000", "admin_stauts": "up"}); h["generation"] != want {
+		t.Fatalf("generation %q, want %q", h["generation"], want)
+	}
+	if l, _ := link(e.sw, "Ethernet0"); l.MTU != 9000 {
+		t.Fatalf("mtu %d: the known field was not applied", l.MTU)
 	}
 }
