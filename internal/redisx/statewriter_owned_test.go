@@ -80,7 +80,7 @@ func TestOwnedWriterLoadAndForget(t *testing.T) {
 		db.HSet(ctx, "ROUTE_TABLE|10.0."+strconv.Itoa(i/250)+"."+strconv.Itoa(i%250)+"/32", "protocol", "static", "foreign", "x")
 	}
 	db.HSet(ctx, "PORT_TABLE|Ethernet0", "state", "ok") // nothing of ours
-	db.HSet(ctx, "OTHER|x", "protocol", "x")             // not our table
+	db.HSet(ctx, "OTHER|x", "protocol", "x")            // not our table
 	db.Set(ctx, "ROUTE_TABLE|10.9.0.0/16", "a string", 0)
 	w := NewOwnedWriter(db, syncdLike)
 	if err := w.Load(ctx, "*"); err != nil {
