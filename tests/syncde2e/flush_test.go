@@ -70,4 +70,3 @@ func missingKeys(want, got []string) []string {
 	}
 	return out
 }
-
