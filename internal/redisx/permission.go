@@ -36,7 +36,10 @@ func (e *PermissionError) Error() string {
 		}
 		what = verb + " " + orUnknown(e.Object, "a channel")
 	default:
-		what = "access key " + orUnknown(e.Object, "(one of the command's)")
+		what = "access key " + e.Object
+		if e.Object == "" {
+			what = "access a key"
+		}
 		if e.Command != "" {
 			what += " (" + e.Command + ")"
 		}
