@@ -418,8 +418,8 @@ func (d *Daemon) writeCounters(ctx context.Context) error {
 // and rewrites the whole mirror.
 func (d *Daemon) startSentinels(ctx context.Context, wg *sync.WaitGroup) {
 	for _, s := range []*redisx.Sentinel{
-		redisx.NewSentinel(d.cfg.State, redisx.SentinelKey(schema.StateSep, d.cfg.Name), redisx.SentinelFields()),
-		redisx.NewSentinel(d.cfg.Counters, redisx.SentinelKey(schema.CountersSep, d.cfg.Name), redisx.SentinelFields()),
+		redisx.NewSentinel(d.cfg.State, redisx.SentinelKey(schema.StateDB, d.cfg.Name), redisx.SentinelFields()),
+		redisx.NewSentinel(d.cfg.Counters, redisx.SentinelKey(schema.CountersDB, d.cfg.Name), redisx.SentinelFields()),
 	} {
 		key := s.Key()
 		wg.Add(1)

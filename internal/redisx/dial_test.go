@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,6 +148,10 @@ func TestExplainPermission(t *testing.T) {
 	if !errors.As(got, &pe) || pe.Kind != "channel" || !IsPermission(pe) {
 		t.Errorf("want a *PermissionError of kind channel, have %#v", got)
 	}
+	// Without the command, the likely rule is still named.
+	if got := ExplainPermission(err); got == nil || !strings.Contains(got.Error(), `may not use a channel: add "&__keyspace@*"`) {
+		t.Errorf("channel refusal without args: %v", got)
+	}
 
 	cmd := db.HSet(ctx, "STATE|a", "f", "v")
 	got = ExplainPermission(cmd.Err(), cmd.Args()...)
@@ -160,6 +165,24 @@ func TestExplainPermission(t *testing.T) {
 	want = `redis user may not run CONFIG GET: add "+config|get" (or +@all) to its ACL`
 	if got == nil || got.Error() != want {
 		t.Errorf("config get refused: %v\nwant %s", got, want)
+	}
+
+	// The watcher explains a refused subscription the same way.
+	var werr atomic.Value
+	wctx, wcancel := context.WithCancel(ctx)
+	wdone := make(chan struct{})
+	go func() {
+		defer close(wdone)
+		NewWatcher(c.DB(4), WatchOptions{DB: 4, Tables: []string{"PORT"}, OnError: func(err error) {
+			werr.CompareAndSwap(nil, err)
+		}}).Run(wctx, func(Change) {})
+	}()
+	eventually(t, "watcher error", func() bool { return werr.Load() != nil })
+	wcancel()
+	<-wdone
+	want = `redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@*" (or allchannels) to its ACL`
+	if got := werr.Load().(error); !errors.As(got, &pe) || !strings.HasSuffix(got.Error(), want) {
+		t.Errorf("watcher refused a subscription: %v\nwant ...%s", got, want)
 	}
 
 	plain := errors.New("some failure")

@@ -15,7 +15,7 @@
 //	err = redisx.EnsureKeyspaceEvents(ctx, cfg, redisx.WatchClasses) // *NotifyConfigError: exit with its message
 //	sw := redisx.NewStateWriter(conn.DB(schema.StateDB), []string{"state", "reason"})
 //	err = sw.Load(ctx, "VLAN_TABLE|*")                // adopt what a previous run wrote
-//	go redisx.NewSentinel(conn.DB(schema.StateDB), redisx.SentinelKey(schema.StateSep, name),
+//	go redisx.NewSentinel(conn.DB(schema.StateDB), redisx.SentinelKey(schema.StateDB, name),
 //		redisx.SentinelFields()).Run(ctx, time.Second, onLost, onError) // onLost: sw.Forget, rewrite all
 //	w := redisx.NewWatcher(cfg, redisx.WatchOptions{DB: schema.ConfigDB, Tables: ..., Keys: ..., OnSync: ...})
 //	for ev := range w.Events(ctx) { ... enqueue ev.Table/ev.Key ... }

@@ -27,14 +27,17 @@ func (e *PermissionError) Error() string {
 	case "command":
 		what = "run " + e.Object
 	case "channel":
-		verb := "use channel"
 		switch e.Command {
 		case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE":
-			verb = "subscribe to"
+			what = "subscribe to " + orUnknown(e.Object, "a channel")
 		case "PUBLISH", "SPUBLISH":
-			verb = "publish to"
+			what = "publish to " + orUnknown(e.Object, "a channel")
+		default:
+			what = "use " + orUnknown(e.Object, "a") + " channel"
+			if e.Object != "" {
+				what = "use channel " + e.Object
+			}
 		}
-		what = verb + " " + orUnknown(e.Object, "a channel")
 	default:
 		what = "access key " + e.Object
 		if e.Object == "" {
@@ -45,6 +48,9 @@ func (e *PermissionError) Error() string {
 		}
 	}
 	alt := map[string]string{"command": "+@all", "key": "allkeys", "channel": "allchannels"}[e.Kind]
+	if e.Rule == "" && e.Kind == "channel" {
+		return fmt.Sprintf("redis user may not %s: add \"&__keyspace@*\" (keyspace events) or allchannels to its ACL (%v)", what, e.Err)
+	}
 	if e.Rule == "" {
 		return fmt.Sprintf("redis user may not %s: grant it in its ACL (%s): %v", what, alt, e.Err)
 	}

@@ -19,9 +19,19 @@ const SentinelTable = "SWITCHYARD_DAEMON"
 // processStarted is when this process started, for the "started" field.
 var processStarted = time.Now()
 
-// SentinelKey is daemon's sentinel key in a DB whose keys join table and
-// key with sep (schema.StateSep "|", schema.CountersSep ":").
-func SentinelKey(sep, daemon string) string { return SentinelTable + sep + daemon }
+// countersDB is schema.CountersDB, the one DB whose keys join table and
+// key with ":" (redisx does not import schema; a test checks they agree).
+const countersDB = 2
+
+// SentinelKey is daemon's sentinel key in database db:
+// SWITCHYARD_DAEMON:<daemon> in COUNTERS_DB (2), SWITCHYARD_DAEMON|<daemon>
+// in STATE_DB (6) and any other DB.
+func SentinelKey(db int, daemon string) string {
+	if db == countersDB {
+		return SentinelTable + ":" + daemon
+	}
+	return SentinelTable + "|" + daemon
+}
 
 // SentinelFields are the fields of a sentinel of this process: pid and
 // started (RFC 3339).

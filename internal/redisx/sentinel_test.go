@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/switchyard-net/switchyard/schema"
 )
 
 // lostWithin waits up to 2 s (the deadline for a repair) for the
@@ -23,8 +25,8 @@ func lostWithin(t *testing.T, lost *atomic.Int32, n int32, what string) {
 func TestSentinel(t *testing.T) {
 	srv, c := startRedis(t)
 	db := c.DB(6)
-	key := SentinelKey("|", "testd")
-	if key != "SWITCHYARD_DAEMON|testd" || SentinelKey(":", "testd") != "SWITCHYARD_DAEMON:testd" {
+	key := SentinelKey(schema.StateDB, "testd")
+	if key != "SWITCHYARD_DAEMON|testd" || SentinelKey(schema.CountersDB, "testd") != "SWITCHYARD_DAEMON"+schema.CountersSep+"testd" {
 		t.Fatalf("SentinelKey = %q", key)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
