@@ -141,7 +141,7 @@ func TestExplainPermission(t *testing.T) {
 	_, err = ps.Receive(ctx)
 	got := ExplainPermission(err, "psubscribe", "__keyspace@4__:PORT|*")
 	want := `redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@*" (or allchannels) to its ACL`
-	if got == nil || got.Error() != want {
+	if got == nil || !strings.HasPrefix(got.Error(), want+" (NOPERM ") {
 		t.Errorf("psubscribe refused: %v\nwant %s", got, want)
 	}
 	var pe *PermissionError
@@ -156,14 +156,14 @@ func TestExplainPermission(t *testing.T) {
 	cmd := db.HSet(ctx, "STATE|a", "f", "v")
 	got = ExplainPermission(cmd.Err(), cmd.Args()...)
 	want = `redis user may not access key STATE|a (HSET): add "~STATE|*" (or allkeys) to its ACL`
-	if got == nil || got.Error() != want {
+	if got == nil || !strings.HasPrefix(got.Error(), want+" (NOPERM ") {
 		t.Errorf("hset refused: %v\nwant %s", got, want)
 	}
 
 	g := db.ConfigGet(ctx, "maxmemory")
 	got = ExplainPermission(g.Err(), g.Args()...)
 	want = `redis user may not run CONFIG GET: add "+config|get" (or +@all) to its ACL`
-	if got == nil || got.Error() != want {
+	if got == nil || !strings.HasPrefix(got.Error(), want+" (NOPERM ") {
 		t.Errorf("config get refused: %v\nwant %s", got, want)
 	}
 
@@ -181,7 +181,7 @@ func TestExplainPermission(t *testing.T) {
 	wcancel()
 	<-wdone
 	want = `redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@*" (or allchannels) to its ACL`
-	if got := werr.Load().(error); !errors.As(got, &pe) || !strings.HasSuffix(got.Error(), want) {
+	if got := werr.Load().(error); !errors.As(got, &pe) || !strings.Contains(got.Error(), want+" (NOPERM ") {
 		t.Errorf("watcher refused a subscription: %v\nwant ...%s", got, want)
 	}
 

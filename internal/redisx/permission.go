@@ -10,9 +10,10 @@ import (
 
 // PermissionError is a NOPERM reply explained: what the Redis ACL user may
 // not do and the rule that would allow it. Its message names the command,
-// key or channel, e.g.
+// key or channel and ends with the server's reply, e.g.
 //
 //	redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@*" (or allchannels) to its ACL
+//	(NOPERM this user has no permissions to access one of the channels used as arguments)
 type PermissionError struct {
 	Kind    string // "command", "key" or "channel"
 	Command string // the refused command in upper case, e.g. "HSET" ("" when not known)
@@ -54,7 +55,7 @@ func (e *PermissionError) Error() string {
 	if e.Rule == "" {
 		return fmt.Sprintf("redis user may not %s: grant it in its ACL (%s): %v", what, alt, e.Err)
 	}
-	return fmt.Sprintf("redis user may not %s: add %q (or %s) to its ACL", what, e.Rule, alt)
+	return fmt.Sprintf("redis user may not %s: add %q (or %s) to its ACL (%v)", what, e.Rule, alt, e.Err)
 }
 
 func (e *PermissionError) Unwrap() error { return e.Err }
