@@ -58,9 +58,10 @@ type StateWriter struct {
 	c   *redis.Client
 	own Ownership
 
-	mu    sync.Mutex // held across a flush so the cache follows Redis' order
-	cache map[string]map[string]string
-	runID string // for CheckRestart
+	mu     sync.Mutex // held across a flush so the cache follows Redis' order
+	cache  map[string]map[string]string
+	loaded []string // key prefixes Load read whole: a key there not in cache holds nothing of ours
+	runID  string   // for CheckRestart
 
 	roundTrips atomic.Uint64
 	commands   atomic.Uint64
@@ -200,9 +201,13 @@ func (b *Batch) Flush(ctx context.Context) error {
 	}
 	failed, err := execErrors(cmds, err)
 	if failed == nil {
+		// Redis may hold the old values or the new: unknown. Without the
+		// loaded prefixes, an unknown key gets every owned field it does
+		// not set removed.
 		for k := range touched {
 			delete(w.cache, k)
 		}
+		w.loaded = nil
 		return fmt.Errorf("write %d state keys: %w", len(touched), err)
 	}
 	for k := range failed {
@@ -250,6 +255,9 @@ func cmdKey(args []any) string {
 func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) bool {
 	list, all := w.owned(o.key)
 	cached, known := w.cache[o.key]
+	if !known && w.inLoaded(o.key) {
+		known = true // Load saw none of our fields there, nor did we write any since
+	}
 	if o.del {
 		delete(w.cache, o.key)
 		switch {
@@ -302,4 +310,14 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) boo
 		w.cache[o.key] = o.fields
 	}
 	return len(set) > 0 || len(del) > 0
+}
+
+// inLoaded reports whether key is under a prefix Load read whole.
+func (w *StateWriter) inLoaded(key string) bool {
+	for _, p := range w.loaded {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,7 +3,9 @@ package redisx
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -32,6 +34,7 @@ func (w *StateWriter) Load(ctx context.Context, pattern string) error {
 			return fmt.Errorf("load %s: %w", pattern, err)
 		}
 		if next == 0 {
+			w.markLoaded(pattern)
 			return nil
 		}
 		cursor = next
@@ -99,6 +102,22 @@ func (w *StateWriter) adopt(ctx context.Context, keys []string) error {
 	return nil
 }
 
+// markLoaded records pattern's prefix when pattern is "prefix*" (no other
+// glob characters): Load then saw every key of ours under it, so a key
+// there that is not in the cache holds no owned field — Set needs no HDEL
+// of the owned fields it leaves out (syncd's routes: one command, not two).
+func (w *StateWriter) markLoaded(pattern string) {
+	prefix, ok := strings.CutSuffix(pattern, "*")
+	if !ok || strings.ContainsAny(prefix, `*?[\`) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Contains(w.loaded, prefix) {
+		w.loaded = append(w.loaded, prefix)
+	}
+}
+
 // Keys returns, sorted, the keys holding owned fields as far as the writer
 // knows (what it wrote or loaded).
 func (w *StateWriter) Keys() []string {
@@ -120,6 +139,7 @@ func (w *StateWriter) Forget() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.cache = map[string]map[string]string{}
+	w.loaded = nil
 }
 
 // CheckRestart compares the server's run_id with the one seen by the

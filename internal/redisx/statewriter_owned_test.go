@@ -115,3 +115,43 @@ func TestOwnedWriterLoadAndForget(t *testing.T) {
 		t.Errorf("after Forget mtu = %q, want rewritten 1500", got)
 	}
 }
+
+// TestOwnedWriterLoadedPrefixNeedsNoHDEL: after Load("ROUTE_TABLE|*") a new
+// key is known to hold none of the writer's fields, so a Set leaving some
+// out is one HSET; without Load (or after Forget) the writer cannot know
+// and also removes the fields left out.
+func TestOwnedWriterLoadedPrefixNeedsNoHDEL(t *testing.T) {
+	_, c := startRedis(t)
+	db := c.DB(6)
+	ctx := context.Background()
+	db.HSet(ctx, "ROUTE_TABLE|10.0.0.0/8", "protocol", "static", "nexthop", "10.0.0.1")
+	w := NewOwnedWriter(db, syncdLike)
+	set := func(key string) uint64 {
+		t.Helper()
+		before := w.Commands()
+		if err := w.Set(ctx, key, map[string]string{"protocol": "kernel"}); err != nil {
+			t.Fatal(err)
+		}
+		return w.Commands() - before
+	}
+	if n := set("ROUTE_TABLE|10.1.0.0/16"); n != 2 {
+		t.Errorf("before Load: %d commands, want HSET and HDEL", n)
+	}
+	if err := w.Load(ctx, "ROUTE_TABLE|*"); err != nil {
+		t.Fatal(err)
+	}
+	if n := set("ROUTE_TABLE|10.2.0.0/16"); n != 1 {
+		t.Errorf("after Load: %d commands, want one HSET", n)
+	}
+	// A loaded key keeps being corrected: its stale nexthop goes.
+	if n := set("ROUTE_TABLE|10.0.0.0/8"); n != 2 {
+		t.Errorf("loaded key: %d commands, want HSET and HDEL", n)
+	}
+	if got := db.HGetAll(ctx, "ROUTE_TABLE|10.0.0.0/8").Val(); !reflect.DeepEqual(got, map[string]string{"protocol": "kernel"}) {
+		t.Errorf("loaded key = %v", got)
+	}
+	w.Forget()
+	if n := set("ROUTE_TABLE|10.3.0.0/16"); n != 2 {
+		t.Errorf("after Forget: %d commands, want HSET and HDEL", n)
+	}
+}
