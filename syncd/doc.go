@@ -13,12 +13,14 @@
 //     updated event by event; it records which STATE_DB keys a change may
 //     have touched and answers "what should key K hold now"
 //     (level-triggered), including listings after a netlink overflow;
-//   - store.go: the owned-field Redis writer (only changes, only its own
-//     fields, one pipeline per flush);
+//   - Redis is written through redisx.StateWriter with per-table ownership
+//     (StateOwnership, CountersOwnership): only changes, only its own
+//     fields, one MULTI/EXEC per flush;
 //   - portwatch.go: the CONFIG_DB PORT watch (which ports to mirror);
 //   - syncd.go: the daemon loop that feeds kernel and PORT events into the
 //     View and flushes the touched keys, one pipeline per burst, with a full
-//     rewrite after a start, a Redis restart or a failed write.
+//     rewrite after a start, a Redis restart, a failed write, or an emptied
+//     STATE_DB/COUNTERS_DB (a redisx.Sentinel per DB).
 //
 // syncd only reads the kernel: it must never change a link, route or FDB
 // entry. In Redis it writes only the fields it owns (OwnedFields), so a

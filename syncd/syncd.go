@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 
+	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -34,6 +36,17 @@ const (
 // retryDelay is the pause before a failed Redis write or load is retried.
 const retryDelay = 500 * time.Millisecond
 
+// DefaultSentinelInterval is how often syncd checks that STATE_DB and
+// COUNTERS_DB still hold its sentinel keys: an emptied DB is repaired
+// within this plus one rewrite (the issue asks for 2 s).
+const DefaultSentinelInterval = 500 * time.Millisecond
+
+// StateOwnership is what syncd owns in STATE_DB: OwnedFields per table.
+var StateOwnership = redisx.OwnTables(schema.StateSep, OwnedFields)
+
+// CountersOwnership is what syncd owns in COUNTERS_DB: CounterFields.
+var CountersOwnership = redisx.OwnFields(CounterFields...)
+
 // Config configures a Daemon.
 type Config struct {
 	Kernel   netlinkmgr.Kernel
@@ -42,6 +55,8 @@ type Config struct {
 	Config   *redis.Client // CONFIG_DB (the PORT table)
 
 	CountersInterval time.Duration // 0 = DefaultCountersInterval
+	SentinelInterval time.Duration // 0 = DefaultSentinelInterval
+	Name             string        // sentinel key name (SWITCHYARD_DAEMON|<Name>); "" = "syncd"
 	RecvBuffer       int           // netlink socket receive buffer; 0 = netlinkmgr's default
 	Log              *logrus.Entry // nil = discard
 }
@@ -52,7 +67,7 @@ type Stats struct {
 	Bursts     uint64 // flushes that wrote something
 	RoundTrips uint64 // Redis round trips of the STATE_DB and COUNTERS_DB writers
 	Commands   uint64 // Redis commands of those writers
-	Resyncs    uint64 // full rewrites (start, Redis restart, failed write)
+	Resyncs    uint64 // full rewrites (start, Redis restart, emptied DB, failed write)
 }
 
 // Daemon is syncd: it mirrors one namespace's kernel into Redis.
@@ -60,8 +75,10 @@ type Daemon struct {
 	cfg      Config
 	log      *logrus.Entry
 	view     *View
-	state    *Store
-	counters *Store
+	state    *redisx.StateWriter
+	counters *redisx.StateWriter
+	batch    *redisx.Batch // STATE_DB writes of the current flush
+	lost     chan string   // a sentinel's key vanished: the DB was emptied
 
 	synced     bool // the kernel's initial listing is complete
 	portsKnown bool // the PORT table has been scanned once
@@ -79,19 +96,28 @@ func New(cfg Config) *Daemon {
 	if cfg.CountersInterval <= 0 {
 		cfg.CountersInterval = DefaultCountersInterval
 	}
+	if cfg.SentinelInterval <= 0 {
+		cfg.SentinelInterval = DefaultSentinelInterval
+	}
+	if cfg.Name == "" {
+		cfg.Name = "syncd"
+	}
 	log := cfg.Log
 	if log == nil {
 		l := logrus.New()
 		l.SetLevel(logrus.PanicLevel)
 		log = logrus.NewEntry(l)
 	}
-	return &Daemon{
+	d := &Daemon{
 		cfg: cfg, log: log, view: NewView(),
-		state:      NewStore(cfg.State, StateOwned),
-		counters:   NewStore(cfg.Counters, CountersOwned),
+		state:      redisx.NewOwnedWriter(cfg.State, StateOwnership),
+		counters:   redisx.NewOwnedWriter(cfg.Counters, CountersOwnership),
+		lost:       make(chan string, 1),
 		needResync: true,
 		ready:      make(chan struct{}),
 	}
+	d.batch = d.state.Batch()
+	return d
 }
 
 // Ready is closed once the mirror is complete for the first time.
@@ -120,6 +146,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.view.BeginListing()
 	ports := make(chan portUpdate, 64)
 	go watchPorts(ctx, d.cfg.Config, ports, d.log)
+	sctx, stopSentinels := context.WithCancel(ctx)
+	var sentinels sync.WaitGroup
+	defer func() { stopSentinels(); sentinels.Wait() }()
+	d.startSentinels(sctx, &sentinels)
 
 	tick := time.NewTicker(d.cfg.CountersInterval)
 	defer tick.Stop()
@@ -145,6 +175,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		case u := <-ports:
 			d.applyPorts(u)
+		case key := <-d.lost:
+			d.log.WithField("sentinel", key).Warn("redis DB emptied (sentinel gone); rewriting the mirror")
+			d.needResync = true
 		case <-tick.C:
 			if d.synced && d.portsKnown && !d.needResync {
 				if err := d.writeCounters(ctx); err != nil {
@@ -267,25 +300,31 @@ func (d *Daemon) flush(ctx context.Context) error {
 	}
 	for _, k := range d.view.TakeDirty() {
 		if f, ok := d.view.Want(k); ok {
-			d.state.Set(ctx, k, f)
+			d.batch.Set(k, f)
 		} else {
-			d.state.Delete(ctx, k)
+			d.batch.Delete(k)
 		}
 	}
 	return d.commit(ctx, "burst")
 }
 
+// commit flushes the STATE_DB batch. Keys Redis refused (not a hash) are
+// logged and retried when next touched; any other failure is returned.
 func (d *Daemon) commit(ctx context.Context, what string) error {
-	n := d.state.Staged()
-	if n == 0 {
+	if d.batch.Len() == 0 {
 		return nil
 	}
-	if err := d.state.Flush(ctx); err != nil {
-		var refused KeyErrors
+	before := d.state.Commands()
+	if err := d.batch.Flush(ctx); err != nil {
+		var refused redisx.KeyErrors
 		if !errors.As(err, &refused) {
 			return err
 		}
 		d.log.WithError(err).Warn("keys not written")
+	}
+	n := d.state.Commands() - before
+	if n == 0 {
+		return nil
 	}
 	d.bursts.Add(1)
 	if d.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
@@ -316,12 +355,12 @@ func (d *Daemon) resync(ctx context.Context) error {
 	for _, k := range want {
 		keep[k] = struct{}{}
 		f, _ := d.view.Want(k)
-		d.state.Set(ctx, k, f)
+		d.batch.Set(k, f)
 	}
 	stale := 0
 	for _, k := range d.state.Keys() {
 		if _, ok := keep[k]; !ok {
-			d.state.Delete(ctx, k)
+			d.batch.Delete(k)
 			stale++
 		}
 	}
@@ -350,24 +389,48 @@ func (d *Daemon) writeCounters(ctx context.Context) error {
 		return nil
 	}
 	keep := map[string]struct{}{}
+	b := d.counters.Batch()
 	for _, l := range links {
 		if !d.view.IsConfigured(l.Name) || l.Stats == nil {
 			continue
 		}
 		k := schema.CountersKey(schema.CountersTable, l.Name)
 		keep[k] = struct{}{}
-		d.counters.Set(ctx, k, CounterFieldsOf(*l.Stats))
+		b.Set(k, CounterFieldsOf(*l.Stats))
 	}
 	for _, k := range d.counters.Keys() {
 		if _, ok := keep[k]; !ok {
-			d.counters.Delete(ctx, k)
+			b.Delete(k)
 		}
 	}
-	err = d.counters.Flush(ctx)
-	var refused KeyErrors
+	err = b.Flush(ctx)
+	var refused redisx.KeyErrors
 	if errors.As(err, &refused) {
 		d.log.WithError(err).Warn("counters not written")
 		return nil
 	}
 	return err
+}
+
+// startSentinels keeps syncd's sentinel key in STATE_DB and COUNTERS_DB
+// (redisx.Sentinel): when one vanishes — FLUSHDB, FLUSHALL, a Redis
+// restart without data, a replica resync — the loop forgets what it wrote
+// and rewrites the whole mirror.
+func (d *Daemon) startSentinels(ctx context.Context, wg *sync.WaitGroup) {
+	for _, s := range []*redisx.Sentinel{
+		redisx.NewSentinel(d.cfg.State, redisx.SentinelKey(schema.StateDB, d.cfg.Name), redisx.SentinelFields()),
+		redisx.NewSentinel(d.cfg.Counters, redisx.SentinelKey(schema.CountersDB, d.cfg.Name), redisx.SentinelFields()),
+	} {
+		key := s.Key()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Run(ctx, d.cfg.SentinelInterval, func(context.Context) {
+				select {
+				case d.lost <- key:
+				default: // a rewrite is pending already
+				}
+			}, func(err error) { d.log.WithError(err).Debug("sentinel") })
+		}()
+	}
 }

@@ -241,8 +241,8 @@ func TestDaemonRestartWritesNothingWhenRight(t *testing.T) {
 	before := writeCalls(t, h.state)
 
 	// A second syncd on the same kernel and Redis (as after a restart)
-	// adopts what is there and writes nothing.
-	d := New(Config{Kernel: h.k, State: h.state, Counters: h.cnt, Config: h.config, CountersInterval: 50 * time.Millisecond})
+	// adopts what is there and writes nothing but its sentinels.
+	d := New(Config{Kernel: h.k, State: h.state, Counters: h.cnt, Config: h.config, CountersInterval: 50 * time.Millisecond, Name: "syncd2"})
 	ctx2, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx2) }()
@@ -252,8 +252,60 @@ func TestDaemonRestartWritesNothingWhenRight(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("second daemon not ready")
 	}
+	h.eventually("second daemon's sentinels", func() (bool, string) {
+		n := h.state.Exists(ctx, "SWITCHYARD_DAEMON|syncd2").Val() + h.cnt.Exists(ctx, "SWITCHYARD_DAEMON:syncd2").Val()
+		return n == 2, fmt.Sprintf("%d of 2 sentinel keys", n)
+	})
 	time.Sleep(200 * time.Millisecond) // a few counter intervals of both daemons
-	if after := writeCalls(t, h.state); after != before {
-		t.Errorf("%d HSET/HDEL calls with nothing to change", after-before)
+	if after := writeCalls(t, h.state); after != before+2 {
+		t.Errorf("%d HSET/HDEL calls with nothing to change but 2 sentinel keys", after-before)
+	}
+}
+
+// allHashes returns every key of c with its fields.
+func allHashes(t *testing.T, c *redis.Client) map[string]map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]map[string]string{}
+	for _, k := range c.Keys(ctx, "*").Val() {
+		out[k] = c.HGetAll(ctx, k).Val()
+	}
+	return out
+}
+
+// TestDaemonRepairsEmptiedDB: FLUSHDB of STATE_DB or COUNTERS_DB (an
+// operator, a replica resync) sends no keyspace event; syncd's sentinels
+// notice and everything it mirrors is back within 2 s (the bound).
+func TestDaemonRepairsEmptiedDB(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, func(h *harness) {
+		h.k.AddPort("Ethernet0")
+		h.k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet0", AdminUp: ptr(true)})
+		h.k.SetStats("Ethernet0", netlinkmgr.LinkStats{RxPackets: 3})
+		h.k.AddNeigh(netlinkmgr.NeighInfo{Link: "Ethernet0", IP: netip.MustParseAddr("10.0.0.2"),
+			MAC: mac("02:00:00:00:00:02"), State: "reachable"})
+		h.config.HSet(ctx, "PORT|Ethernet0", "admin_status", "up")
+	})
+	h.hashIs(h.cnt, "COUNTERS:Ethernet0", map[string]string{"rx_packets": "3", "tx_packets": "0",
+		"rx_bytes": "0", "tx_bytes": "0", "rx_errors": "0", "tx_errors": "0", "rx_dropped": "0", "tx_dropped": "0"})
+	for _, c := range []*redis.Client{h.state, h.cnt} {
+		want := allHashes(t, c)
+		if len(want) < 2 {
+			t.Fatalf("DB %d holds only %v", c.Options().DB, want)
+		}
+		if err := c.FlushDB(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		end := time.Now().Add(2 * time.Second)
+		for {
+			got := allHashes(t, c)
+			if reflect.DeepEqual(got, want) {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("DB %d 2 s after FLUSHDB holds %v, want %v", c.Options().DB, got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

@@ -6,7 +6,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -47,14 +46,14 @@ func main() {
 	ctx, stop := daemon.SignalContext()
 	defer stop()
 
-	conn, err := redisx.Connect(f.Redis)
+	conn, err := redisx.Dial(ctx, f.Redis, log)
+	if ctx.Err() != nil {
+		return // stopped while waiting for Redis
+	}
 	if err != nil {
 		daemon.Fatal(name, err)
 	}
 	defer conn.Close()
-	if err := waitRedis(ctx, conn); err != nil {
-		daemon.Fatal(name, err)
-	}
 	k, err := netlinkmgr.Open(netlinkmgr.Options{NetNS: f.NetNS})
 	if err != nil {
 		daemon.Fatal(name, err)
@@ -72,18 +71,5 @@ func main() {
 		WithField("commands", s.Commands).WithField("resyncs", s.Resyncs).Info("stopped")
 	if err != nil {
 		daemon.Fatal(name, err)
-	}
-}
-
-// waitRedis waits (up to 30 s) for Redis to answer, so syncd started
-// together with redis-server does not fail on the race.
-func waitRedis(ctx context.Context, conn *redisx.Conn) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := conn.Ping(ctx)
-		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }

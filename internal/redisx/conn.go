@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,17 +94,32 @@ func (c *Conn) Close() error {
 }
 
 // parseURL turns a --redis URL into client options (DB left 0) and a
-// redacted form of the URL for messages.
+// redacted form of the URL for messages. No error it returns contains the
+// password: the user info is split off before url.Parse sees the URL (whose
+// errors quote it), and every message is scrubbed of the password's text.
 func parseURL(raw string) (*redis.Options, string, error) {
-	u, err := url.Parse(raw)
+	o, redacted, err := parseSplit(raw)
 	if err != nil {
-		// url.Error repeats the URL, password included: say it ourselves.
+		return nil, "", scrub(err, raw)
+	}
+	return o, scrubString(redacted, raw), nil
+}
+
+func parseSplit(raw string) (*redis.Options, string, error) {
+	user, rest, err := splitUserinfo(raw)
+	if err != nil {
+		return nil, "", fmt.Errorf("redis url %q: %v", redactRaw(raw), err)
+	}
+	u, err := url.Parse(rest)
+	if err != nil {
+		// url.Error repeats the URL: say it ourselves.
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, "", fmt.Errorf("redis url: %v (want redis://[user:pass@]host:port or unix:///path/redis.sock)", err)
+		return nil, "", fmt.Errorf("redis url %q: %v (want redis://[user:pass@]host:port or unix:///path/redis.sock)", redactRaw(raw), err)
 	}
+	u.User = user
 	redacted := redact(u)
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("redis url %q: %s", redacted, fmt.Sprintf(format, a...))
@@ -124,7 +140,7 @@ func parseURL(raw string) (*redis.Options, string, error) {
 	switch u.Scheme {
 	case "redis", "rediss":
 		if u.Opaque != "" {
-			return nil, "", bad("missing // after %s:", u.Scheme)
+			return nil, "", fmt.Errorf("redis url %q: missing // after %s:", redactRaw(raw), u.Scheme)
 		}
 		if p := strings.TrimPrefix(u.Path, "/"); p != "" {
 			return nil, "", bad("path %q: the daemon picks the DB number per table, drop /%s from the URL", u.Path, p)
@@ -154,7 +170,7 @@ func parseURL(raw string) (*redis.Options, string, error) {
 			return nil, "", bad("host %q in a unix URL; the socket path must be absolute: unix:///path/redis.sock", u.Host)
 		}
 		if u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
-			return nil, "", bad("the socket path must be absolute: unix:///path/redis.sock")
+			return nil, "", fmt.Errorf("redis url %q: %s", redactRaw(raw), "the socket path must be absolute: unix:///path/redis.sock")
 		}
 		for k, v := range q {
 			switch k {
@@ -170,15 +186,145 @@ func parseURL(raw string) (*redis.Options, string, error) {
 		}
 		o.Network, o.Addr = "unix", u.Path
 	case "":
-		return nil, "", bad("no scheme; want redis://host:port or unix:///path/redis.sock")
+		return nil, "", fmt.Errorf("redis url %q: no scheme; want redis://host:port or unix:///path/redis.sock", redactRaw(raw))
 	default:
-		return nil, "", bad("unsupported scheme %q; want redis://, rediss:// or unix://", u.Scheme)
+		return nil, "", fmt.Errorf("redis url %q: unsupported scheme %q; want redis://, rediss:// or unix://", redactRaw(raw), u.Scheme)
 	}
 	return o, redacted, nil
 }
 
+// splitUserinfo takes "user:password@" off a URL of the form
+// scheme://userinfo@rest, returning the rest without it. The user info ends
+// at the last '@' (a password may contain '/', '?', '#' or '@', which
+// url.Parse would cut elsewhere and then quote in its error); a part
+// starting with '/' is a unix socket path, not user info.
+func splitUserinfo(raw string) (*url.Userinfo, string, error) {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return nil, raw, nil
+	}
+	s := i + 3
+	at := strings.LastIndex(raw[s:], "@")
+	if at < 0 || strings.HasPrefix(raw[s:], "/") {
+		return nil, raw, nil
+	}
+	info := raw[s : s+at]
+	rest := raw[:s] + raw[s+at+1:]
+	name, pw, hasPW := strings.Cut(info, ":")
+	user, err := url.PathUnescape(name)
+	if err != nil {
+		return nil, "", errors.New("invalid %-escape in the user name")
+	}
+	if !hasPW {
+		return url.User(user), rest, nil
+	}
+	if pw, err = url.PathUnescape(pw); err != nil {
+		return nil, "", errors.New("invalid %-escape in the password")
+	}
+	return url.UserPassword(user, pw), rest, nil
+}
+
+// redactRaw is raw for messages when it does not parse: the user info
+// replaced by user:xxxxx and every query value but user, username and db
+// by xxxxx.
+func redactRaw(raw string) string {
+	out := raw
+	if s, ok := authorityStart(raw); ok {
+		if at := strings.LastIndex(raw[s:], "@"); at >= 0 && !strings.HasPrefix(raw[s:], "/") {
+			name, _, hasPW := strings.Cut(raw[s:s+at], ":")
+			info := "xxxxx"
+			if hasPW {
+				info = name + ":xxxxx"
+			}
+			out = raw[:s] + info + "@" + raw[s+at+1:]
+		}
+	}
+	if q := strings.Index(out, "?"); q >= 0 {
+		pairs := strings.Split(out[q+1:], "&")
+		for i, p := range pairs {
+			k, _, ok := strings.Cut(p, "=")
+			if ok && k != "user" && k != "username" && k != "db" {
+				pairs[i] = k + "=xxxxx"
+			}
+		}
+		out = out[:q+1] + strings.Join(pairs, "&")
+	}
+	return out
+}
+
+// secrets are the texts in raw that may be a password, raw and unescaped:
+// what follows the first ':' of the user info (all of it when there is no
+// ':'), and the values of query parameters other than user, username and
+// db. Those shorter than 4 bytes are left out: scrubbing them would garble
+// messages, and the structural redaction already hides them.
+func secrets(raw string) []string {
+	var out []string
+	add := func(s string) {
+		for _, v := range []string{s, unescapeOr(s)} {
+			if len(v) >= 4 && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	if s, ok := authorityStart(raw); ok {
+		if at := strings.LastIndex(raw[s:], "@"); at >= 0 {
+			info := raw[s : s+at]
+			if _, pw, ok := strings.Cut(info, ":"); ok {
+				add(pw)
+			} else {
+				add(info)
+			}
+		}
+	}
+	if _, q, ok := strings.Cut(raw, "?"); ok {
+		for _, p := range strings.Split(q, "&") {
+			if k, v, ok := strings.Cut(p, "="); ok && k != "user" && k != "username" && k != "db" {
+				add(v)
+			}
+		}
+	}
+	return out
+}
+
+func unescapeOr(s string) string {
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// authorityStart is where user info may start in raw: after "scheme://",
+// or after "scheme:" in an opaque URL such as redis:u:pw@host.
+func authorityStart(raw string) (int, bool) {
+	if i := strings.Index(raw, "://"); i >= 0 {
+		return i + 3, true
+	}
+	if i := strings.Index(raw, ":"); i >= 0 {
+		return i + 1, true
+	}
+	return 0, false
+}
+
+// scrubString replaces every secret of raw in s by xxxxx.
+func scrubString(s, raw string) string {
+	for _, sec := range secrets(raw) {
+		s = strings.ReplaceAll(s, sec, "xxxxx")
+	}
+	return s
+}
+
+// scrub is err with the secrets of raw replaced by xxxxx (its message
+// only: parse errors wrap nothing worth unwrapping).
+func scrub(err error, raw string) error {
+	msg := err.Error()
+	if clean := scrubString(msg, raw); clean != msg {
+		return errors.New(clean)
+	}
+	return err
+}
+
 // redact is u for messages: any password, and user info that may be one,
-// replaced by xxxxx.
+// replaced by xxxxx; so are query values other than user, username and db.
 func redact(u *url.URL) string {
 	ru := *u
 	if u.User != nil {
@@ -188,8 +334,13 @@ func redact(u *url.URL) string {
 			ru.User = url.User("xxxxx")
 		}
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if k != "user" && k != "username" && k != "db" {
+				q[k] = []string{"xxxxx"}
+			}
+		}
 		ru.RawQuery = q.Encode()
 	}
 	return ru.String()

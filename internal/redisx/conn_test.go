@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseURL(t *testing.T) {
@@ -163,6 +164,67 @@ func TestConnectAuth(t *testing.T) {
 		if err := c.DB(6).Set(ctx, "x", "1", 0).Err(); err != nil {
 			t.Errorf("%s: DB 6: %v", u, err)
 		}
+		c.Close()
+	}
+}
+
+// TestURLPasswordNeverShown: no error or String() of any --redis URL,
+// well-formed or not, contains its password.
+func TestURLPasswordNeverShown(t *testing.T) {
+	tests := []struct{ url, secret string }{
+		{"redis://u:SECRET@127.0.0.1:6379/4", "SECRET"},
+		{"redis://u:SECRET@127.0.0.1:6379?db=4", "SECRET"},
+		{"redis://u:SECRET@127.0.0.1:99999", "SECRET"},
+		{"redis://u:SECRET@127.0.0.1:", "SECRET"},
+		{"redis://u:SECRET@127.0.0.1:port", "SECRET"},
+		{"redis://u:SECRET@[::1", "SECRET"},
+		{"redis://u:SECRET@[::1]:x", "SECRET"},
+		{"redis://:SECRET@h:6379/0", "SECRET"},
+		{"redis://SECRET@h", "SECRET"},
+		{"redis://u:SECRET%zz@h", "SECRET"},
+		{"redis://u%zz:SECRET@h", "SECRET"},
+		{"redis://u:SE/CRET@h:bad", "SE/CRET"},
+		{"redis://u:SE/CRET@h/4", "CRET"},
+		{"redis://u:S%2FECRET@h/4", "S/ECRET"},
+		{"redis://u:SE?CRET@h/4", "CRET"},
+		{"redis://u:SE#CRET@h/4", "CRET"},
+		{"redis://u:SE@CRET@h/4", "CRET"},
+		{"redis://u:SECRET@h:6379?password=SECRET", "SECRET"},
+		{"redis:u:SECRET@h:6379", "SECRET"},
+		{"rediss://u:SECRET@h:0", "SECRET"},
+		{"http://u:SECRET@h", "SECRET"},
+		{"h:SECRET@x", "SECRET"},
+		{"redis://u:SECRET@h\x7f", "SECRET"},
+		{"unix://u:SECRET@/run/r.sock?db=4", "SECRET"},
+		{"unix://u:SECRET@relative.sock", "SECRET"},
+		{"unix:///run/r.sock?password=SECRET&db=4", "SECRET"},
+		{"unix:///run/r.sock?password=SECRET&foo=1", "SECRET"},
+		{"unix:///run/r.sock?pass=SECRET", "SECRET"},
+		{"unix://host/r.sock?password=SECRET", "SECRET"},
+		{"unix:r.sock?password=SECRET", "SECRET"},
+		{"unix:///run/r.sock?password=SE%zzCRET", "CRET"},
+		// Well-formed: String() and a failed Ping hide it too.
+		{"redis://u:SECRET@127.0.0.1:1", "SECRET"},
+		{"redis://:SECRET@127.0.0.1:1", "SECRET"},
+		{"unix:///nonexistent/r.sock?password=SECRET", "SECRET"},
+		{"unix://u:SECRET@/nonexistent/r.sock", "SECRET"},
+	}
+	for _, tt := range tests {
+		c, err := Connect(tt.url)
+		if err != nil {
+			if strings.Contains(err.Error(), tt.secret) {
+				t.Errorf("Connect(%q) error shows the password: %v", tt.url, err)
+			}
+			continue
+		}
+		if s := c.String(); strings.Contains(s, tt.secret) {
+			t.Errorf("Connect(%q).String() shows the password: %s", tt.url, s)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := c.Ping(ctx); err == nil || strings.Contains(err.Error(), tt.secret) {
+			t.Errorf("Ping of %q = %v, want an error without the password", tt.url, err)
+		}
+		cancel()
 		c.Close()
 	}
 }

@@ -1,17 +1,22 @@
 // Package redisx is the Redis plumbing shared by every daemon: connecting
-// from a --redis URL, keyspace-notification setup, the level-triggered
-// table watcher (subscribe, then scan, then resync after reconnects) and the
-// STATE_DB writer that owns named fields.
+// from a --redis URL and waiting for Redis (Dial: one log line, final auth
+// errors, the password never shown), keyspace-notification setup, the
+// level-triggered table watcher (subscribe, then scan, then resync after
+// reconnects), the one STATE_DB/COUNTERS_DB writer that owns fields per key
+// (StateWriter), the Sentinel that notices an emptied DB, and
+// ExplainPermission for ACL refusals.
 //
 // It knows nothing about table contents: that is package schema.
 //
 // A daemon typically does:
 //
-//	conn, err := redisx.Connect(flags.Redis)          // no dial yet
+//	conn, err := redisx.Dial(ctx, flags.Redis, log)   // waits for Redis; auth errors are final
 //	cfg := conn.DB(schema.ConfigDB)
 //	err = redisx.EnsureKeyspaceEvents(ctx, cfg, redisx.WatchClasses) // *NotifyConfigError: exit with its message
 //	sw := redisx.NewStateWriter(conn.DB(schema.StateDB), []string{"state", "reason"})
 //	err = sw.Load(ctx, "VLAN_TABLE|*")                // adopt what a previous run wrote
+//	go redisx.NewSentinel(conn.DB(schema.StateDB), redisx.SentinelKey(schema.StateDB, name),
+//		redisx.SentinelFields()).Run(ctx, time.Second, onLost, onError) // onLost: sw.Forget, rewrite all
 //	w := redisx.NewWatcher(cfg, redisx.WatchOptions{DB: schema.ConfigDB, Tables: ..., Keys: ..., OnSync: ...})
 //	for ev := range w.Events(ctx) { ... enqueue ev.Table/ev.Key ... }
 //

@@ -121,7 +121,8 @@ func isServerError(err error) bool {
 // probeClasses are the classes probeKeyspaceEvents can observe, with the
 // event that proves each. Evictions ("e") cannot be provoked; they are
 // taken on trust once the rest works.
-var probeClasses = map[rune]string{'K': "", 'g': "del", '$': "set", 'h': "hset", 'x': "expired", 'e': ""}
+var probeClasses = map[rune]string{'K': "", 'g': "del", '$': "set", 'l': "rpush", 's': "sadd", 'h': "hset",
+	'z': "zadd", 't': "xadd", 'x': "expired", 'e': ""}
 
 // probeKeyspaceEvents checks without CONFIG that notifications of classes
 // arrive: it subscribes to a scratch key's keyspace channel and provokes
@@ -148,6 +149,14 @@ func probeKeyspaceEvents(ctx context.Context, c *redis.Client, classes string) e
 	defer c.Del(context.WithoutCancel(ctx), key)
 	pipe := c.Pipeline()
 	pipe.Set(ctx, key, "1", 0)
+	pipe.Del(ctx, key)
+	pipe.RPush(ctx, key, "1")
+	pipe.Del(ctx, key)
+	pipe.SAdd(ctx, key, "1")
+	pipe.Del(ctx, key)
+	pipe.ZAdd(ctx, key, redis.Z{Score: 1, Member: "1"})
+	pipe.Del(ctx, key)
+	pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"f", "v"}})
 	pipe.Del(ctx, key)
 	pipe.HSet(ctx, key, "f", "v")
 	pipe.PExpire(ctx, key, time.Millisecond)

@@ -79,7 +79,7 @@ func TestEnsureKeyspaceEventsConfigRenamed(t *testing.T) {
 	if !errors.As(err, &nce) {
 		t.Fatalf("err = %v (%T), want *NotifyConfigError", err, err)
 	}
-	want := "add `notify-keyspace-events Kg$hxe` to redis.conf"
+	want := "add `notify-keyspace-events " + WatchClasses + "` to redis.conf"
 	if !strings.Contains(err.Error(), want) {
 		t.Fatalf("message %q does not say %q", err, want)
 	}
@@ -100,10 +100,11 @@ func TestEnsureKeyspaceEventsConfigSetDenied(t *testing.T) {
 	have := classes(t, srv) // Redis normalizes the order: "lE"
 	err = EnsureKeyspaceEvents(ctx, c.DB(0), WatchClasses)
 	var nce *NotifyConfigError
-	if !errors.As(err, &nce) || nce.Classes != have+"Kg$hxe" {
-		t.Fatalf("err = %v, want *NotifyConfigError with classes %sKg$hxe", err, have)
+	merged := have + "Kg$shzxet" // WatchClasses but the l already there
+	if !errors.As(err, &nce) || nce.Classes != merged {
+		t.Fatalf("err = %v, want *NotifyConfigError with classes %s", err, merged)
 	}
-	if !strings.Contains(err.Error(), "add `notify-keyspace-events "+have+"Kg$hxe` to redis.conf") {
+	if !strings.Contains(err.Error(), "add `notify-keyspace-events "+merged+"` to redis.conf") {
 		t.Fatalf("message: %v", err)
 	}
 }
@@ -124,7 +125,7 @@ func TestEnsureKeyspaceEventsConnectionError(t *testing.T) {
 // CONFIG refused but the classes are in redis.conf (as our advice says):
 // the probe sees the notifications arrive, so no error.
 func TestEnsureKeyspaceEventsConfigRenamedButConfigured(t *testing.T) {
-	srv := testredis.Start(t, "--rename-command", "CONFIG", "", "--notify-keyspace-events", "Kg$hxe")
+	srv := testredis.Start(t, "--rename-command", "CONFIG", "", "--notify-keyspace-events", WatchClasses)
 	if err := EnsureKeyspaceEvents(context.Background(), srv.Client(4), WatchClasses); err != nil {
 		t.Fatalf("notifications configured in redis.conf: %v", err)
 	}

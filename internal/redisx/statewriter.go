@@ -6,7 +6,9 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,39 +18,82 @@ import (
 // Delete then removes the whole key.
 const AllFields = "*"
 
-// StateWriter writes STATE_DB/COUNTERS_DB hashes whose named fields this
-// daemon owns: it writes only values that changed since it last wrote them
-// (a cache of what it wrote), removes only its own fields — the key
-// vanishes by itself when no field is left — and pipelines bursts. Several
-// daemons can thus share one hash (orchagent state/reason, syncd
-// oper_status). Safe for concurrent use.
-type StateWriter struct {
-	c        *redis.Client
-	owned    map[string]bool
-	ownedAll bool
-	list     []string // owned fields, sorted
+// Ownership names the fields a writer owns in a key: nil for a key that is
+// not the writer's, [AllFields] for every field. It must return the same
+// list for the same key every time.
+type Ownership func(key string) []string
 
-	mu    sync.Mutex // held across a flush so the cache follows Redis' order
-	cache map[string]map[string]string
-	runID string // for CheckRestart
+// OwnFields owns the same fields in every key.
+func OwnFields(fields ...string) Ownership {
+	list := slices.Clone(fields)
+	sort.Strings(list)
+	list = slices.Compact(list)
+	if slices.Contains(list, AllFields) {
+		list = []string{AllFields}
+	}
+	return func(string) []string { return list }
+}
+
+// OwnTables owns, per table, the fields named: the table of a key is the
+// part before its first sep ("PORT_TABLE|eth0" with sep "|"). Keys of
+// other tables are not the writer's.
+func OwnTables(sep string, tables map[string][]string) Ownership {
+	own := make(map[string][]string, len(tables))
+	for t, f := range tables {
+		own[t] = OwnFields(f...)("")
+	}
+	return func(key string) []string {
+		t, _, _ := strings.Cut(key, sep)
+		return own[t]
+	}
+}
+
+// StateWriter is the one writer of STATE_DB/COUNTERS_DB hashes: it owns
+// fields per key (Ownership), writes only values that changed since it
+// last wrote them (a cache of what it wrote), removes only its own fields
+// — the key vanishes by itself when no field is left — and sends a burst,
+// across all tables, in one MULTI/EXEC. Several daemons can thus share one
+// hash (orchagent state/reason, syncd oper_status). Safe for concurrent use.
+type StateWriter struct {
+	c   *redis.Client
+	own Ownership
+
+	mu     sync.Mutex // held across a flush so the cache follows Redis' order
+	cache  map[string]map[string]string
+	loaded []string // key prefixes Load read whole: a key there not in cache holds nothing of ours
+	runID  string   // for CheckRestart
+
+	roundTrips atomic.Uint64
+	commands   atomic.Uint64
 }
 
 // NewStateWriter returns a writer of the fields owned (or of every field
-// when owned is [AllFields]) on c's DB.
+// when owned is [AllFields]) in every key on c's DB.
 func NewStateWriter(c *redis.Client, owned []string) *StateWriter {
-	w := &StateWriter{c: c, owned: map[string]bool{}, cache: map[string]map[string]string{}}
-	for _, f := range owned {
-		if f == AllFields {
-			w.ownedAll = true
-			continue
-		}
-		if !w.owned[f] {
-			w.owned[f] = true
-			w.list = append(w.list, f)
-		}
+	return NewOwnedWriter(c, OwnFields(owned...))
+}
+
+// NewOwnedWriter returns a writer of the fields own names per key on c's
+// DB, e.g. OwnTables(schema.StateSep, map[string][]string{...}).
+func NewOwnedWriter(c *redis.Client, own Ownership) *StateWriter {
+	return &StateWriter{c: c, own: own, cache: map[string]map[string]string{}}
+}
+
+// RoundTrips is the number of Redis round trips (pipelines, SCANs) the
+// writer has made.
+func (w *StateWriter) RoundTrips() uint64 { return w.roundTrips.Load() }
+
+// Commands is the number of Redis commands the writer has sent (MULTI and
+// EXEC not counted).
+func (w *StateWriter) Commands() uint64 { return w.commands.Load() }
+
+// owned is own(key) as a list and "all fields".
+func (w *StateWriter) owned(key string) (list []string, all bool) {
+	list = w.own(key)
+	if len(list) == 1 && list[0] == AllFields {
+		return nil, true
 	}
-	sort.Strings(w.list)
-	return w
+	return list, false
 }
 
 // Set makes key's owned fields equal fields: changed or new values are
@@ -103,17 +148,35 @@ func (b *Batch) Delete(key string) { b.ops = append(b.ops, op{key: key, del: tru
 // Len is the number of queued operations.
 func (b *Batch) Len() int { return len(b.ops) }
 
+// KeyErrors are keys Redis refused to write when running a transaction (a
+// reply such as WRONGTYPE: another writer stored something that is not a
+// hash); everything else of the batch was written. Such a key is written
+// in full when next set.
+type KeyErrors map[string]error
+
+func (e KeyErrors) Error() string {
+	keys := slices.Sorted(maps.Keys(e))
+	return fmt.Sprintf("redis refused %d keys, e.g. %s: %v", len(keys), keys[0], e[keys[0]])
+}
+
 // Flush sends the queued operations' differences in one round trip (none
-// when nothing changed) and empties the batch. On failure the cache of the
-// batch's keys is dropped, so the next Set of them writes in full.
+// when nothing changed) and empties the batch. When Redis refused the
+// transaction (EXECABORT) the error is the refused command's own, a NOPERM
+// explained (*PermissionError); when it refused single keys while running
+// it, the error is KeyErrors. The cache of keys not known to be written is
+// dropped, so the next Set of them writes in full.
 func (b *Batch) Flush(ctx context.Context) error {
 	ops := b.ops
 	b.ops = nil
 	w := b.w
 	for _, o := range ops {
+		list, all := w.owned(o.key)
+		if all {
+			continue
+		}
 		for f := range o.fields {
-			if !w.ownedAll && !w.owned[f] {
-				return fmt.Errorf("state writer: field %q of %s is not among the owned fields %v", f, o.key, w.list)
+			if !slices.Contains(list, f) {
+				return fmt.Errorf("state writer: field %q of %s is not among the owned fields %v", f, o.key, list)
 			}
 		}
 	}
@@ -121,40 +184,93 @@ func (b *Batch) Flush(ctx context.Context) error {
 	defer w.mu.Unlock()
 	pipe := w.c.TxPipeline()
 	touched := map[string]bool{}
-	n := 0
 	for _, o := range ops {
 		if w.queue(ctx, pipe, o) {
 			touched[o.key] = true
-			n++
 		}
 	}
+	n := pipe.Len()
 	if n == 0 {
 		return nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	w.roundTrips.Add(1)
+	w.commands.Add(uint64(n))
+	cmds, err := pipe.Exec(ctx)
+	if err == nil {
+		return nil
+	}
+	failed, err := execErrors(cmds, err)
+	if failed == nil {
+		// Redis may hold the old values or the new: unknown. Without the
+		// loaded prefixes, an unknown key gets every owned field it does
+		// not set removed.
 		for k := range touched {
 			delete(w.cache, k)
 		}
+		w.loaded = nil
 		return fmt.Errorf("write %d state keys: %w", len(touched), err)
 	}
-	return nil
+	for k := range failed {
+		delete(w.cache, k)
+	}
+	return failed
+}
+
+// execErrors sorts the errors of an executed transaction: KeyErrors when
+// Redis ran it and refused single commands, else (nil and) the error that
+// explains the failure — for an EXECABORT, the refused command's own.
+func execErrors(cmds []redis.Cmder, err error) (KeyErrors, error) {
+	aborted := strings.HasPrefix(err.Error(), "EXECABORT")
+	if !aborted && !isServerError(err) {
+		return nil, err // connection or context: unknown what was written
+	}
+	failed := KeyErrors{}
+	for _, c := range cmds {
+		e := c.Err()
+		if e == nil || strings.HasPrefix(e.Error(), "EXECABORT") {
+			continue
+		}
+		args := c.Args()
+		e = ExplainPermission(e, args...)
+		if aborted {
+			return nil, fmt.Errorf("%s %v: %w", c.Name(), cmdKey(args), e)
+		}
+		failed[cmdKey(args)] = e
+	}
+	if aborted || len(failed) == 0 {
+		return nil, err
+	}
+	return failed, nil
+}
+
+func cmdKey(args []any) string {
+	if len(args) < 2 {
+		return ""
+	}
+	return fmt.Sprint(args[1])
 }
 
 // queue adds o's difference from the cache to pipe and updates the cache;
 // false when there is nothing to send.
 func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) bool {
+	list, all := w.owned(o.key)
 	cached, known := w.cache[o.key]
+	if !known && w.inLoaded(o.key) {
+		known = true // Load saw none of our fields there, nor did we write any since
+	}
 	if o.del {
 		delete(w.cache, o.key)
 		switch {
 		case known && len(cached) == 0:
 			return false
-		case w.ownedAll:
+		case all:
 			pipe.Del(ctx, o.key)
 		case known:
 			pipe.HDel(ctx, o.key, slices.Sorted(maps.Keys(cached))...)
+		case len(list) == 0:
+			return false
 		default: // unknown key: it may hold any owned field
-			pipe.HDel(ctx, o.key, w.list...)
+			pipe.HDel(ctx, o.key, list...)
 		}
 		return true
 	}
@@ -173,7 +289,7 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) boo
 		}
 		sort.Strings(del)
 	} else {
-		for _, f := range w.list {
+		for _, f := range list {
 			if _, ok := o.fields[f]; !ok {
 				del = append(del, f)
 			}
@@ -196,127 +312,12 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) boo
 	return len(set) > 0 || len(del) > 0
 }
 
-// Load adopts the owned fields of existing keys matching pattern (a SCAN
-// MATCH glob, e.g. "PORT_TABLE|*"), so that after a daemon restart Set
-// writes only differences and Keys lists what may be stale. Only hashes
-// are considered.
-func (w *StateWriter) Load(ctx context.Context, pattern string) error {
-	if id, err := RunID(ctx, w.c); err == nil {
-		w.mu.Lock()
-		if w.runID == "" { // a restart after this Load is then noticed
-			w.runID = id
-		}
-		w.mu.Unlock()
-	}
-	var cursor uint64
-	for {
-		keys, next, err := w.c.ScanType(ctx, cursor, pattern, 1000, "hash").Result()
-		if err != nil {
-			return fmt.Errorf("load %s: scan: %w", pattern, err)
-		}
-		if err := w.adopt(ctx, keys); err != nil {
-			return fmt.Errorf("load %s: %w", pattern, err)
-		}
-		if next == 0 {
-			return nil
-		}
-		cursor = next
-	}
-}
-
-// adopt reads the owned fields of keys in one pipeline into the cache.
-func (w *StateWriter) adopt(ctx context.Context, keys []string) error {
-	if len(keys) == 0 || (!w.ownedAll && len(w.list) == 0) {
-		return nil
-	}
-	pipe := w.c.Pipeline()
-	cmds := make([]redis.Cmder, len(keys))
-	for i, k := range keys {
-		if w.ownedAll {
-			cmds[i] = pipe.HGetAll(ctx, k)
-		} else {
-			cmds[i] = pipe.HMGet(ctx, k, w.list...)
+// inLoaded reports whether key is under a prefix Load read whole.
+func (w *StateWriter) inLoaded(key string) bool {
+	for _, p := range w.loaded {
+		if strings.HasPrefix(key, p) {
+			return true
 		}
 	}
-	// Hold the lock across the read: a Set racing with it must not have
-	// its newer value replaced in the cache by the older one read here.
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, _ = pipe.Exec(ctx) // per-command errors below
-	for i, k := range keys {
-		got := map[string]string{}
-		switch cmd := cmds[i].(type) {
-		case *redis.MapStringStringCmd:
-			h, err := cmd.Result()
-			if err != nil {
-				if isServerError(err) {
-					continue // changed type since the scan
-				}
-				return fmt.Errorf("hgetall %s: %w", k, err)
-			}
-			got = h
-		case *redis.SliceCmd:
-			vals, err := cmd.Result()
-			if err != nil {
-				if isServerError(err) {
-					continue
-				}
-				return fmt.Errorf("hmget %s: %w", k, err)
-			}
-			for j, v := range vals {
-				if s, ok := v.(string); ok {
-					got[w.list[j]] = s
-				}
-			}
-		}
-		if len(got) == 0 {
-			delete(w.cache, k)
-		} else {
-			w.cache[k] = got
-		}
-	}
-	return nil
-}
-
-// Keys returns, sorted, the keys holding owned fields as far as the writer
-// knows (what it wrote or loaded).
-func (w *StateWriter) Keys() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	keys := make([]string, 0, len(w.cache))
-	for k, f := range w.cache {
-		if len(f) > 0 {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// Forget drops the cache (after a Redis restart) so the next Set of every
-// key writes it in full.
-func (w *StateWriter) Forget() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.cache = map[string]map[string]string{}
-}
-
-// CheckRestart compares the server's run_id with the one seen by the
-// previous call (or the first Load); when Redis restarted (its data is gone) it calls Forget
-// and returns true: the daemon should then Set every key again. Call it
-// periodically, e.g. on each resync tick.
-func (w *StateWriter) CheckRestart(ctx context.Context) (bool, error) {
-	id, err := RunID(ctx, w.c)
-	if err != nil {
-		return false, err
-	}
-	w.mu.Lock()
-	prev := w.runID
-	w.runID = id
-	w.mu.Unlock()
-	if prev == "" || prev == id {
-		return false, nil
-	}
-	w.Forget()
-	return true, nil
+	return false
 }

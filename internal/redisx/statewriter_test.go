@@ -2,6 +2,7 @@ package redisx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -259,7 +260,7 @@ func TestStateWriterAllFields(t *testing.T) {
 	}
 }
 
-func TestStateWriterFailedFlushDropsCache(t *testing.T) {
+func TestStateWriterRefusedKeyDropsItsCache(t *testing.T) {
 	_, c := startRedis(t)
 	ctx := context.Background()
 	db := c.DB(6)
@@ -268,16 +269,24 @@ func TestStateWriterFailedFlushDropsCache(t *testing.T) {
 	b := w.Batch()
 	b.Set("K|a", map[string]string{"v": "1"})
 	b.Set("K|str", map[string]string{"v": "1"})
-	if err := b.Flush(ctx); err == nil {
-		t.Fatal("Flush onto a string key: want WRONGTYPE")
-	}
-	// K|a may or may not have been written; the writer must not assume it.
-	db.Del(ctx, "K|a", "K|str")
-	if err := w.Set(ctx, "K|a", map[string]string{"v": "1"}); err != nil {
-		t.Fatal(err)
+	err := b.Flush(ctx)
+	var refused KeyErrors
+	if !errors.As(err, &refused) || len(refused) != 1 || !strings.Contains(fmt.Sprint(refused["K|str"]), "WRONGTYPE") {
+		t.Fatalf("Flush onto a string key = %v, want KeyErrors with WRONGTYPE for K|str only", err)
 	}
 	if v := db.HGet(ctx, "K|a", "v").Val(); v != "1" {
-		t.Fatal("cache kept a value of a failed flush")
+		t.Fatal("the rest of the transaction was not written")
+	}
+	if got := w.Keys(); !reflect.DeepEqual(got, []string{"K|a"}) {
+		t.Fatalf("Keys after a refused key = %v, want [K|a]", got)
+	}
+	// The refused key is written in full once it can be.
+	db.Del(ctx, "K|str")
+	if err := w.Set(ctx, "K|str", map[string]string{"v": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if v := db.HGet(ctx, "K|str", "v").Val(); v != "1" {
+		t.Fatal("cache kept the value of a refused key")
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -174,7 +176,7 @@ func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, 
 			if ctx.Err() != nil {
 				return
 			}
-			w.report(fmt.Errorf("keyspace subscription db %d: %w", w.opts.DB, err))
+			w.report(fmt.Errorf("keyspace subscription db %d: %w", w.opts.DB, w.explain(err)))
 			if !retry.sleep(ctx) {
 				return
 			}
@@ -354,6 +356,23 @@ func RunID(ctx context.Context, c *redis.Client) (string, error) {
 		}
 	}
 	return "", errors.New("info server: no run_id")
+}
+
+// explain turns a NOPERM of the subscription (a channel rule of the ACL
+// user) into a *PermissionError naming one refused channel and the rule
+// to add; Redis does not say which one it refused.
+func (w *Watcher) explain(err error) error {
+	if !IsPermission(err) {
+		return err
+	}
+	if len(w.channels) > 0 {
+		return ExplainPermission(err, "subscribe", w.channels[0])
+	}
+	patterns := slices.Sorted(maps.Keys(w.patterns))
+	if len(patterns) == 0 {
+		return ExplainPermission(err, "psubscribe")
+	}
+	return ExplainPermission(err, "psubscribe", patterns[0])
 }
 
 func (w *Watcher) report(err error) {

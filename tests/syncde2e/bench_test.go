@@ -64,6 +64,7 @@ func BenchmarkBurst10k(b *testing.B) {
 			e.configurePorts("Ethernet0", "Ethernet4")
 			e.start(append([]string{"--log-level", "debug", "--counters-interval", "1h"}, k.args...)...)
 			e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
+			e.field(e.state, "SWITCHYARD_DAEMON|syncd", "pid", strconv.Itoa(e.syncd.Cmd.Process.Pid)) // counted in base
 			ctx := context.Background()
 			base := e.state.DBSize(ctx).Val()
 			add, del := writeBatch(b, k.lines(burstSize, false)), writeBatch(b, k.lines(burstSize, true))

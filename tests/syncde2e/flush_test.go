@@ -1,0 +1,72 @@
+package syncde2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestFlushDBRepaired: redis-cli -n 6 FLUSHDB (an operator clearing state,
+// a replica resync) and -n 2 FLUSHDB publish no keyspace event; every key
+// syncd mirrors must be back within 2 s anyway (issue 12).
+func TestFlushDBRepaired(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.configurePorts("Ethernet0", "Ethernet4")
+	e.start()
+	ping(t, e.h1, "10.0.0.2", 2)
+	ping(t, e.sw, "10.0.0.2", 2)
+	e.sw.IP("route", "add", "10.50.0.0/16", "via", "10.0.0.1", "proto", "static")
+	e.sw.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
+	e.mirrorComplete("Ethernet0", "Ethernet4")
+	e.field(e.cnt, "COUNTERS:Ethernet0", "rx_errors", "0")
+	e.field(e.cnt, "COUNTERS:Ethernet4", "rx_errors", "0")
+
+	for _, db := range []struct {
+		name string
+		c    *redis.Client
+	}{{"STATE_DB", e.state}, {"COUNTERS_DB", e.cnt}} {
+		want := keys(db.c, "*")
+		if len(want) < 3 {
+			t.Fatalf("%s holds only %v", db.name, want)
+		}
+		if err := db.c.FlushDB(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		end := time.Now().Add(2 * time.Second)
+		for {
+			got := keys(db.c, "*")
+			missing := missingKeys(want, got)
+			if len(missing) == 0 {
+				t.Logf("%s: %d keys back", db.name, len(want))
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s 2 s after FLUSHDB: %d of %d keys missing, e.g. %v\nsyncd log:\n%s",
+					db.name, len(missing), len(want), missing[:min(5, len(missing))], e.syncd.Output())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The repaired mirror still follows the kernel.
+	e.sw.IP("route", "add", "10.60.0.0/16", "via", "10.0.0.2", "proto", "static")
+	e.field(e.state, "ROUTE_TABLE|10.60.0.0/16", "nexthop", "10.0.0.2")
+	e.mirrorComplete("Ethernet0", "Ethernet4")
+}
+
+// missingKeys are the keys of want absent from got (both sorted).
+func missingKeys(want, got []string) []string {
+	have := map[string]bool{}
+	for _, k := range got {
+		have[k] = true
+	}
+	var out []string
+	for _, k := range want {
+		if !have[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
