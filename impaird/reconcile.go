@@ -132,7 +132,7 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		setAll(schema.OK(), nil)
 		return 0, nil
 	}
-	plan, err := bpf.CompileClasses(xdpImp, flows, classes)
+	plan, err := compilePlan(xdpImp, flows, classes)
 	if err != nil {
 		setAll(schema.Error(err.Error()), nil)
 		return 0, nil
