@@ -209,9 +209,16 @@ func TestApplyUpdates(t *testing.T) {
 	if got := run(t, p, udp4("10.0.0.1", 1).bytes()); got != xdpDrop {
 		t.Fatalf("rule a: verdict %d", got)
 	}
+	before, err := p.Profiles()
+	if err != nil {
+		t.Fatal(err)
+	}
 	apply(t, p, nil, a, b)
 	if c := counters(t, p, "a"); c.RxPackets != 1 {
 		t.Fatalf("re-apply reset counters: %+v", c)
+	}
+	if after, err := p.Profiles(); err != nil || len(after) != 2 || after["a"] != before["a"] || after["a"].Loss != prob(100) {
+		t.Fatalf("re-apply: profiles %+v (err %v), before %+v", after, err, before)
 	}
 	a2 := RuleSpec{Name: "a", Match: Match{Dst: netip.MustParsePrefix("10.0.0.0/8")}}
 	apply(t, p, nil, a2)
