@@ -166,6 +166,9 @@ func TestInvalidUpdateKeepsLastGood(t *testing.T) {
 	k.set(schema.TableImpairment, "Ethernet0", "loss", "101")
 	res := k.reconcile("Ethernet0")
 	wantError(t, res, impResult("Ethernet0"), true, `field "loss"`, `"101"`)
+	if got := res[impResult("Ethernet0")][FieldProgID]; got != fmt.Sprint(id) {
+		t.Errorf("kept result: prog_id %q, want %d", got, id)
+	}
 	if got := k.xdp("Ethernet0"); got != id {
 		t.Fatalf("after the invalid update the program is %d, want %d", got, id)
 	}

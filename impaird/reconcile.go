@@ -133,7 +133,8 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	}
 	set := func(table, key string, r schema.Result, extra schema.Fields) {
 		if perr, ok := kept[schema.ResultKey(table, key)]; ok {
-			out.set(table, key, keptResult(perr, r), nil)
+			// extra (prog_id, xdp_mode) names the program that runs on.
+			out.set(table, key, keptResult(perr, r), extra)
 			return
 		}
 		out.set(table, key, r, extra)
@@ -164,6 +165,10 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		return 0, nil
 	}
 	dir := d.dir(port)
+	if dir == "" { // cannot happen: the schema refuses such port names
+		setAll(schema.Error(fmt.Sprintf("port name %q cannot name a pin directory", port)), nil)
+		return 0, nil
+	}
 	p := d.ports[port]
 	ours := bpf.PinnedProgramID(dir)
 	if p != nil {

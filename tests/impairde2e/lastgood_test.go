@@ -48,6 +48,9 @@ func TestImpairdBadUpdateKeepsLastGood(t *testing.T) {
 	if now, _ := xdpProg(t, e.sw, "Ethernet0"); now != id {
 		t.Fatalf("after the invalid updates the XDP program is %d, want %d", now, id)
 	}
+	if st := hgetall(e.state, "IMPAIRMENT_TABLE|Ethernet0"); st["prog_id"] != strconv.Itoa(id) {
+		t.Errorf("kept result %v: want prog_id %d (the program that runs on)", st, id)
+	}
 	if _, err := os.Stat(filepath.Join(e.bpffs, "Ethernet0", "link")); err != nil {
 		t.Fatalf("pinned link after the invalid updates: %v", err)
 	}
