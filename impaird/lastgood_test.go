@@ -187,10 +187,10 @@ func TestInvalidUpdateKeepsLastGood(t *testing.T) {
 	if seven.Loss == before[""].Loss || k.xdp("Ethernet0") != id {
 		t.Fatalf("loss 7 not applied in place: %+v, prog %d", seven, k.xdp("Ethernet0"))
 	}
-	k.set(schema.TableImpairment, "Ethernet0", "loss", "5", "bogus", "1")
-	wantError(t, k.reconcile("Ethernet0"), impResult("Ethernet0"), true, `field "bogus"`)
+	k.set(schema.TableImpairment, "Ethernet0", "loss", "5", "ge_p", "1")
+	wantError(t, k.reconcile("Ethernet0"), impResult("Ethernet0"), true, `field "ge_p"`)
 	if got := k.profiles("Ethernet0")[""]; got != seven {
-		t.Fatalf("unknown field: profile %+v, want loss 7 kept (%+v)", got, seven)
+		t.Fatalf("ge_p without gilbert: profile %+v, want loss 7 kept (%+v)", got, seven)
 	}
 
 	// Deleting the bad key removes the impairment.
