@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
-
-	"github.com/switchyard-net/switchyard/schema"
 )
 
 // BenchmarkImpair measures ns per packet of the impairment program with
@@ -16,45 +14,46 @@ import (
 //
 //	sudo go test -run '^$' -bench Impair -benchtime 2000000x ./bpf/
 func BenchmarkImpair(b *testing.B) {
-	flowsLast := func(n int, shapes int) []schema.ImpairmentFlow {
-		var out []schema.ImpairmentFlow
+	udp9 := Match{Proto: 17, ProtoSet: true, Dport: PortRange{Set: true, Lo: 9, Hi: 9}}
+	flowsLast := func(n int, shapes int) []RuleSpec {
+		var out []RuleSpec
 		for i := 0; i < n; i++ {
-			f := schema.Fields{"proto": "udp", "dport": "9", "loss": "0.01",
-				"dst": netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(100 + i/65536), byte(i / 256), byte(i)}), 32-i%shapes).Masked().String(),
-				// the rule matching the test frame (dst 10.0.0.1) ranks last
-				"priority": fmt.Sprint(2000 - i)}
+			m := udp9
+			m.Dst = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(100 + i/65536), byte(i / 256), byte(i)}), 32-i%shapes).Masked()
 			if i == n-1 {
-				f["dst"] = "10.0.0.1/32"
+				m.Dst = netip.MustParsePrefix("10.0.0.1/32")
 			}
-			out = append(out, mustFlow(b, fmt.Sprintf("r%d", i), f))
+			// the rule matching the test frame (dst 10.0.0.1) ranks last
+			out = append(out, RuleSpec{Name: fmt.Sprintf("r%d", i), Match: m, Spec: Spec{Loss: 0.01}, Priority: 2000 - i})
 		}
 		return out
 	}
+	gilbert := Spec{LossModel: LossGilbert, GEP: 1, GER: 10, GELossBad: 100}
+	// 10 Gbit/s with the default burst of CONFIG_DB (10 ms of rate)
+	const rate10g, burst10g = 10e9, 10e9 / 800
 	for _, bc := range []struct {
 		name  string
-		port  schema.Fields
-		flows func() []schema.ImpairmentFlow
+		port  *Spec
+		flows func() []RuleSpec
 		empty bool
 	}{
 		{name: "no-impairment", empty: true},
-		{name: "random-loss", port: schema.Fields{"loss": "1"}},
-		{name: "gilbert", port: schema.Fields{"loss_model": "gilbert", "ge_p": "1", "ge_r": "10"}},
-		{name: "policer", port: schema.Fields{"rate": "10gbit"}},
-		{name: "1000-rules-match-last", flows: func() []schema.ImpairmentFlow { return flowsLast(1000, 1) }},
-		{name: "1000-rules-8-shapes", flows: func() []schema.ImpairmentFlow { return flowsLast(1000, 8) }},
-		{name: "scope-flow", flows: func() []schema.ImpairmentFlow {
-			return []schema.ImpairmentFlow{mustFlow(b, "f", schema.Fields{"proto": "udp", "scope": "flow",
-				"loss_model": "gilbert", "ge_p": "1", "ge_r": "10", "rate": "10gbit"})}
+		{name: "random-loss", port: &Spec{Loss: 1}},
+		{name: "gilbert", port: &gilbert},
+		{name: "policer", port: &Spec{Rate: rate10g, Burst: burst10g}},
+		{name: "1000-rules-match-last", flows: func() []RuleSpec { return flowsLast(1000, 1) }},
+		{name: "1000-rules-8-shapes", flows: func() []RuleSpec { return flowsLast(1000, 8) }},
+		{name: "scope-flow", flows: func() []RuleSpec {
+			s := gilbert
+			s.Rate, s.Burst = rate10g, burst10g
+			return []RuleSpec{{Name: "f", Match: proto(17), Spec: s, ScopeFlow: true}}
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			p := loadPort(b)
 			pinCPU(b)
-			var port *schema.Impairment
-			if bc.port != nil {
-				port = mustPort(b, bc.port)
-			}
-			var flows []schema.ImpairmentFlow
+			port := bc.port
+			var flows []RuleSpec
 			if bc.flows != nil {
 				flows = bc.flows()
 			}

@@ -6,8 +6,6 @@ import (
 	"math"
 	"net/netip"
 	"sort"
-
-	"github.com/switchyard-net/switchyard/schema"
 )
 
 // Limits of one port's data plane (they match impair.c).
@@ -61,11 +59,97 @@ type Rule struct {
 	Masks []Tuple
 }
 
-// Profile is the data plane form of a schema.ImpairmentProfile.
+// Profile is the data plane form of a Spec (map value of impair.c).
 type Profile = impairProfile
 
 // Tuple is a match tuple, mask or match key of impair.c.
 type Tuple = impairTuple
+
+// LossModel selects how a Spec drops packets at random.
+type LossModel uint8
+
+// Loss models: independent random loss (Spec.Loss), the Gilbert-Elliott
+// two-state burst model (Spec.GE*) and "drop every Period-th packet".
+const (
+	LossRandom LossModel = iota
+	LossGilbert
+	LossPeriodic
+)
+
+// Spec is what happens to the packets of a port or a rule, in the units
+// an operator writes: percentages 0-100, bit/s, bytes. The zero value
+// impairs nothing. Compile does not validate it: the caller (impaird,
+// from CONFIG_DB through the schema) hands in checked values.
+type Spec struct {
+	LossModel LossModel
+	Loss      float64 // random loss, percent (LossRandom)
+	// Gilbert-Elliott: per-packet transition probabilities good->bad (P)
+	// and bad->good (R), and the loss in each state, all percent.
+	GEP, GER, GELossGood, GELossBad float64
+	Period                          uint64  // LossPeriodic: drop every Period-th packet
+	Rate                            uint64  // policer rate in bit/s; 0 = no policer
+	Burst                           uint64  // policer bucket in bytes (with Rate; the caller picks any default)
+	Corrupt                         float64 // percent of passed packets with one L4 payload bit flipped
+	Seed                            *uint64 // nil = seeded from the kernel's RNG
+}
+
+// PortRange is an inclusive L4 port range; the zero value (Set false)
+// matches any port.
+type PortRange struct {
+	Set    bool
+	Lo, Hi uint16
+}
+
+// Contains reports whether port is in the range (any port when not Set).
+func (r PortRange) Contains(port uint16) bool { return !r.Set || (port >= r.Lo && port <= r.Hi) }
+
+// Match selects a rule's packets; every set field must match, and the
+// zero value matches every IP packet.
+type Match struct {
+	Src, Dst     netip.Prefix // invalid = any; masked, of one family
+	Proto        uint8        // IP protocol, when ProtoSet
+	ProtoSet     bool
+	Sport, Dport PortRange
+	DSCP         uint8 // 0-63, when DSCPSet
+	DSCPSet      bool
+	VLAN         uint16 // outer 802.1Q VID; 0 = any
+}
+
+// Family is 4 or 6 when Src, Dst or Proto (icmp, icmpv6) pin the address
+// family, else 0.
+func (m *Match) Family() int {
+	for _, p := range []netip.Prefix{m.Src, m.Dst} {
+		if p.IsValid() {
+			if p.Addr().Is4() {
+				return 4
+			}
+			return 6
+		}
+	}
+	if m.ProtoSet {
+		switch m.Proto {
+		case 1:
+			return 4
+		case 58:
+			return 6
+		}
+	}
+	return 0
+}
+
+// RuleSpec is one rule (an IMPAIRMENT_FLOW entry) as Compile takes it.
+type RuleSpec struct {
+	Name     string // unique on the port; names counters and slots
+	Priority int    // higher wins; ties go to the smaller Name
+	Match    Match
+	Spec     Spec
+	// ScopeFlow gives every 5-tuple its own Gilbert state, periodic
+	// counter and policer bucket instead of one per rule.
+	ScopeFlow bool
+	// EDTClass, when not 0 (1..MaxEDTClass), is written as metadata in
+	// front of every packet the rule matches and passes (docs/edt.md).
+	EDTClass uint32
+}
 
 // Counters of one slot, summed over CPUs.
 type Counters struct {
@@ -77,28 +161,18 @@ type Counters struct {
 // per-port classes of impaird.
 const MaxEDTClass = 0x7fffff
 
-// Compile turns a port's IMPAIRMENT entry (nil when absent) and its
-// IMPAIRMENT_FLOW entries into a Plan. Rules are ranked by priority
-// (higher first), then name.
-func Compile(port *schema.Impairment, flows []schema.ImpairmentFlow) (*Plan, error) {
-	return CompileClasses(port, flows, nil)
-}
-
-// CompileClasses is Compile with the EDT class id of each rule with
-// delay/jitter/shaping (IMPAIRMENT_FLOW name -> 1..MaxEDTClass): a packet
-// such a rule matches and passes leaves XDP with the id as metadata
-// (docs/edt.md). A rule with EDT fields and no id, or rules without EDT
-// fields, carry none.
-func CompileClasses(port *schema.Impairment, flows []schema.ImpairmentFlow, classes map[string]uint32) (*Plan, error) {
+// Compile turns a port's profile (nil when it has none) and its rules
+// into a Plan. Rules are ranked by priority (higher first), then name.
+func Compile(port *Spec, rules []RuleSpec) (*Plan, error) {
 	p := &Plan{}
 	if port != nil {
-		prof := CompileProfile(&port.ImpairmentProfile, false)
+		prof := CompileProfile(port, false)
 		p.Port = &prof
 	}
-	if len(flows) > MaxRules {
-		return nil, fmt.Errorf("%d IMPAIRMENT_FLOW rules: a port takes at most %d", len(flows), MaxRules)
+	if len(rules) > MaxRules {
+		return nil, fmt.Errorf("%d IMPAIRMENT_FLOW rules: a port takes at most %d", len(rules), MaxRules)
 	}
-	sorted := append([]schema.ImpairmentFlow(nil), flows...)
+	sorted := append([]RuleSpec(nil), rules...)
 	sort.Slice(sorted, func(i, j int) bool {
 		if sorted[i].Priority != sorted[j].Priority {
 			return sorted[i].Priority > sorted[j].Priority
@@ -109,14 +183,12 @@ func CompileClasses(port *schema.Impairment, flows []schema.ImpairmentFlow, clas
 	entries4, entries6 := 0, 0
 	for i := range sorted {
 		f := &sorted[i]
-		r := Rule{Name: f.Name, Profile: CompileProfile(&f.ImpairmentProfile, f.Scope == schema.ScopeFlow), Family: f.Family()}
-		if id := classes[f.Name]; f.EDT.Active() && id != 0 {
-			if id > MaxEDTClass {
-				return nil, fmt.Errorf("IMPAIRMENT_FLOW %s: EDT class id %#x above %#x", f.Name, id, MaxEDTClass)
-			}
-			r.Profile.EdtClass = id
+		r := Rule{Name: f.Name, Profile: CompileProfile(&f.Spec, f.ScopeFlow), Family: f.Match.Family()}
+		if f.EDTClass > MaxEDTClass {
+			return nil, fmt.Errorf("IMPAIRMENT_FLOW %s: EDT class id %#x above %#x", f.Name, f.EDTClass, MaxEDTClass)
 		}
-		r.Masks, r.Matches = compileMatch(f)
+		r.Profile.EdtClass = f.EDTClass
+		r.Masks, r.Matches = compileMatch(&f.Match)
 		for _, m := range r.Masks {
 			masks[m] = true
 		}
@@ -139,14 +211,14 @@ func CompileClasses(port *schema.Impairment, flows []schema.ImpairmentFlow, clas
 
 // CompileProfile converts percentages to 2^32-scaled thresholds and the
 // rate to the policer's nanosecond cost and depth. Gen is left 0.
-func CompileProfile(s *schema.ImpairmentProfile, scopeFlow bool) Profile {
+func CompileProfile(s *Spec, scopeFlow bool) Profile {
 	var p Profile
 	switch s.LossModel {
-	case schema.LossGilbert:
+	case LossGilbert:
 		p.Flags |= flagLossGilbert
 		p.GeP, p.GeR = prob(s.GEP), prob(s.GER)
 		p.GeLg, p.GeLb = prob(s.GELossGood), prob(s.GELossBad)
-	case schema.LossPeriodic:
+	case LossPeriodic:
 		p.Flags |= flagLossPeriodic
 		p.Period = s.Period
 	default:
@@ -161,7 +233,7 @@ func CompileProfile(s *schema.ImpairmentProfile, scopeFlow bool) Profile {
 		p.NsPerByteFp = uint64(math.Round(nsPerByte * 65536))
 		// A burst of a second or more at 1 bit/s is years of ticks: cap
 		// it far below the point where tat arithmetic could overflow.
-		p.Depth = uint64(min(math.Round(float64(s.EffectiveBurst())*nsPerByte*tickPerNs), 1<<60))
+		p.Depth = uint64(min(math.Round(float64(s.Burst)*nsPerByte*tickPerNs), 1<<60))
 	}
 	if s.Corrupt > 0 {
 		p.Flags |= flagCorrupt
@@ -185,19 +257,19 @@ func prob(pct float64) uint64 {
 
 // compileMatch gives the masks and masked keys of one rule: one entry per
 // (sport block, dport block) pair.
-func compileMatch(f *schema.ImpairmentFlow) (masks, keys []Tuple) {
+func compileMatch(f *Match) (masks, keys []Tuple) {
 	var m, k Tuple
 	if fam := f.Family(); fam != 0 {
 		m.Family, k.Family = 0xff, uint8(fam)
 	}
-	if f.Proto >= 0 {
-		m.Proto, k.Proto = 0xff, uint8(f.Proto)
+	if f.ProtoSet {
+		m.Proto, k.Proto = 0xff, f.Proto
 	}
-	if f.DSCP >= 0 {
-		m.Dscp, k.Dscp = 0xff, uint8(f.DSCP)
+	if f.DSCPSet {
+		m.Dscp, k.Dscp = 0xff, f.DSCP
 	}
 	if f.VLAN != 0 {
-		m.Vlan, k.Vlan = 0xffff, uint16(f.VLAN)
+		m.Vlan, k.Vlan = 0xffff, f.VLAN
 	}
 	m.Src, k.Src = prefixWords(f.Src)
 	m.Dst, k.Dst = prefixWords(f.Dst)
@@ -239,7 +311,7 @@ type portBlock struct{ val, mask uint16 }
 // portBlocks splits a port range into prefix-aligned blocks (at most 30),
 // as a TCAM does: 1000-2000 = 1000/13 bits ... An unset range is one
 // wildcard block.
-func portBlocks(r schema.PortRange) []portBlock {
+func portBlocks(r PortRange) []portBlock {
 	if !r.Set || (r.Lo == 0 && r.Hi == 0xffff) {
 		return []portBlock{{0, 0}}
 	}

@@ -1,7 +1,8 @@
 // Package bpf is switchyard's XDP data plane for impairments: the C
 // program (impair.c, built with bpf2go; the generated Go and .o files are
 // committed and `make check-generate` keeps them fresh), the compiler from
-// schema records to map entries (Compile), and Port, which loads one
+// its own input types (Spec, RuleSpec, Match) to map entries (Compile),
+// and Port, which loads one
 // program instance per port with its maps pinned on bpffs, attaches it
 // with a bpf link, applies plans and reads counters.
 //
@@ -20,6 +21,7 @@
 //     counter are shared per slot, or per 5-tuple in an LRU hash for
 //     scope flow.
 //
-// It must not talk to Redis or run commands; netlink questions (is a
+// It must not talk to Redis, import the schema or run commands (impaird
+// translates CONFIG_DB records into Specs); netlink questions (is a
 // foreign XDP program attached, which mode) belong to impaird.
 package bpf

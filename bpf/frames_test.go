@@ -10,8 +10,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
-
-	"github.com/switchyard-net/switchyard/schema"
 )
 
 // frame describes a hand-built test packet.
@@ -170,27 +168,18 @@ const (
 	xdpPass = 2
 )
 
-func mustPort(t testing.TB, fields schema.Fields) *schema.Impairment {
-	t.Helper()
-	r, err := schema.ParseImpairment("eth0", fields)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &r
-}
+// seed is a Spec.Seed.
+func seed(v uint64) *uint64 { return &v }
 
-func mustFlow(t testing.TB, name string, fields schema.Fields) schema.ImpairmentFlow {
-	t.Helper()
-	r, err := schema.ParseImpairmentFlow("eth0|"+name, fields)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+// proto is a Match on an IP protocol.
+func proto(p uint8) Match { return Match{Proto: p, ProtoSet: true} }
 
-func apply(t testing.TB, p *Port, port *schema.Impairment, flows ...schema.ImpairmentFlow) {
+// ports is a set PortRange.
+func ports(lo, hi uint16) PortRange { return PortRange{Set: true, Lo: lo, Hi: hi} }
+
+func apply(t testing.TB, p *Port, port *Spec, rules ...RuleSpec) {
 	t.Helper()
-	plan, err := Compile(port, flows)
+	plan, err := Compile(port, rules)
 	if err != nil {
 		t.Fatal(err)
 	}

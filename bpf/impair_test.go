@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-
-	"github.com/switchyard-net/switchyard/schema"
 )
 
 func runRepeat(t testing.TB, p *Port, data []byte, n int) {
@@ -23,7 +21,7 @@ func runRepeat(t testing.TB, p *Port, data []byte, n int) {
 func TestRandomLoss(t *testing.T) {
 	p := loadPort(t)
 	pinCPU(t)
-	apply(t, p, mustPort(t, schema.Fields{"loss": "10", "seed": "7"}))
+	apply(t, p, &Spec{Loss: 10, Seed: seed(7)})
 	const n = 1000000
 	runRepeat(t, p, udp4("10.0.0.1", 9).bytes(), n)
 	c := counters(t, p, "")
@@ -46,11 +44,11 @@ func TestRandomLoss(t *testing.T) {
 func TestGilbertElliott(t *testing.T) {
 	pinCPU(t)
 	const gp, gr = 0.05, 0.25
-	fields := schema.Fields{"loss_model": "gilbert", "ge_p": "5", "ge_r": "25", "seed": "11"}
+	spec := &Spec{LossModel: LossGilbert, GEP: 5, GER: 25, GELossBad: 100, Seed: seed(11)}
 	data := udp4("10.0.0.1", 9).bytes()
 
 	p := loadPort(t)
-	apply(t, p, mustPort(t, fields))
+	apply(t, p, spec)
 	const n = 300000
 	drops, bursts, run0 := 0, 0, 0
 	for i := 0; i < n; i++ {
@@ -72,7 +70,7 @@ func TestGilbertElliott(t *testing.T) {
 	checkInvariant(t, "", counters(t, p, ""))
 
 	p = loadPort(t)
-	apply(t, p, mustPort(t, fields))
+	apply(t, p, spec)
 	const many = 10000000
 	runRepeat(t, p, data, many)
 	c := counters(t, p, "")
@@ -88,7 +86,7 @@ func TestGilbertElliott(t *testing.T) {
 // TestPeriodic: every 7th packet is dropped, exactly.
 func TestPeriodic(t *testing.T) {
 	p := loadPort(t)
-	apply(t, p, mustPort(t, schema.Fields{"loss_model": "periodic", "period": "7"}))
+	apply(t, p, &Spec{LossModel: LossPeriodic, Period: 7})
 	data := udp4("10.0.0.1", 9).bytes()
 	for i := 1; i <= 70; i++ {
 		want := uint32(xdpPass)
@@ -111,16 +109,16 @@ func TestPeriodic(t *testing.T) {
 // the same packets of the same sequence; another seed does not.
 func TestSameSeedSamePattern(t *testing.T) {
 	pinCPU(t)
-	pattern := func(seed string) []bool {
+	pattern := func(s uint64) []bool {
 		p := loadPort(t)
-		apply(t, p, mustPort(t, schema.Fields{"loss": "30", "corrupt": "5", "seed": seed}))
+		apply(t, p, &Spec{Loss: 30, Corrupt: 5, Seed: seed(s)})
 		var out []bool
 		for i := 0; i < 5000; i++ {
 			out = append(out, run(t, p, udp4("10.0.0.1", uint16(i)).bytes()) == xdpDrop)
 		}
 		return out
 	}
-	a, b, c := pattern("42"), pattern("42"), pattern("43")
+	a, b, c := pattern(42), pattern(42), pattern(43)
 	same, diff := true, false
 	for i := range a {
 		same = same && a[i] == b[i]
@@ -139,24 +137,15 @@ func TestSameSeedSamePattern(t *testing.T) {
 // for unmatched packets and non-IP frames passing untouched.
 func TestRuleMatching(t *testing.T) {
 	p := loadPort(t)
-	drop := schema.Fields{"loss": "100"}
-	with := func(f schema.Fields, more schema.Fields) schema.Fields {
-		out := schema.Fields{}
-		for k, v := range f {
-			out[k] = v
-		}
-		for k, v := range more {
-			out[k] = v
-		}
-		return out
-	}
-	apply(t, p, mustPort(t, schema.Fields{"loss_model": "periodic", "period": "1"}), // port: drop all
-		mustFlow(t, "v4range", with(drop, schema.Fields{"dst": "10.0.0.0/8", "proto": "udp", "dport": "1000-2000", "priority": "5"})),
-		mustFlow(t, "v4pass", schema.Fields{"dst": "10.0.0.0/8", "proto": "udp", "dport": "1500", "priority": "6"}),
-		mustFlow(t, "v6", schema.Fields{"src": "2001:db8::/32", "proto": "tcp", "sport": "443"}),
-		mustFlow(t, "vlan", schema.Fields{"vlan": "100"}),
-		mustFlow(t, "dscp", schema.Fields{"dscp": "46", "proto": "udp"}),
-		mustFlow(t, "icmp", schema.Fields{"proto": "icmp", "dst": "198.51.100.0/24"}),
+	drop := Spec{Loss: 100}
+	net10 := netip.MustParsePrefix("10.0.0.0/8")
+	apply(t, p, &Spec{LossModel: LossPeriodic, Period: 1}, // port: drop all
+		RuleSpec{Name: "v4range", Spec: drop, Priority: 5, Match: Match{Dst: net10, Proto: 17, ProtoSet: true, Dport: ports(1000, 2000)}},
+		RuleSpec{Name: "v4pass", Priority: 6, Match: Match{Dst: net10, Proto: 17, ProtoSet: true, Dport: ports(1500, 1500)}},
+		RuleSpec{Name: "v6", Match: Match{Src: netip.MustParsePrefix("2001:db8::/32"), Proto: 6, ProtoSet: true, Sport: ports(443, 443)}},
+		RuleSpec{Name: "vlan", Match: Match{VLAN: 100}},
+		RuleSpec{Name: "dscp", Match: Match{DSCP: 46, DSCPSet: true, Proto: 17, ProtoSet: true}},
+		RuleSpec{Name: "icmp", Match: Match{Proto: 1, ProtoSet: true, Dst: netip.MustParsePrefix("198.51.100.0/24")}},
 	)
 	v6a, v6b := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db9::1")
 	dst6 := netip.MustParseAddr("2001:db8:ffff::2")
@@ -214,17 +203,24 @@ func TestRuleMatching(t *testing.T) {
 // takes effect, removing rules frees their slots and entries.
 func TestApplyUpdates(t *testing.T) {
 	p := loadPort(t)
-	a := mustFlow(t, "a", schema.Fields{"dst": "10.0.0.0/8", "loss": "100"})
-	b := mustFlow(t, "b", schema.Fields{"proto": "tcp", "dport": "1-1023", "loss": "100"})
+	a := RuleSpec{Name: "a", Match: Match{Dst: netip.MustParsePrefix("10.0.0.0/8")}, Spec: Spec{Loss: 100}}
+	b := RuleSpec{Name: "b", Match: Match{Proto: 6, ProtoSet: true, Dport: ports(1, 1023)}, Spec: Spec{Loss: 100}}
 	apply(t, p, nil, a, b)
 	if got := run(t, p, udp4("10.0.0.1", 1).bytes()); got != xdpDrop {
 		t.Fatalf("rule a: verdict %d", got)
+	}
+	before, err := p.Profiles()
+	if err != nil {
+		t.Fatal(err)
 	}
 	apply(t, p, nil, a, b)
 	if c := counters(t, p, "a"); c.RxPackets != 1 {
 		t.Fatalf("re-apply reset counters: %+v", c)
 	}
-	a2 := mustFlow(t, "a", schema.Fields{"dst": "10.0.0.0/8", "loss": "0"})
+	if after, err := p.Profiles(); err != nil || len(after) != 2 || after["a"] != before["a"] || after["a"].Loss != prob(100) {
+		t.Fatalf("re-apply: profiles %+v (err %v), before %+v", after, err, before)
+	}
+	a2 := RuleSpec{Name: "a", Match: Match{Dst: netip.MustParsePrefix("10.0.0.0/8")}}
 	apply(t, p, nil, a2)
 	if got := run(t, p, udp4("10.0.0.1", 1).bytes()); got != xdpPass {
 		t.Fatalf("changed rule a: verdict %d", got)
@@ -252,7 +248,7 @@ func TestApplyUpdates(t *testing.T) {
 // TestCorrupt flips exactly one bit of the L4 payload.
 func TestCorrupt(t *testing.T) {
 	p := loadPort(t)
-	apply(t, p, mustPort(t, schema.Fields{"corrupt": "100", "seed": "1"}))
+	apply(t, p, &Spec{Corrupt: 100, Seed: seed(1)})
 	in := udp4("10.0.0.1", 9).bytes()
 	out := make([]byte, len(in))
 	if _, err := p.objs.Impair.Run(&ebpf.RunOptions{Data: in, DataOut: out}); err != nil {
@@ -279,7 +275,7 @@ func TestCorrupt(t *testing.T) {
 }
 
 func TestPortBlocks(t *testing.T) {
-	for _, r := range []schema.PortRange{{Set: true, Lo: 1000, Hi: 2000}, {Set: true, Lo: 0, Hi: 65535}, {Set: true, Lo: 1, Hi: 65535}, {Set: true, Lo: 80, Hi: 80}, {Set: true, Lo: 1023, Hi: 1025}} {
+	for _, r := range []PortRange{{Set: true, Lo: 1000, Hi: 2000}, {Set: true, Lo: 0, Hi: 65535}, {Set: true, Lo: 1, Hi: 65535}, {Set: true, Lo: 80, Hi: 80}, {Set: true, Lo: 1023, Hi: 1025}} {
 		covered := map[int]bool{}
 		for _, b := range portBlocks(r) {
 			for port := 0; port < 65536; port++ {
@@ -312,31 +308,31 @@ func TestScopeFlow(t *testing.T) {
 	}
 	pinCPU(t)
 	for _, tc := range []struct {
-		fields schema.Fields
-		want   []uint32
+		rule RuleSpec
+		want []uint32
 	}{
 		// every 2nd packet: shared counter drops b1 and b2; per flow a2 and b2
-		{schema.Fields{"proto": "udp", "loss_model": "periodic", "period": "2"},
+		{RuleSpec{Name: "c", Match: proto(17), Spec: Spec{LossModel: LossPeriodic, Period: 2}},
 			[]uint32{xdpPass, xdpDrop, xdpPass, xdpDrop}},
-		{schema.Fields{"proto": "udp", "loss_model": "periodic", "period": "2", "scope": "flow"},
+		{RuleSpec{Name: "c", Match: proto(17), Spec: Spec{LossModel: LossPeriodic, Period: 2}, ScopeFlow: true},
 			[]uint32{xdpPass, xdpPass, xdpDrop, xdpDrop}},
 	} {
 		p := loadPort(t)
-		apply(t, p, nil, mustFlow(t, "c", tc.fields))
+		apply(t, p, nil, tc.rule)
 		if got := verdicts(p, a, b, a, b); !equalVerdicts(got, tc.want) {
-			t.Errorf("%v: verdicts %v, want %v", tc.fields, got, tc.want)
+			t.Errorf("%+v: verdicts %v, want %v", tc.rule, got, tc.want)
 		}
 		// the same over IPv6 (its own flow table)
 		src6, dst6 := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
 		a6 := frame{src: src6, dst: dst6, proto: 17, sport: 1, dport: 1000}.bytes()
 		b6 := frame{src: src6, dst: dst6, proto: 17, sport: 1, dport: 2000}.bytes()
 		if got := verdicts(p, a6, b6, a6, b6); !equalVerdicts(got, tc.want) {
-			t.Errorf("%v over IPv6: verdicts %v, want %v", tc.fields, got, tc.want)
+			t.Errorf("%+v over IPv6: verdicts %v, want %v", tc.rule, got, tc.want)
 		}
 	}
 	for _, scope := range []string{"rule", "flow"} {
 		p := loadPort(t)
-		apply(t, p, nil, mustFlow(t, "c", schema.Fields{"proto": "udp", "rate": "1kbit", "burst": "3028", "scope": scope}))
+		apply(t, p, nil, RuleSpec{Name: "c", Match: proto(17), Spec: Spec{Rate: 1000, Burst: 3028}, ScopeFlow: scope == "flow"})
 		// 60-byte frames cost 0.48 s each at 1 kbit/s: 60 of them empty a
 		// 3028-byte bucket (24 s deep) for good during the test.
 		for i := 0; i < 60; i++ {
@@ -368,14 +364,14 @@ func equalVerdicts(a, b []uint32) bool {
 // a dropped packet is dropped.
 func TestEDTClassMeta(t *testing.T) {
 	p := loadPort(t)
-	flows := []schema.ImpairmentFlow{
-		mustFlow(t, "ping", schema.Fields{"proto": "icmp", "delay": "50ms"}),
-		mustFlow(t, "udp9", schema.Fields{"proto": "udp", "dport": "9", "delay": "5ms", "jitter": "1ms"}),
-		mustFlow(t, "udp10", schema.Fields{"proto": "udp", "dport": "10", "loss": "1"}),
-		mustFlow(t, "udp11", schema.Fields{"proto": "udp", "dport": "11", "delay": "5ms", "loss": "100"}),
+	udp := func(port uint16) Match { return Match{Proto: 17, ProtoSet: true, Dport: ports(port, port)} }
+	rules := []RuleSpec{
+		{Name: "ping", Match: proto(1), EDTClass: 0x123456},
+		{Name: "udp9", Match: udp(9), EDTClass: 7},
+		{Name: "udp10", Match: udp(10), Spec: Spec{Loss: 1}}, // no delay: no class
+		{Name: "udp11", Match: udp(11), Spec: Spec{Loss: 100}, EDTClass: 9},
 	}
-	plan, err := CompileClasses(mustPort(t, schema.Fields{"corrupt": "0.001"}), flows,
-		map[string]uint32{"ping": 0x123456, "udp9": 7, "udp10": 8, "udp11": 9})
+	plan, err := Compile(&Spec{Corrupt: 0.001}, rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +419,7 @@ func TestEDTClassMeta(t *testing.T) {
 		}
 	}
 	// A class id beyond the per-rule range is refused at compile time.
-	if _, err := CompileClasses(nil, flows[:1], map[string]uint32{"ping": MaxEDTClass + 1}); err == nil {
+	if _, err := Compile(nil, []RuleSpec{{Name: "ping", EDTClass: MaxEDTClass + 1}}); err == nil {
 		t.Error("class id above MaxEDTClass compiled")
 	}
 }
@@ -446,10 +442,10 @@ func runOut(t testing.TB, p *Port, in []byte) (uint32, []byte) {
 // the next Apply turns it on again.
 func TestBloomPrecheck(t *testing.T) {
 	p := loadPort(t)
-	flows := []schema.ImpairmentFlow{
-		mustFlow(t, "a", schema.Fields{"dst": "10.0.0.1", "loss": "100", "priority": "3"}),
-		mustFlow(t, "b", schema.Fields{"dst": "10.1.0.0/16", "loss": "100", "priority": "2"}),
-		mustFlow(t, "c", schema.Fields{"proto": "udp", "dport": "1000-2000", "loss": "100", "priority": "1"}),
+	flows := []RuleSpec{
+		{Name: "a", Match: Match{Dst: netip.MustParsePrefix("10.0.0.1/32")}, Spec: Spec{Loss: 100}, Priority: 3},
+		{Name: "b", Match: Match{Dst: netip.MustParsePrefix("10.1.0.0/16")}, Spec: Spec{Loss: 100}, Priority: 2},
+		{Name: "c", Match: Match{Proto: 17, ProtoSet: true, Dport: ports(1000, 2000)}, Spec: Spec{Loss: 100}, Priority: 1},
 	}
 	check := func(when string) {
 		t.Helper()

@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/switchyard-net/switchyard/schema"
 	"github.com/switchyard-net/switchyard/tests/kernelcap"
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
@@ -41,8 +40,8 @@ func policerBounds(t *testing.T, what string, rate, burst uint64, startsFull boo
 		want, slack = perWindow+float64(burst), 0
 	}
 	errPct := 100 * (float64(bytes) - want) / perWindow
-	t.Logf("%s: passed %d bytes in %v for rate %s burst %d: error %+.3f%% of rate (no pause longer than the bucket depth: %v)",
-		what, bytes, window.Round(time.Millisecond), schema.FormatRate(rate), burst, errPct, smooth)
+	t.Logf("%s: passed %d bytes in %v for rate %d bit/s burst %d: error %+.3f%% of rate (no pause longer than the bucket depth: %v)",
+		what, bytes, window.Round(time.Millisecond), rate, burst, errPct, smooth)
 	if float64(bytes) > want+slack+perWindow/100 {
 		t.Errorf("%s: passed %.0f bytes, more than %.0f (+1%%)", what, float64(bytes), want+slack)
 	}
@@ -91,7 +90,7 @@ func TestPolicerVeth(t *testing.T) {
 	// 256 KiB at 20 Mbit/s is 105 ms of depth: pauses shorter than that
 	// lose nothing.
 	const rate, burst = 20_000_000, 256 * 1024
-	apply(t, p, mustPort(t, schema.Fields{"rate": "20mbit", "burst": "256kb"}))
+	apply(t, p, &Spec{Rate: 20e6, Burst: 256 << 10})
 
 	// Sender: 3x rate in 1400-byte datagrams, paced without catching up
 	// after a pause (a catch-up burst would hide the pause).
@@ -181,7 +180,7 @@ func TestPolicerTwoCPUs(t *testing.T) {
 	// 1 MiB at 100 Mbit/s is 84 ms of depth.
 	const rate, burst = 100_000_000, 1 << 20
 	depth := time.Duration(float64(burst) * 8 / rate * float64(time.Second))
-	apply(t, p, mustPort(t, schema.Fields{"rate": "100mbit", "burst": "1mb"}))
+	apply(t, p, &Spec{Rate: 100e6, Burst: 1 << 20})
 	data := udp4("10.0.0.1", 9).bytes()
 	var (
 		wg        sync.WaitGroup

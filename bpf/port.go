@@ -289,6 +289,34 @@ func (p *Port) Counters() (map[string]Counters, error) {
 	return out, nil
 }
 
+// Profiles returns the profiles the maps hold, as Counters names them:
+// key "" is the port profile (absent when the port has none), the other
+// keys are rule names. A profile's Gen changes with every rewrite of it.
+func (p *Port) Profiles() (map[string]Profile, error) {
+	out := map[string]Profile{}
+	cfg, ok, err := p.readCfg()
+	if err != nil {
+		return nil, err
+	}
+	if ok && cfg.HasPort != 0 {
+		out[""] = cfg.Port
+	}
+	entries, err := p.readMatches()
+	if err != nil {
+		return nil, err
+	}
+	names := map[uint32]string{}
+	for n, s := range p.slots {
+		names[s] = n
+	}
+	for _, m := range entries {
+		if n, ok := names[m.Slot]; ok {
+			out[n] = m.Prof
+		}
+	}
+	return out, nil
+}
+
 // Rules returns the names of the rules the maps hold, sorted.
 func (p *Port) Rules() []string {
 	names := make([]string, 0, len(p.slots))

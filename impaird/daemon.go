@@ -307,6 +307,15 @@ type daemon struct {
 	resultKeys map[string]map[string]bool
 	// edt is the delay/jitter/shaping state (nil in unit tests).
 	edt *edtState
+	// goodImp and goodFlows are the last fields of each key that parsed
+	// (lastgood.go): applied while the key's current fields are invalid.
+	goodImp   map[string]schema.Fields            // port -> IMPAIRMENT hash
+	goodFlows map[string]map[string]schema.Fields // port -> IMPAIRMENT_FLOW key -> hash
+	// plans: the last plan applied to each loaded port, put back when a
+	// new one fails to apply.
+	plans map[string]*bpf.Plan
+	// applyPlan replaces bpf.Port.Apply in tests (nil: Apply).
+	applyPlan func(*bpf.Port, *bpf.Plan) error
 	// held: keys gone from CONFIG_DB while CONFIG_DB_INITIALIZED was not
 	// "1" (STATE_DB result key -> table and key). Their last hash stays in
 	// imp/flows, so their impairment stays in place, but they get no
@@ -321,7 +330,9 @@ func newDaemon(c Config, k *kernel) *daemon {
 		cfg: c, k: k,
 		imp: map[string]schema.Fields{}, flows: map[string]map[string]schema.Fields{},
 		ports: map[string]*bpf.Port{}, resultKeys: map[string]map[string]bool{},
-		held: map[string]heldKey{},
+		held:    map[string]heldKey{},
+		goodImp: map[string]schema.Fields{}, goodFlows: map[string]map[string]schema.Fields{},
+		plans: map[string]*bpf.Plan{},
 	}
 }
 
@@ -423,8 +434,6 @@ func (d *daemon) knownPorts() []string {
 	return out
 }
 
-func (d *daemon) dir(port string) string { return filepath.Join(d.cfg.BPFFS, port) }
-
 // closePorts releases file descriptors; pins keep the programs running.
 func (d *daemon) closePorts() {
 	d.mu.Lock()
@@ -446,7 +455,12 @@ func (d *daemon) sweep(ctx context.Context) error {
 		return fmt.Errorf("read %s: %w", d.cfg.BPFFS, err)
 	}
 	d.mu.Lock()
-	wanted := func(port string) bool { return d.imp[port] != nil || len(d.flows[port]) > 0 || d.ports[port] != nil }
+	// A directory whose name pinName does not give is no port's (see
+	// pins.go): stale too.
+	wanted := func(name string) bool {
+		port, ok := portOfPin(name)
+		return ok && (d.imp[port] != nil || len(d.flows[port]) > 0 || d.ports[port] != nil)
+	}
 	var stale []string
 	for _, e := range entries {
 		if e.IsDir() && !wanted(e.Name()) {
@@ -454,10 +468,10 @@ func (d *daemon) sweep(ctx context.Context) error {
 		}
 	}
 	d.mu.Unlock()
-	for _, port := range stale {
-		d.cfg.Log.WithField("port", port).Info("removing pins of an impairment no longer configured")
-		if err := bpf.RemovePins(d.dir(port)); err != nil {
-			return fmt.Errorf("remove stale pins of %s: %w", port, err)
+	for _, name := range stale {
+		d.cfg.Log.WithField("pin_dir", name).Info("removing pins of an impairment no longer configured")
+		if err := bpf.RemovePins(filepath.Join(d.cfg.BPFFS, name)); err != nil {
+			return fmt.Errorf("remove stale pins %s: %w", name, err)
 		}
 	}
 	// Results of keys that are gone.

@@ -14,7 +14,7 @@ import (
 func TestSafeDirName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"Ethernet0": true, "eth-1.100": true,
-		"": false, ".": false, "..": false, "a/b": false, "../x": false, "x\x00": false, "abcdefghijklmnop": false,
+		"": false, ".": false, "..": false, "a/b": false, "../x": false, "x\x00": false, "abcdefghijklmnop": false, "a:b": false,
 	} {
 		if got := safeDirName(name); got != want {
 			t.Errorf("safeDirName(%q) = %v, want %v", name, got, want)

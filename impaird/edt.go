@@ -118,19 +118,19 @@ type flowEDT struct {
 }
 
 // edtFlows parses every IMPAIRMENT_FLOW and returns the keys with an
-// active EDT profile.
+// active EDT profile (an invalid key: of its last good fields).
 func (d *daemon) edtFlows() map[string]flowEDT {
 	out := map[string]flowEDT{}
 	for port, keys := range d.flows {
 		if !safeDirName(port) {
 			continue
 		}
-		for key, f := range keys {
-			r, err := schema.ParseImpairmentFlow(key, f)
-			if err != nil {
+		for key := range keys {
+			r, _, _ := d.parseFlow(port, key)
+			if r == nil {
 				continue
 			}
-			if p := flowSplit(&r); p.Active() {
+			if p := flowSplit(r); p.Active() {
 				out[key] = flowEDT{port: port, prof: p}
 			}
 		}
@@ -156,15 +156,15 @@ func edtSplit(imp *schema.Impairment) (edt.Profile, *schema.Impairment) {
 }
 
 // edtProfiles parses every IMPAIRMENT and returns the ports with an
-// active EDT profile.
+// active EDT profile (an invalid key: of its last good fields).
 func (d *daemon) edtProfiles() map[string]edt.Profile {
 	out := map[string]edt.Profile{}
-	for port, f := range d.imp {
-		r, err := schema.ParseImpairment(port, f)
-		if err != nil {
+	for port := range d.imp {
+		r, _, _ := d.parseImp(port)
+		if r == nil {
 			continue
 		}
-		if p, _ := edtSplit(&r); p.Active() {
+		if p, _ := edtSplit(r); p.Active() {
 			out[port] = p
 		}
 	}

@@ -15,6 +15,11 @@ import (
 	"github.com/switchyard-net/switchyard/schema"
 )
 
+// badKeysPort is the work item of the keys with an empty port part
+// (IMPAIRMENT|, IMPAIRMENT_FLOW||name): one item, so the result of such a
+// key is written, and removed after DEL, by the same reconcile.
+const badKeysPort = "\x00"
+
 // outcome collects the results of one port's keys.
 type outcome struct {
 	results map[string]schema.Fields // STATE_DB key -> owned fields
@@ -31,12 +36,18 @@ func (o *outcome) set(table, key string, r schema.Result, extra schema.Fields) {
 // reconcile makes one port's XDP program and maps match its CONFIG_DB
 // entries and reports the results. A positive retry asks to look again
 // later (netdev missing, foreign program); an error is retried with backoff.
+//
+// The port "" and the names setConfig gives keys without a port part
+// ("\x00" + key) all stand for badKeysPort, whose keys only get errors.
 func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, error) {
+	if port == "" || strings.HasPrefix(port, badKeysPort) {
+		port = badKeysPort
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := &outcome{results: map[string]schema.Fields{}}
 	retry, err := d.reconcileLocked(port, out)
-	if d.edt != nil && !strings.HasPrefix(port, "\x00") {
+	if d.edt != nil && port != badKeysPort {
 		// Delay/jitter/shaping span ports (marked at ingress, timed at
 		// every egress): the whole namespace is brought in line.
 		if eerr := d.syncEDT(); eerr != nil && err == nil {
@@ -61,33 +72,46 @@ func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, err
 	return retry, err
 }
 
+// reconcileLocked applies port's keys (d.mu held). Keys with invalid
+// fields run on their last good fields (lastgood.go). A plan that does not
+// compile leaves the maps as they are; one that fails to apply is
+// replaced by the last plan applied (d.plans): either way the previous
+// configuration stays, and the results say so.
 func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, error) {
-	impFields, hasImp := d.imp[port]
-	flowKeys := make([]string, 0, len(d.flows[port]))
-	for k := range d.flows[port] {
+	cfgPort := port
+	if port == badKeysPort {
+		cfgPort = "" // IMPAIRMENT_FLOW keys without a port part
+	}
+	flowKeys := make([]string, 0, len(d.flows[cfgPort]))
+	for k := range d.flows[cfgPort] {
 		flowKeys = append(flowKeys, k)
 	}
 	sort.Strings(flowKeys)
+	d.forgetGoneFlows(cfgPort)
 
-	// Parse: invalid keys are terminal errors and are not applied.
-	var imp *schema.Impairment
-	if hasImp {
-		r, err := schema.ParseImpairment(port, impFields)
-		if err != nil {
-			out.set(schema.TableImpairment, port, schema.Error(err.Error()), nil)
+	// Parse: an invalid key runs on its last good fields (kept: its parse
+	// error, by result key) or, when it never parsed, is left out.
+	kept := map[string]error{}
+	imp, prev, err := d.parseImp(cfgPort)
+	if err != nil {
+		if prev {
+			kept[schema.ResultKey(schema.TableImpairment, cfgPort)] = err
 		} else {
-			imp = &r
+			out.set(schema.TableImpairment, cfgPort, schema.Error(err.Error()), nil)
 		}
 	}
 	var flows []schema.ImpairmentFlow
-	var flowOK []string
+	var flowOK []string // keys of flows
 	for _, key := range flowKeys {
-		r, err := schema.ParseImpairmentFlow(key, d.flows[port][key])
+		r, prev, err := d.parseFlow(cfgPort, key)
 		if err != nil {
-			out.set(schema.TableImpairmentFlow, key, schema.Error(err.Error()), nil)
-			continue
+			if !prev {
+				out.set(schema.TableImpairmentFlow, key, schema.Error(err.Error()), nil)
+				continue
+			}
+			kept[schema.ResultKey(schema.TableImpairmentFlow, key)] = err
 		}
-		flows = append(flows, r)
+		flows = append(flows, *r)
 		flowOK = append(flowOK, key)
 	}
 	// Rules with delay/jitter/shaping: their class id goes into XDP (see
@@ -101,18 +125,26 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 			classes[flows[i].Name] = d.edt.flowClass(flowOK[i])
 		}
 	}
-	if strings.HasPrefix(port, "\x00") {
-		return 0, nil // a malformed flow key: its error is all there is
+	if port == badKeysPort {
+		return 0, nil // malformed flow keys: their errors are all there is
 	}
 	if imp == nil && len(flows) == 0 {
 		return 0, d.teardown(port)
 	}
+	set := func(table, key string, r schema.Result, extra schema.Fields) {
+		if perr, ok := kept[schema.ResultKey(table, key)]; ok {
+			// extra (prog_id, xdp_mode) names the program that runs on.
+			out.set(table, key, keptResult(perr, r), extra)
+			return
+		}
+		out.set(table, key, r, extra)
+	}
 	setAll := func(r schema.Result, portExtra schema.Fields) {
 		if imp != nil {
-			out.set(schema.TableImpairment, port, r, portExtra)
+			set(schema.TableImpairment, port, r, portExtra)
 		}
 		for _, key := range flowOK {
-			out.set(schema.TableImpairmentFlow, key, r, nil)
+			set(schema.TableImpairmentFlow, key, r, nil)
 		}
 	}
 	// Random loss of a shaping port follows the shaping (egress program).
@@ -132,9 +164,24 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		setAll(schema.OK(), nil)
 		return 0, nil
 	}
-	plan, err := bpf.CompileClasses(xdpImp, flows, classes)
+	dir := d.dir(port)
+	if dir == "" { // cannot happen: the schema refuses such port names
+		setAll(schema.Error(fmt.Sprintf("port name %q cannot name a pin directory", port)), nil)
+		return 0, nil
+	}
+	p := d.ports[port]
+	ours := bpf.PinnedProgramID(dir)
+	if p != nil {
+		ours = p.ProgramID()
+	}
+	plan, err := compilePlan(xdpImp, flows, classes)
 	if err != nil {
-		setAll(schema.Error(err.Error()), nil)
+		// Nothing is changed: a program in place keeps its maps.
+		reason := err.Error()
+		if ours != 0 {
+			reason += keptSuffix
+		}
+		setAll(schema.Error(reason), nil)
 		return 0, nil
 	}
 
@@ -146,17 +193,12 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
-	p := d.ports[port]
-	ours := bpf.PinnedProgramID(d.dir(port))
-	if p != nil {
-		ours = p.ProgramID()
-	}
 	if st.progID != 0 && st.progID != ours {
 		setAll(schema.Error(foreignReason(port, st.progID)), nil)
 		return retryMissing, nil
 	}
 	if p == nil {
-		p, err = bpf.Load(d.dir(port))
+		p, err = bpf.Load(dir)
 		if err != nil {
 			setAll(schema.Error(err.Error()), nil)
 			return 0, err
@@ -174,15 +216,34 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		}
 		d.cfg.Log.WithFields(map[string]any{"port": port, "prog_id": p.ProgramID()}).Info(msg)
 	}
-	if err := p.Apply(plan); err != nil {
-		setAll(schema.Error(err.Error()), nil)
+	if err := d.apply(p, plan); err != nil {
+		// Put the last plan applied back (Apply changes the maps step by
+		// step; a failure may leave some steps done).
+		reason := err.Error()
+		if last := d.plans[port]; last != nil {
+			if rerr := d.apply(p, last); rerr != nil {
+				reason += "; restoring the previous configuration failed too: " + rerr.Error()
+			} else {
+				reason += keptSuffix
+			}
+		}
+		setAll(schema.Error(reason), nil)
 		return 0, err
 	}
+	d.plans[port] = plan
 	if st, err = d.k.xdp(port); err != nil {
 		return 0, err
 	}
 	setAll(schema.OK(), schema.Fields{FieldXDPMode: st.mode, FieldProgID: strconv.FormatUint(uint64(p.ProgramID()), 10)})
 	return 0, nil
+}
+
+// apply writes plan into p's maps (d.applyPlan in tests).
+func (d *daemon) apply(p *bpf.Port, plan *bpf.Plan) error {
+	if d.applyPlan != nil {
+		return d.applyPlan(p, plan)
+	}
+	return p.Apply(plan)
 }
 
 // foreignReason names the program impaird refuses to replace.
@@ -202,6 +263,7 @@ func (d *daemon) teardown(port string) error {
 	if !safeDirName(port) {
 		return nil // an invalid key ("..", "a/b"): never a pin directory of ours
 	}
+	delete(d.plans, port)
 	if p := d.ports[port]; p != nil {
 		delete(d.ports, port)
 		if err := p.Remove(); err != nil {
@@ -324,11 +386,4 @@ func counterHash(c bpf.Counters) schema.Fields {
 		"rx_packets": u(c.RxPackets), "rx_bytes": u(c.RxBytes), "passed": u(c.Passed),
 		"dropped_loss": u(c.DroppedLoss), "dropped_rate": u(c.DroppedRate), "corrupted": u(c.Corrupted),
 	}
-}
-
-// safeDirName reports whether port can name a directory under --bpffs
-// without escaping it.
-func safeDirName(port string) bool {
-	return port != "" && port != "." && port != ".." && len(port) <= schema.MaxIfnameLen &&
-		!strings.ContainsAny(port, "/\x00")
 }
