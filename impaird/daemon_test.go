@@ -1,13 +1,10 @@
 package impaird
 
 import (
-	"sort"
 	"testing"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/switchyard-net/switchyard/bpf"
-	"github.com/switchyard-net/switchyard/internal/redisx"
+	"github.com/switchyard-net/switchyard/internal/engine"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -22,32 +19,31 @@ func TestSafeDirName(t *testing.T) {
 	}
 }
 
-// TestSetConfig: events file raw hashes under their port; the port to
-// reconcile is returned; deletes forget.
-func TestSetConfig(t *testing.T) {
+// TestRefresh: a port's view is copied from the engine's cache, flows
+// indexed by port, keys without a port under badKeysPort.
+func TestRefresh(t *testing.T) {
 	d := newDaemon(Config{}, nil)
-	for _, tc := range []struct {
-		ev   redisx.Event
-		port string
-	}{
-		{redisx.Event{Table: schema.TableImpairment, Key: "Ethernet0", Fields: map[string]string{"loss": "1"}}, "Ethernet0"},
-		{redisx.Event{Table: schema.TableImpairmentFlow, Key: "Ethernet0|a", Fields: map[string]string{"proto": "udp"}}, "Ethernet0"},
-		{redisx.Event{Table: schema.TableImpairmentFlow, Key: "Ethernet4|b", Fields: map[string]string{}}, "Ethernet4"},
-		{redisx.Event{Table: schema.TableImpairmentFlow, Key: "|odd"}, "\x00|odd"},
-		{redisx.Event{Table: "PORT", Key: "Ethernet0"}, ""},
-	} {
-		if got := d.setConfig(tc.ev); got != tc.port {
-			t.Errorf("%+v: port %q, want %q", tc.ev, got, tc.port)
-		}
+	d.h = &engine.Handle{Cache: engine.NewCache(nil)}
+	c := d.h.Cache
+	c.Index(schema.TableImpairmentFlow, flowPort)
+	c.Set(schema.TableImpairment, "Ethernet0", schema.Fields{"loss": "1"})
+	c.Set(schema.TableImpairmentFlow, "Ethernet0|a", schema.Fields{"proto": "udp"})
+	c.Set(schema.TableImpairmentFlow, "Ethernet4|b", schema.Fields{})
+	c.Set(schema.TableImpairmentFlow, "|odd", schema.Fields{})
+	for _, p := range []string{"Ethernet0", "Ethernet4", badKeysPort} {
+		d.refresh(p)
 	}
-	ports := d.knownPorts()
-	sort.Strings(ports)
-	if len(ports) != 3 || ports[1] != "Ethernet0" || ports[2] != "Ethernet4" {
-		t.Fatalf("known ports %q", ports)
+	if d.imp["Ethernet0"]["loss"] != "1" || d.flows["Ethernet0"]["Ethernet0|a"] == nil || d.flows["Ethernet4"]["Ethernet4|b"] == nil || d.flows[""]["|odd"] == nil {
+		t.Fatalf("imp %v flows %v", d.imp, d.flows)
 	}
-	d.setConfig(redisx.Event{Table: schema.TableImpairmentFlow, Key: "Ethernet4|b", Deleted: true})
-	d.setConfig(redisx.Event{Table: schema.TableImpairment, Key: "Ethernet0", Deleted: true})
-	if len(d.flows["Ethernet4"]) != 0 || d.imp["Ethernet0"] != nil || d.flows["Ethernet0"]["Ethernet0|a"] == nil {
+	if e := d.entries["IMPAIRMENT|Ethernet0"]; e.Gen != schema.Generation(schema.Fields{"loss": "1"}) {
+		t.Fatalf("entry %+v", e)
+	}
+	c.Delete(schema.TableImpairmentFlow, "Ethernet4|b")
+	c.Delete(schema.TableImpairment, "Ethernet0")
+	d.refresh("Ethernet0")
+	d.refresh("Ethernet4")
+	if d.flows["Ethernet4"] != nil || d.imp["Ethernet0"] != nil || d.flows["Ethernet0"]["Ethernet0|a"] == nil {
 		t.Fatalf("after deletes: imp %v flows %v", d.imp, d.flows)
 	}
 }
@@ -68,36 +64,3 @@ func TestCounterHash(t *testing.T) {
 // TestHoldRelease: a held key keeps its hash (its impairment stays) and
 // gets no result; set again it is no longer held; releaseHeld forgets the
 // rest and names their ports.
-func TestHoldRelease(t *testing.T) {
-	d := newDaemon(Config{Log: logrus.NewEntry(logrus.New())}, nil)
-	d.setConfig(redisx.Event{Table: schema.TableImpairment, Key: "Ethernet0", Fields: map[string]string{"loss": "1"}})
-	d.setConfig(redisx.Event{Table: schema.TableImpairmentFlow, Key: "Ethernet0|a", Fields: map[string]string{"loss": "2"}})
-	d.setConfig(redisx.Event{Table: schema.TableImpairmentFlow, Key: "Ethernet4|b", Fields: map[string]string{"loss": "3"}})
-	if d.hold(redisx.Event{Table: schema.TableImpairment, Key: "Ethernet8", Deleted: true}) {
-		t.Error("held a key that was never configured")
-	}
-	for _, ev := range []redisx.Event{
-		{Table: schema.TableImpairment, Key: "Ethernet0", Deleted: true},
-		{Table: schema.TableImpairmentFlow, Key: "Ethernet0|a", Deleted: true},
-		{Table: schema.TableImpairmentFlow, Key: "Ethernet4|b", Deleted: true},
-	} {
-		if !d.hold(ev) {
-			t.Errorf("%+v not held", ev)
-		}
-	}
-	if d.imp["Ethernet0"] == nil || d.flows["Ethernet4"]["Ethernet4|b"] == nil || len(d.held) != 3 {
-		t.Fatalf("held keys forgotten: imp %v flows %v held %v", d.imp, d.flows, d.held)
-	}
-	d.setConfig(redisx.Event{Table: schema.TableImpairment, Key: "Ethernet0", Fields: map[string]string{"loss": "5"}})
-	if len(d.held) != 2 {
-		t.Fatalf("reloaded key still held: %v", d.held)
-	}
-	ports := d.releaseHeld()
-	sort.Strings(ports)
-	if len(ports) != 2 || ports[0] != "Ethernet0" || ports[1] != "Ethernet4" {
-		t.Errorf("released ports %q", ports)
-	}
-	if d.imp["Ethernet0"]["loss"] != "5" || d.flows["Ethernet0"] != nil || d.flows["Ethernet4"] != nil || len(d.held) != 0 {
-		t.Errorf("after release: imp %v flows %v held %v", d.imp, d.flows, d.held)
-	}
-}

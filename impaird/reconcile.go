@@ -45,6 +45,7 @@ func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.refresh(port)
 	out := &outcome{results: map[string]schema.Fields{}}
 	retry, err := d.reconcileLocked(port, out)
 	if d.edt != nil && port != badKeysPort {
@@ -157,7 +158,7 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		}
 		if _, err := d.k.xdp(port); errors.Is(err, errNoLink) {
 			setAll(schema.Pending("waiting for netdev "+port), nil)
-			return retryMissing, nil
+			return 0, nil // a link event re-queues the port
 		} else if err != nil {
 			return 0, err
 		}
@@ -188,14 +189,14 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	st, err := d.k.xdp(port)
 	if errors.Is(err, errNoLink) {
 		setAll(schema.Pending("waiting for netdev "+port), nil)
-		return retryMissing, nil
+		return 0, nil // a link event re-queues the port
 	}
 	if err != nil {
 		return 0, err
 	}
 	if st.progID != 0 && st.progID != ours {
 		setAll(schema.Error(foreignReason(port, st.progID)), nil)
-		return retryMissing, nil
+		return 0, nil // its detach is a link event: then the port is ours
 	}
 	if p == nil {
 		p, err = bpf.Load(dir)
@@ -208,7 +209,7 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	if st.progID == 0 || st.progID != p.ProgramID() {
 		if err := d.k.do(func() error { return p.Attach(st.ifindex, d.cfg.Mode) }); err != nil {
 			setAll(schema.Error(err.Error()), nil)
-			return retryMissing, nil
+			return 0, fmt.Errorf("attach XDP to %s: %w", port, err)
 		}
 		msg := "XDP program attached"
 		if p.Adopted {
@@ -273,36 +274,6 @@ func (d *daemon) teardown(port string) error {
 		return nil
 	}
 	return bpf.RemovePins(d.dir(port))
-}
-
-// writeResults writes this port's results and removes the ones it wrote
-// before that are no longer wanted.
-// Held keys (gone from CONFIG_DB, see daemon.hold) get no result; one
-// written before stays until they are released.
-func (d *daemon) writeResults(ctx context.Context, port string, out *outcome) error {
-	b := d.results.Batch()
-	keys := map[string]bool{}
-	for key, f := range out.results {
-		if _, held := d.held[key]; held {
-			if d.resultKeys[port][key] {
-				keys[key] = true
-			}
-			continue
-		}
-		b.Set(key, f)
-		keys[key] = true
-	}
-	for key := range d.resultKeys[port] {
-		if !keys[key] {
-			b.Delete(key)
-		}
-	}
-	if len(keys) == 0 {
-		delete(d.resultKeys, port)
-	} else {
-		d.resultKeys[port] = keys
-	}
-	return b.Flush(ctx)
 }
 
 // writeCounters writes every loaded port's counters: the port key sums all

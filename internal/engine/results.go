@@ -176,6 +176,16 @@ func (r *results) reconciled(item string) {
 	}
 }
 
+// rewrite queues the current result of table|key again, in full.
+func (r *results) rewrite(table, key string) {
+	ck := table + schema.ConfigSep + key
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec, ok := r.current[ck]; ok {
+		r.putLocked(schema.ResultKey(table, key), &rec)
+	}
+}
+
 // rewriteAll queues every result again, in full (STATE_DB was emptied or
 // Redis restarted).
 func (r *results) rewriteAll() int {

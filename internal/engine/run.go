@@ -170,6 +170,9 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 				e.started.Store(true)
 				e.enqueueAll(tables)
 				close(first)
+				if !e.gate.initialized.Load() {
+					e.log.Info("CONFIG_DB_INITIALIZED is not 1: what no key configures is kept until it is")
+				}
 			}
 			e.maybeRelease()
 		}
@@ -221,9 +224,14 @@ func (e *engine) event(ctx context.Context, ev redisx.Event) {
 		}
 	default:
 		e.res.clearBad(ev.Table, ev.Key)
-		if e.cache.Set(ev.Table, ev.Key, ev.Fields) {
-			e.enqueue(ev.Table, ev.Key)
-		} else if e.cache.Held(ev.Table, ev.Key) {
+		held := e.cache.Held(ev.Table, ev.Key)
+		changed := e.cache.Set(ev.Table, ev.Key, ev.Fields)
+		if held {
+			// Back in CONFIG_DB (reloaded after Redis came back empty):
+			// its result was not written while it was held.
+			e.res.rewrite(ev.Table, ev.Key)
+		}
+		if changed || held {
 			e.enqueue(ev.Table, ev.Key)
 		}
 	}

@@ -76,9 +76,9 @@ func TestImpairdRedisRestartEmpty(t *testing.T) {
 
 	e.srv.Restart()
 	for _, key := range []string{"Ethernet0|blocked", "Ethernet0|extra"} {
-		e.waitLog("holding "+key, "impairment kept until it is", key)
+		e.waitLog("holding "+key, "what it configured stays until it is", key)
 	}
-	e.waitLog("holding Ethernet0", "impairment kept until it is", "key=Ethernet0 ")
+	e.waitLog("holding Ethernet0", "what it configured stays until it is", "key=Ethernet0 ")
 	if got, _ := xdpProg(t, e.sw, "Ethernet0"); got != id {
 		t.Fatalf("after Redis restarted empty the XDP program is %d, want %d", got, id)
 	}
@@ -136,7 +136,7 @@ func TestImpairdSweepWaitsForInitialized(t *testing.T) {
 	e.impaird.Kill()
 	e.del("IMPAIRMENT|Ethernet0")
 	e.start()
-	e.waitLog("the deferred sweep", "CONFIG_DB_INITIALIZED is not 1: pins of ports not configured are kept")
+	e.waitLog("the deferred sweep", "CONFIG_DB_INITIALIZED is not 1: what no key configures is kept until it is")
 	e.waitState("IMPAIRMENT_TABLE|Ethernet4", map[string]string{"state": "ok"})
 	if got, _ := xdpProg(t, e.sw, "Ethernet0"); got != id0 {
 		t.Fatalf("CONFIG_DB_INITIALIZED unset: Ethernet0's program is %d, want %d kept", got, id0)
