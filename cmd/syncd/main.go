@@ -2,7 +2,7 @@
 // STATE_DB PORT_TABLE, VLAN_TABLE, FDB_TABLE, NEIGH_TABLE, ROUTE_TABLE and
 // COUNTERS_DB COUNTERS:<port>. See docs/syncd.md.
 //
-//	syncd [--redis URL] [--netns NAME] [--log-level L] [--counters-interval 1s]
+//	syncd [--redis URL] [--netns NAME] [--log-level L] [--metrics-addr A] [--counters-interval 1s]
 package main
 
 import (
@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/switchyard-net/switchyard/internal/daemon"
-	"github.com/switchyard-net/switchyard/internal/redisx"
-	"github.com/switchyard-net/switchyard/netlinkmgr"
-	"github.com/switchyard-net/switchyard/schema"
 	"github.com/switchyard-net/switchyard/syncd"
 )
 
@@ -45,30 +42,14 @@ func main() {
 	}
 	ctx, stop := daemon.SignalContext()
 	defer stop()
-
-	conn, err := redisx.Dial(ctx, f.Redis, log)
-	if ctx.Err() != nil {
-		return // stopped while waiting for Redis
-	}
+	go daemon.ReturnMemory(ctx, 5*time.Second)
+	reg, err := f.Metrics(ctx, name)
 	if err != nil {
 		daemon.Fatal(name, err)
 	}
-	defer conn.Close()
-	k, err := netlinkmgr.Open(netlinkmgr.Options{NetNS: f.NetNS})
-	if err != nil {
-		daemon.Fatal(name, err)
-	}
-	defer k.Close()
-
-	d := syncd.New(syncd.Config{
-		Kernel: k, State: conn.DB(schema.StateDB), Counters: conn.DB(schema.CountersDB),
-		Config: conn.DB(schema.ConfigDB), CountersInterval: *interval, RecvBuffer: *rcvbuf, Log: log,
+	err = syncd.Run(ctx, syncd.Options{
+		RedisURL: f.Redis, NetNS: f.NetNS, CountersInterval: *interval, RecvBuffer: *rcvbuf, Log: log, Registry: reg,
 	})
-	log.WithField("redis", conn.String()).WithField("netns", f.NetNS).Info("starting")
-	err = d.Run(ctx)
-	s := d.Stats()
-	log.WithField("events", s.Events).WithField("round_trips", s.RoundTrips).
-		WithField("commands", s.Commands).WithField("resyncs", s.Resyncs).Info("stopped")
 	if err != nil {
 		daemon.Fatal(name, err)
 	}

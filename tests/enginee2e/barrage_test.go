@@ -1,4 +1,4 @@
-package hostilee2e
+package enginee2e
 
 import (
 	"context"
