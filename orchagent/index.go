@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -14,6 +15,7 @@ type refIndex struct {
 	mu    sync.Mutex
 	byRes map[string]map[string]bool
 	byKey map[string][]string
+	peaks [2]int // high-water marks of byRes and byKey (shrink)
 }
 
 func newRefIndex() *refIndex {
@@ -30,10 +32,14 @@ func (x *refIndex) set(key string, refs []string) {
 		if m == nil {
 			m = map[string]bool{}
 			x.byRes[r] = m
+			shrink.Grew(x.byRes, &x.peaks[0])
 		}
 		m[key] = true
 	}
-	x.byKey[key] = refs
+	if len(refs) > 0 {
+		x.byKey[key] = refs
+		shrink.Grew(x.byKey, &x.peaks[1])
+	}
 }
 
 func (x *refIndex) drop(key string) {
@@ -48,10 +54,12 @@ func (x *refIndex) dropLocked(key string) {
 			delete(m, key)
 			if len(m) == 0 {
 				delete(x.byRes, r)
+				x.byRes = shrink.Map(x.byRes, &x.peaks[0])
 			}
 		}
 	}
 	delete(x.byKey, key)
+	x.byKey = shrink.Map(x.byKey, &x.peaks[1])
 }
 
 // keys returns the keys depending on resource.

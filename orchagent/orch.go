@@ -8,6 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/switchyard-net/switchyard/internal/engine"
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -58,9 +59,10 @@ type Orch struct {
 
 	handlers map[string]tableHandler
 
-	mu      sync.Mutex
-	results map[string]schema.Result
-	queued  []string // Enqueue == nil: keys for Drain
+	mu          sync.Mutex
+	results     map[string]schema.Result
+	resultsPeak int      // high-water mark of results (shrink)
+	queued      []string // Enqueue == nil: keys for Drain
 
 	// batch, while ReconcileBatch runs, collects the route or FDB writes
 	// of consecutive keys of one table to send together; nil = every
@@ -393,9 +395,11 @@ func (o *Orch) record(table, key string, present bool, out outcome) {
 	case present:
 		changed = !had || old != out.res
 		o.results[ck] = out.res
+		shrink.Grew(o.results, &o.resultsPeak)
 	case out.err == nil:
 		changed = had
 		delete(o.results, ck)
+		o.results = shrink.Map(o.results, &o.resultsPeak)
 	}
 	o.mu.Unlock()
 	if !changed {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -39,9 +40,16 @@ type Cache struct {
 	warn func(table string, f schema.Fields) string
 
 	mu      sync.RWMutex
-	tables  map[string]map[string]*Entry
+	peaks   map[string]*int // high-water mark of each table map (shrink)
+	tables  map[string]map[string]cached
 	indexes map[string]*index // by table
 	held    map[string]bool   // "TABLE|key": gone, but kept (CONFIG_DB_INITIALIZED)
+}
+
+// cached is an entry as the cache keeps it: the hash packed into one
+// string (shrink.Pack) — 100k routes are 100k small strings, not 100k maps.
+type cached struct {
+	fields, gen, warning string
 }
 
 type index struct {
@@ -52,7 +60,7 @@ type index struct {
 // NewCache returns an empty cache. warn (may be nil) names the fields of a
 // hash its table does not define; its text becomes Entry.Warning.
 func NewCache(warn func(table string, f schema.Fields) string) *Cache {
-	return &Cache{warn: warn, tables: map[string]map[string]*Entry{},
+	return &Cache{warn: warn, tables: map[string]map[string]cached{}, peaks: map[string]*int{},
 		indexes: map[string]*index{}, held: map[string]bool{}}
 }
 
@@ -67,25 +75,35 @@ func (c *Cache) Index(table string, fn IndexFunc) {
 // Set records the current hash of table|key (copied, NULL removed) and
 // ends a hold of it. It reports whether the generation changed.
 func (c *Cache) Set(table, key string, f schema.Fields) bool {
-	cp := maps.Clone(f)
-	if cp == nil {
-		cp = schema.Fields{}
+	cp := f
+	if _, null := f[schema.NullField]; null {
+		cp = maps.Clone(f)
+		delete(cp, schema.NullField)
 	}
-	delete(cp, schema.NullField)
-	e := &Entry{Table: table, Key: key, Fields: cp, Gen: schema.Generation(cp)}
+	gen := schema.Generation(cp)
+	c.mu.Lock()
+	if old, had := c.tables[table][key]; had && old.gen == gen {
+		delete(c.held, table+schema.ConfigSep+key)
+		c.mu.Unlock()
+		return false // same hash: nothing new to keep
+	}
+	c.mu.Unlock()
+	e := cached{fields: shrink.Pack(cp), gen: gen}
 	if c.warn != nil {
-		e.Warning = c.warn(table, cp)
+		e.warning = c.warn(table, cp)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.held, table+schema.ConfigSep+key)
 	t := c.tables[table]
 	if t == nil {
-		t = map[string]*Entry{}
+		t = map[string]cached{}
 		c.tables[table] = t
+		c.peaks[table] = new(int)
 	}
 	old, had := t[key]
 	t[key] = e
+	shrink.Grew(t, c.peaks[table])
 	if ix := c.indexes[table]; ix != nil && !had {
 		if v := ix.fn(key); v != "" {
 			m := ix.ids[v]
@@ -96,7 +114,7 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 			m[key] = struct{}{}
 		}
 	}
-	return !had || old.Gen != e.Gen
+	return !had || old.gen != e.gen
 }
 
 // Delete forgets table|key; false when it was not there.
@@ -108,6 +126,7 @@ func (c *Cache) Delete(table, key string) bool {
 		return false
 	}
 	delete(c.tables[table], key)
+	c.tables[table] = shrink.Map(c.tables[table], c.peaks[table])
 	if ix := c.indexes[table]; ix != nil {
 		if v := ix.fn(key); v != "" {
 			delete(ix.ids[v], key)
@@ -163,7 +182,11 @@ func (c *Cache) Get(table, key string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return *e, true
+	f := shrink.Unpack(e.fields)
+	if f == nil {
+		f = schema.Fields{}
+	}
+	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: e.warning}, true
 }
 
 // Has reports whether table|key is cached.

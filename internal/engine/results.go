@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/switchyard-net/switchyard/internal/redisx"
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -48,6 +49,7 @@ type results struct {
 	m      *metrics
 
 	mu      sync.Mutex
+	peaks   [3]int                         // high-water marks of current, bad, byItem (shrink)
 	current map[string]record              // "T|k" -> result
 	bad     map[string]schema.Result       // "T|k" -> engine-made error
 	byItem  map[string]map[string]struct{} // item -> "T|k" with a result
@@ -92,9 +94,11 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 		return
 	}
 	r.current[ck] = rec
+	shrink.Grew(r.current, &r.peaks[0])
 	it := r.item(table, key)
 	if r.byItem[it] == nil {
 		r.byItem[it] = map[string]struct{}{}
+		shrink.Grew(r.byItem, &r.peaks[2])
 	}
 	r.byItem[it][ck] = struct{}{}
 	if r.cache.Held(table, key) {
@@ -117,11 +121,13 @@ func (r *results) remove(table, key string) {
 func (r *results) removeLocked(table, key string) {
 	ck := table + schema.ConfigSep + key
 	delete(r.current, ck)
+	r.current = shrink.Map(r.current, &r.peaks[0])
 	it := r.item(table, key)
 	if m := r.byItem[it]; m != nil {
 		delete(m, ck)
 		if len(m) == 0 {
 			delete(r.byItem, it)
+			r.byItem = shrink.Map(r.byItem, &r.peaks[2])
 		}
 	}
 	r.putLocked(schema.ResultKey(table, key), nil)
@@ -138,6 +144,7 @@ func (r *results) setBad(table, key string, res schema.Result) {
 		return
 	}
 	r.bad[ck] = res
+	shrink.Grew(r.bad, &r.peaks[1])
 	r.putLocked(schema.ResultKey(table, key), &record{res: res})
 }
 
@@ -151,6 +158,7 @@ func (r *results) clearBad(table, key string) bool {
 		return false
 	}
 	delete(r.bad, ck)
+	r.bad = shrink.Map(r.bad, &r.peaks[1])
 	r.removeLocked(table, key)
 	return true
 }
@@ -230,6 +238,7 @@ func (r *results) cleanStale() int {
 			}
 			if _, queued := r.pending[sk]; !queued {
 				delete(r.current, ck)
+				r.current = shrink.Map(r.current, &r.peaks[0])
 				r.putLocked(sk, nil)
 				n++
 			}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,7 +30,8 @@ func NewRegistry(daemon string) *prometheus.Registry {
 	return reg
 }
 
-// Serve serves reg at http://addr/metrics until ctx is done. An empty
+// Serve serves reg at http://addr/metrics (and Go's profiles at
+// /debug/pprof/) until ctx is done. An empty
 // addr serves nothing and returns nil at once. The listener is opened
 // before Serve returns an error, so a busy port fails the daemon's start.
 func Serve(ctx context.Context, addr string, reg *prometheus.Registry) (func(), error) {
@@ -42,6 +44,9 @@ func Serve(ctx context.Context, addr string, reg *prometheus.Registry) (func(), 
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// Go's profiles, for "why is the RSS this high" on a live switch.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {

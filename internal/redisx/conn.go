@@ -128,6 +128,9 @@ func parseSplit(raw string) (*redis.Options, string, error) {
 		DialTimeout:  5 * time.Second,
 		ReadTimeout:  10 * time.Second,
 		WriteTimeout: 10 * time.Second,
+		// Connections opened for a burst close once idle (each holds
+		// 64 KiB of buffers), so a daemon's memory follows its load.
+		ConnMaxIdleTime: 30 * time.Second,
 	}
 	if u.User != nil {
 		pw, hasPW := u.User.Password()

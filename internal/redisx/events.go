@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-net/switchyard/internal/shrink"
 )
 
 // NullField is SONiC's placeholder field of a key that has no fields
@@ -197,6 +199,7 @@ type coalescer struct {
 	mu     sync.Mutex
 	fifo   []item
 	dirty  map[Change]struct{}
+	peak   int           // high-water mark of dirty (shrink)
 	wake   chan struct{} // cap 1
 	closed bool
 }
@@ -212,6 +215,7 @@ func (c *coalescer) mark(ch Change) {
 		return
 	}
 	c.dirty[ch] = struct{}{}
+	shrink.Grew(c.dirty, &c.peak)
 	c.fifo = append(c.fifo, item{ch: ch})
 	c.signal()
 }
@@ -287,6 +291,7 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 					delete(c.dirty, it.ch)
 				}
 			}
+			c.dirty = shrink.Map(c.dirty, &c.peak)
 			c.mu.Unlock()
 			return items, true
 		}

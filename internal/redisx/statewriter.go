@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-net/switchyard/internal/shrink"
 )
 
 // AllFields as the only owned field makes a StateWriter own every field of
@@ -59,7 +61,8 @@ type StateWriter struct {
 	own Ownership
 
 	mu     sync.Mutex // held across a flush so the cache follows Redis' order
-	cache  map[string]map[string]string
+	cache  map[string]string // key -> owned fields as Redis holds them (shrink.Pack)
+	peak   int      // high-water mark of cache (shrink)
 	loaded []string // key prefixes Load read whole: a key there not in cache holds nothing of ours
 	runID  string   // for CheckRestart
 
@@ -76,7 +79,7 @@ func NewStateWriter(c *redis.Client, owned []string) *StateWriter {
 // NewOwnedWriter returns a writer of the fields own names per key on c's
 // DB, e.g. OwnTables(schema.StateSep, map[string][]string{...}).
 func NewOwnedWriter(c *redis.Client, own Ownership) *StateWriter {
-	return &StateWriter{c: c, own: own, cache: map[string]map[string]string{}}
+	return &StateWriter{c: c, own: own, cache: map[string]string{}}
 }
 
 // RoundTrips is the number of Redis round trips (pipelines, SCANs) the
@@ -206,12 +209,14 @@ func (b *Batch) Flush(ctx context.Context) error {
 		// not set removed.
 		for k := range touched {
 			delete(w.cache, k)
+			w.cache = shrink.Map(w.cache, &w.peak)
 		}
 		w.loaded = nil
 		return fmt.Errorf("write %d state keys: %w", len(touched), err)
 	}
 	for k := range failed {
 		delete(w.cache, k)
+		w.cache = shrink.Map(w.cache, &w.peak)
 	}
 	return failed
 }
@@ -254,12 +259,14 @@ func cmdKey(args []any) string {
 // false when there is nothing to send.
 func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) bool {
 	list, all := w.owned(o.key)
-	cached, known := w.cache[o.key]
+	packed, known := w.cache[o.key]
+	cached := shrink.Unpack(packed)
 	if !known && w.inLoaded(o.key) {
 		known = true // Load saw none of our fields there, nor did we write any since
 	}
 	if o.del {
 		delete(w.cache, o.key)
+		w.cache = shrink.Map(w.cache, &w.peak)
 		switch {
 		case known && len(cached) == 0:
 			return false
@@ -306,8 +313,10 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) boo
 		// flush; a later Set rewrites from scratch, which keeps the cache
 		// from growing with every key ever deleted.
 		delete(w.cache, o.key)
+		w.cache = shrink.Map(w.cache, &w.peak)
 	} else {
-		w.cache[o.key] = o.fields
+		w.cache[o.key] = shrink.Pack(o.fields)
+		shrink.Grew(w.cache, &w.peak)
 	}
 	return len(set) > 0 || len(del) > 0
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-net/switchyard/internal/shrink"
 )
 
 // Load adopts the owned fields of existing keys matching pattern (a SCAN
@@ -96,7 +98,7 @@ func (w *StateWriter) adopt(ctx context.Context, keys []string) error {
 		if len(got) == 0 {
 			delete(w.cache, k)
 		} else {
-			w.cache[k] = got
+			w.cache[k] = shrink.Pack(got)
 		}
 	}
 	return nil
@@ -138,7 +140,7 @@ func (w *StateWriter) Keys() []string {
 func (w *StateWriter) Forget() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.cache = map[string]map[string]string{}
+	w.cache = map[string]string{}
 	w.loaded = nil
 }
 

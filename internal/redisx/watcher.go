@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-net/switchyard/internal/shrink"
 )
 
 // Change says a key of a watched table may have changed (level-triggered:
@@ -48,10 +50,11 @@ type Watcher struct {
 	channels []string          // SUBSCRIBE channels of the plain keys
 	rescan   chan struct{}     // cap 1: a (re)scan is wanted
 
-	mu    sync.Mutex
-	known map[string]knownKey // full key -> what we know of it
-	epoch uint64              // incremented when a scan starts
-	runID string              // of the server the last scan read
+	mu        sync.Mutex
+	known     map[string]knownKey // full key -> what we know of it
+	knownPeak int                 // high-water mark of known (shrink)
+	epoch     uint64              // incremented when a scan starts
+	runID     string              // of the server the last scan read
 
 	emitMu sync.Mutex // serializes notify calls
 
@@ -212,8 +215,10 @@ func (w *Watcher) handle(m *redis.Message, emit func(Change)) {
 	switch m.Payload {
 	case "del", "expired", "evicted", "rename_from", "move_from":
 		delete(w.known, key)
+		w.known = shrink.Map(w.known, &w.knownPeak)
 	default:
 		w.known[key] = knownKey{table: table, epoch: w.epoch}
+		shrink.Grew(w.known, &w.knownPeak)
 	}
 	w.mu.Unlock()
 	emit(Change{Table: table, Key: key[len(table)+len(w.opts.Separator):]})
@@ -310,6 +315,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 			gone = append(gone, Change{Table: kk.table, Key: k[len(kk.table)+len(w.opts.Separator):]})
 		}
 	}
+	w.known = shrink.Map(w.known, &w.knownPeak)
 	w.mu.Unlock()
 	for _, ch := range gone {
 		emit(ch)

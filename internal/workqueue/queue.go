@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"context"
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"sync"
 	"time"
 )
@@ -36,6 +37,7 @@ type Queue struct {
 	bucket     tokenBucket
 	wake       chan struct{} // closed (and replaced) whenever a Get may proceed
 	shutdown   bool
+	peaks      [2]int // high-water marks of dirty and failures (shrink)
 }
 
 // waiter is one pending AddAfter; the timer's callback acts only if it is
@@ -90,6 +92,7 @@ func (q *Queue) addLocked(key string) {
 		return
 	}
 	q.dirty[key] = struct{}{}
+	shrink.Grew(q.dirty, &q.peaks[0])
 	if _, ok := q.processing[key]; ok {
 		return // Done re-queues it
 	}
@@ -143,6 +146,7 @@ func (q *Queue) AddRateLimited(key string) {
 	q.mu.Lock()
 	n := q.failures[key]
 	q.failures[key] = n + 1
+	shrink.Grew(q.failures, &q.peaks[1])
 	d := backoff(q.opts.BaseDelay, q.opts.MaxDelay, n)
 	if bd := q.bucket.reserve(time.Now()); bd > d {
 		d = bd
@@ -172,6 +176,7 @@ func (q *Queue) Forget(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.failures, key)
+	q.failures = shrink.Map(q.failures, &q.peaks[1])
 }
 
 // Retries is the number of AddRateLimited calls for key since its last
@@ -201,6 +206,7 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 				q.queue = nil // let the backing array go
 			}
 			delete(q.dirty, key)
+			q.dirty = shrink.Map(q.dirty, &q.peaks[0])
 			q.processing[key] = struct{}{}
 			q.mu.Unlock()
 			return key, true

@@ -137,15 +137,22 @@ func (s *Switch) WaitGone(cfgKey string) {
 }
 
 // RSS is the resident set size of a process in KiB (/proc/PID/status VmRSS).
-func RSS(pid int) (int, error) {
+func RSS(pid int) (int, error) { return procStatus(pid, "VmRSS") }
+
+// AnonRSS is the anonymous part of the resident set in KiB (RssAnon): the
+// process's own memory, without the pages of its binary and libraries
+// that code paths touched once (file-backed, shared, reclaimable).
+func AnonRSS(pid int) (int, error) { return procStatus(pid, "RssAnon") }
+
+func procStatus(pid int, field string) (int, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
