@@ -33,13 +33,7 @@ test-compose: build
 	SWITCHYARD_TEST_COMPOSE=1 $(GO) test -count=1 -timeout 10m -v ./tests/composee2e
 
 test-vm:
-	@if [ -x tests/vm/run-suite.sh ]; then tests/vm/run-suite.sh; else echo "# docker-compose.yml for real: images built without a registry, the stack
-# managing a test namespace (tests/composee2e; skips without a Docker engine,
-# which make deps installs and starts).
-test-compose: build
-	SWITCHYARD_TEST_COMPOSE=1 $(GO) test -count=1 -timeout 10m -v ./tests/composee2e
-
-test-vm: VM harness not present yet"; fi
+	@if [ -x tests/vm/run-suite.sh ]; then tests/vm/run-suite.sh; else echo "test-vm: VM harness not present yet"; fi
 
 bench:
 	@./scripts/bench.sh
