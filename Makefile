@@ -4,13 +4,46 @@ BIN     := bin
 CMDS    := $(notdir $(wildcard cmd/*))
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build test test-host test-race test-vm test-compose bench generate check-generate demo demo-clean deps fuzz clean
+.PHONY: all build install uninstall deb test test-host test-race test-vm test-compose bench generate check-generate demo demo-clean deps fuzz clean
 
 all: build
 
 build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/...
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binaries and the systemd
+# units (deploy/systemd; enable with systemctl enable --now switchyard.target).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR  := $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+UNITS   := switchyard.target switchyard-orchagent.service switchyard-syncd.service switchyard-impaird.service
+
+install: build
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(BIN)/orchagent $(BIN)/syncd $(BIN)/impaird $(BIN)/swctl $(DESTDIR)$(BINDIR)/
+	install -m 0644 deploy/systemd/switchyard.target $(DESTDIR)$(UNITDIR)/
+	for u in orchagent syncd impaird; do \
+		sed 's|@BINDIR@|$(BINDIR)|g' deploy/systemd/switchyard-$$u.service.in >$(DESTDIR)$(UNITDIR)/switchyard-$$u.service && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/switchyard-$$u.service || exit 1; \
+	done
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,orchagent syncd impaird swctl) $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+
+# make deb: bin/switchyard_VERSION_ARCH.deb from make install PREFIX=/usr,
+# packaged by nfpm (fetched through the Go module proxy, pinned).
+NFPM        := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+DEB_VERSION ?= 0.1.0+git$(shell git rev-parse --short HEAD 2>/dev/null || echo 0)
+DEB_ARCH    ?= $(shell $(GO) env GOARCH)
+
+deb: build
+	rm -rf $(BIN)/deb-root
+	$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(BIN))/deb-root
+	cd $(BIN)/deb-root && DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) \
+		$(GO) run $(NFPM) package --config $(CURDIR)/deploy/nfpm.yaml --packager deb --target $(abspath $(BIN))/
+	rm -rf $(BIN)/deb-root
 
 deps:
 	@./scripts/install-deps.sh
