@@ -38,6 +38,11 @@ func TestInstallUnitsVerify(t *testing.T) {
 			t.Errorf("bin/%s not installed executable: %v", b, err)
 		}
 	}
+	for _, f := range []string{"bash-completion/completions/swctl", "zsh/vendor-completions/_swctl", "fish/vendor_completions.d/swctl.fish"} {
+		if b, err := os.ReadFile(filepath.Join(prefix, "share", f)); err != nil || !strings.Contains(string(b), "__complete") {
+			t.Errorf("completion %s not installed: %v", f, err)
+		}
+	}
 	unitDir := filepath.Join(prefix, "lib", "systemd", "system")
 	units, _ := filepath.Glob(filepath.Join(unitDir, "*"))
 	var names []string
@@ -122,7 +127,8 @@ func TestDebInstallRemove(t *testing.T) {
 	}
 	dpkg("-i", deb)
 	installed := tree(t, root)
-	for _, f := range []string{"usr/bin/orchagent", "usr/bin/swctl", "usr/lib/systemd/system/switchyard.target"} {
+	for _, f := range []string{"usr/bin/orchagent", "usr/bin/swctl", "usr/lib/systemd/system/switchyard.target",
+		"usr/share/bash-completion/completions/swctl"} {
 		if !slices.Contains(installed, f) {
 			t.Errorf("after dpkg -i, %s missing", f)
 		}
