@@ -56,11 +56,7 @@ func TestInstallUnitsVerify(t *testing.T) {
 	for _, d := range []string{"orchagent", "syncd", "impaird"} {
 		b, _ := os.ReadFile(filepath.Join(unitDir, "switchyard-"+d+".service"))
 		unit := string(b)
-		typ := "Type=notify"
-		if d == "impaird" {
-			typ = "Type=exec" // no readiness hook in impaird yet
-		}
-		for _, line := range []string{typ, "Restart=on-failure", "After=redis-server.service",
+		for _, line := range []string{"Type=notify", "Restart=on-failure", "After=redis-server.service",
 			"CapabilityBoundingSet=CAP_NET_ADMIN", "WantedBy=switchyard.target", "PartOf=switchyard.target",
 			"ExecStart=" + filepath.Join(prefix, "bin", d) + " --redis ${SWITCHYARD_REDIS} "} {
 			if !strings.Contains(unit, line) {
