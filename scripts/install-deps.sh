@@ -20,6 +20,9 @@ have iperf3        || need="$need iperf3"
 have dockerd       || need="$need docker.io"
 have docker-compose || docker compose version >/dev/null 2>&1 || need="$need docker-compose"
 have systemd-analyze || need="$need systemd"
+# swctl's completion scripts are parsed (zsh) and driven (bash, fish).
+have zsh           || need="$need zsh"
+have fish          || need="$need fish"
 
 if [ -n "$need" ]; then
 	if [ "$(id -u)" != 0 ]; then

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -206,6 +208,9 @@ func liveKeys(ctx context.Context, env *Env, table, first string) []string {
 // configKeys returns the keys (without "TABLE|") of CONFIG_DB table that
 // start with prefix.
 func configKeys(ctx context.Context, env *Env, table, prefix string) []string {
+	if env.db == nil && !reachable(env.RedisURL) {
+		return nil
+	}
 	db, err := env.DB()
 	if err != nil {
 		return nil
@@ -221,6 +226,32 @@ func configKeys(ctx context.Context, env *Env, table, prefix string) []string {
 		keys[i] = strings.TrimPrefix(keys[i], head)
 	}
 	return keys
+}
+
+// reachable is a quick look (no retries) at whether anything listens at a
+// Redis URL, so a TAB without Redis does not wait for the client's retries.
+func reachable(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	network, addr := "tcp", u.Host
+	switch u.Scheme {
+	case "unix":
+		network, addr = "unix", u.Path
+	case "redis", "rediss":
+		if u.Port() == "" {
+			addr = net.JoinHostPort(u.Hostname(), "6379")
+		}
+	default:
+		return false
+	}
+	c, err := net.DialTimeout(network, addr, 300*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // suggest returns ` (did you mean "x"?)` for the candidate closest to word

@@ -165,3 +165,32 @@ func TestCompletionScriptsParse(t *testing.T) {
 		t.Errorf("completion tcsh: %s", errs)
 	}
 }
+
+// TestFishCompletionScript asks fish itself (complete -C) for the
+// candidates through the generated script.
+func TestFishCompletionScript(t *testing.T) {
+	fish, err := exec.LookPath("fish")
+	if err != nil {
+		t.Skip("fish not installed (scripts/install-deps.sh installs it)")
+	}
+	h := newHarness(t)
+	seedNames(h)
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "swctl"), "./cmd/swctl")
+	build.Dir = e2eutil.RepoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/swctl: %v\n%s", err, out)
+	}
+	cmd := exec.Command(fish, "--no-config", "-c", `swctl completion fish | source
+complete -C"swctl sh"
+complete -C"swctl config port Ethernet0 --m"
+complete -C"swctl config vlan member add 100 "`)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "SWITCHYARD_REDIS="+h.srv.URL())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fish: %v\n%s", err, out)
+	}
+	if got := strings.Fields(string(out)); !slices.Equal(got, []string{"show", "--mac", "--mtu", "Ethernet0", "Ethernet4"}) {
+		t.Errorf("fish completions: %q", got)
+	}
+}
