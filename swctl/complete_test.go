@@ -111,13 +111,14 @@ func TestBashCompletionScript(t *testing.T) {
 	script := `set -e
 source <(swctl completion bash)
 complete -p swctl
-tab() { COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMP_LINE="$*"; COMPREPLY=(); _swctl; echo "$*| ${COMPREPLY[*]}"; }
+tab() { COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=(); _swctl; echo "$*| ${COMPREPLY[*]}"; }
 tab swctl co
 tab swctl config port ''
 tab swctl config port Ethernet0 --m
 tab swctl config vlan member add 100 Eth
 tab swctl config mac del Vlan100 ''
 tab swctl config load conf
+tab swctl config mac del Vlan100 00:11:2
 `
 	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", script)
 	cmd.Dir = dir
@@ -134,6 +135,8 @@ tab swctl config load conf
 		"swctl config vlan member add 100 Eth| Ethernet0 Ethernet4",
 		"swctl config mac del Vlan100 | 00:11:22:33:44:55",
 		"swctl config load conf| config_db.json",
+		// bash splits the word at ":" and replaces only its last part.
+		"swctl config mac del Vlan100 00:11:2| 22:33:44:55",
 	} {
 		if !strings.Contains(string(out), want+"\n") {
 			t.Errorf("bash completion: want line %q in:\n%s", want, out)

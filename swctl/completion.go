@@ -42,13 +42,15 @@ same --redis or $SWITCHYARD_REDIS the command line names.`,
 var completionScripts = map[string]string{
 	"bash": `# bash completion for swctl (swctl completion bash)
 _swctl() {
-	local cur words cword out
-	if declare -F _get_comp_words_by_ref >/dev/null; then
-		_get_comp_words_by_ref -n =: cur words cword
-	else
-		cur="${COMP_WORDS[COMP_CWORD]}"; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
+	local line="${COMP_LINE:0:COMP_POINT}" words cur out i
+	# The words as typed, split at blanks only (COMP_WORDS also splits at
+	# ":" and "=", which would cut MACs and addresses).
+	read -ra words <<<"$line"
+	if [[ -z $line || $line == *[[:space:]] ]]; then
+		words+=("")
 	fi
-	out=$("${words[0]}" __complete "${words[@]:1:cword}" 2>/dev/null) || return
+	cur="${words[${#words[@]}-1]}"
+	out=$("${words[0]}" __complete "${words[@]:1}" 2>/dev/null) || return
 	if [[ $out == "#files"* ]]; then
 		compopt -o filenames 2>/dev/null || :
 		COMPREPLY=($(compgen -f -- "$cur"))
@@ -56,8 +58,12 @@ _swctl() {
 	fi
 	local IFS=$'\n'
 	COMPREPLY=($(compgen -W "$out" -- "$cur"))
-	if declare -F __ltrim_colon_completions >/dev/null; then
-		__ltrim_colon_completions "$cur"
+	# bash replaces only what follows the last ":" or "=" of the word.
+	local pre="${cur%"${cur##*[:=]}"}"
+	if [[ -n $pre ]]; then
+		for i in "${!COMPREPLY[@]}"; do
+			COMPREPLY[i]="${COMPREPLY[i]#"$pre"}"
+		done
 	fi
 }
 complete -F _swctl swctl
