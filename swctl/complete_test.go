@@ -100,13 +100,7 @@ func TestBashCompletionScript(t *testing.T) {
 	}
 	h := newHarness(t)
 	seedNames(h)
-	dir := t.TempDir()
-	// This package's swctl, built now (bin/ may be older than the source).
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "swctl"), "./cmd/swctl")
-	build.Dir = e2eutil.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/swctl: %v\n%s", err, out)
-	}
+	dir := swctlDir(t)
 	os.WriteFile(filepath.Join(dir, "config_db.json"), []byte("{}"), 0o644)
 	script := `set -e
 source <(swctl completion bash)
@@ -178,12 +172,7 @@ func TestFishCompletionScript(t *testing.T) {
 	}
 	h := newHarness(t)
 	seedNames(h)
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "swctl"), "./cmd/swctl")
-	build.Dir = e2eutil.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/swctl: %v\n%s", err, out)
-	}
+	dir := swctlDir(t)
 	cmd := exec.Command(fish, "--no-config", "-c", `swctl completion fish | source
 complete -C"swctl sh"
 complete -C"swctl config port Ethernet0 --m"
@@ -196,4 +185,45 @@ complete -C"swctl config vlan member add 100 "`)
 	if got := strings.Fields(string(out)); !slices.Equal(got, []string{"show", "--mac", "--mtu", "Ethernet0", "Ethernet4"}) {
 		t.Errorf("fish completions: %q", got)
 	}
+}
+
+// TestZshCompletionScript runs the generated zsh function with the words
+// and CURRENT zsh's completion system gives it; compadd and _files (only
+// usable inside a completion widget) are stood in for by printers.
+func TestZshCompletionScript(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Skip("zsh not installed (scripts/install-deps.sh installs it)")
+	}
+	h := newHarness(t)
+	seedNames(h)
+	dir := swctlDir(t)
+	cmd := exec.Command(zsh, "-f", "-c", `compdef() { :; }
+compadd() { [[ $1 == -a ]] && print -l -- ${(P)2}; }
+_files() { print files; }
+source <(swctl completion zsh)
+words=(swctl sh); CURRENT=2; _swctl
+words=(swctl config mac del Vlan100 ""); CURRENT=6; _swctl
+words=(swctl config load ""); CURRENT=4; _swctl`)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "SWITCHYARD_REDIS="+h.srv.URL())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh: %v\n%s", err, out)
+	}
+	if got := strings.Fields(string(out)); !slices.Equal(got, []string{"show", "00:11:22:33:44:55", "files"}) {
+		t.Errorf("zsh completions: %q", got)
+	}
+}
+
+// swctlDir returns a directory holding this package's swctl, built now
+// (bin/ may be older than the source), to put first on a shell's PATH.
+func swctlDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "swctl"), "./cmd/swctl")
+	build.Dir = e2eutil.RepoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/swctl: %v\n%s", err, out)
+	}
+	return dir
 }
