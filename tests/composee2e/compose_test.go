@@ -165,6 +165,12 @@ func TestCompose(t *testing.T) {
 	if out := s.docker("volume", "ls", "-q", "--filter", "label=com.docker.compose.project="+s.project); !strings.Contains(out, "redis-socket") {
 		t.Errorf("the redis volume is gone after down (want it kept: CONFIG_DB persists): %q", out)
 	}
+	if out := s.docker("network", "ls", "-q", "--filter", "label=com.docker.compose.project="+s.project); out != "" {
+		t.Errorf("networks left after down (the services use host and none): %s", out)
+	}
+	for _, img := range []string{"switchyard:latest", "switchyard-redis:latest"} {
+		s.docker("image", "inspect", "-f", "{{.Id}}", img) // kept: fails the test when gone
+	}
 	if out := ns.IP("-j", "route", "show", "10.99.0.0/24"); !strings.Contains(out, "10.0.0.2") {
 		t.Errorf("route 10.99.0.0/24 gone after down (want the kernel left as it is): %s", out)
 	}
