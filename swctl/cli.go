@@ -126,6 +126,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		env.RedisURL = DefaultRedisURL
 	}
 	defer env.Close()
+	if len(args) > 0 && args[0] == completeVerb {
+		for _, c := range complete(ctx, env, args[1:]) {
+			fmt.Fprintln(stdout, c)
+		}
+		return ExitOK
+	}
 	err := dispatch(ctx, root, env, args)
 	var ue *UsageError
 	switch {
@@ -171,7 +177,11 @@ func dispatch(ctx context.Context, c *Command, env *Env, args []string) error {
 			printHelp(env.Stderr, c, nil)
 			return &UsageError{Cmd: c, Msg: "missing command"}
 		}
-		return usagef(c, "unknown command %q", args[0])
+		var names []string
+		for _, s := range c.Sub {
+			names = append(names, s.Name)
+		}
+		return usagef(c, "unknown command %q%s", args[0], suggest(args[0], names))
 	}
 	fs := newFlagSet(c, env)
 	run := c.Setup(fs)
@@ -195,7 +205,13 @@ func flagErr(c *Command, env *Env, fs *flag.FlagSet, err error) error {
 		printHelp(env.Stdout, c, fs)
 		return err
 	}
-	return &UsageError{Cmd: c, Msg: strings.TrimPrefix(err.Error(), "flag provided but not defined: ")}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+		msg = name + suggest("--"+strings.TrimLeft(name, "-"), names)
+	}
+	return &UsageError{Cmd: c, Msg: msg}
 }
 
 // parseInterspersed parses flags that may come after positional arguments

@@ -43,7 +43,7 @@ func Dial(url string) (*DB, error) {
 	defer cancel()
 	if err := d.Client(schema.ConfigDB).Ping(ctx).Err(); err != nil {
 		d.Close()
-		hint := fmt.Sprintf("is redis-server running? set --redis or $%s", EnvRedis)
+		hint := fmt.Sprintf("is redis-server running? start it (systemctl start redis-server, or docker compose up -d) or point --redis or $%s at it", EnvRedis)
 		if msg := err.Error(); strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") {
 			hint = "check the user and password in the URL"
 		}

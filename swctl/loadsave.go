@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -38,7 +39,13 @@ BGP_NEIGHBOR, …) are written as they are, for SONiC's other tools;
 
 Each entry replaces its whole hash. With --replace, CONFIG_DB ends up holding
 exactly the file: every other TABLE|key is deleted (with --skip-unknown, only
-those of switchyard's tables). FILE "-" reads standard input.`,
+those of switchyard's tables). FILE "-" reads standard input.
+
+On a terminal a progress line shows the phases, then how fast the entries
+were written and the daemons applying them ("applied N/M (rate/s), P
+pending, E errors") until all have a result or nothing moves for 5 s; the
+exit status is the load's alone. Not shown when stderr is not a terminal,
+or with --quiet.`,
 		Examples: []string{
 			"swctl config load demo/routed.json",
 			"swctl config load --replace backup.json && swctl wait --timeout 30s",
@@ -50,15 +57,20 @@ those of switchyard's tables). FILE "-" reads standard input.`,
 		dry := fs.Bool("dry-run", false, "validate only; write nothing")
 		skipUnknown := fs.Bool("skip-unknown", false, "write only switchyard's tables; name the others in a warning")
 		strict := fs.Bool("strict", false, "fail on fields nobody defines instead of warning")
+		quiet := fs.Bool("quiet", false, "no progress line (it is shown only on a terminal)")
 		return func(ctx context.Context, e *Env, args []string) error {
 			if err := wantArgs(c, args, 1, 1); err != nil {
 				return err
 			}
+			p := newProgress(e.Stderr, *quiet)
+			p.show(true, "reading %s", args[0])
 			data, err := readInput(args[0])
 			if err != nil {
 				return err
 			}
+			p.show(true, "validating %d bytes", len(data))
 			entries, warnings, err := parseConfigFile(data, loadOptions{Strict: *strict, SkipUnknown: *skipUnknown})
+			p.clear()
 			for _, w := range warnings {
 				fmt.Fprintf(e.Stderr, "swctl: warning: %s\n", w)
 			}
@@ -80,16 +92,25 @@ those of switchyard's tables). FILE "-" reads standard input.`,
 					return err
 				}
 			}
+			p.show(true, "writing %d entries", len(entries))
+			began := time.Now()
 			rep, err := apply(ctx, db.Config(), ch)
+			p.clear()
 			if err != nil {
 				return err
 			}
+			took := time.Since(began)
 			counts := map[string]int{}
 			for _, a := range rep {
 				counts[a.Action]++
 			}
 			fmt.Fprintf(e.Stdout, "loaded %s: %d entries (%d set, %d unchanged), %d deleted; %s = 1\n",
 				args[0], len(entries), counts["set"], counts["unchanged"], counts["deleted"], schema.KeyConfigDBInitialized)
+			if p.on {
+				fmt.Fprintf(e.Stderr, "written in %v (%.0f entries/s); following the daemons (Ctrl-C stops only this)\n",
+					took.Round(time.Millisecond), float64(len(rep))/max(took.Seconds(), 1e-6))
+			}
+			followApply(ctx, e, db, p, 5*time.Second)
 			return nil
 		}
 	}

@@ -21,7 +21,7 @@ redis://127.0.0.1:6379. Errors go to stderr; exit status 0 = success,
 			"swctl --redis unix:///run/switchyard-demo/redis.sock show impairment --counters",
 			"swctl config save backup.json",
 		},
-		Sub: []*Command{configCommand(), waitCommand(), showCommand()},
+		Sub: []*Command{configCommand(), waitCommand(), showCommand(), completionCommand()},
 	}
 	root.link()
 	return root

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"strings"
+	"time"
 
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -16,6 +17,8 @@ type showOpts struct {
 	JSON     bool
 	Counters bool
 	Errors   bool
+	Watch    bool
+	Interval time.Duration
 }
 
 // showLeaf builds a show command whose view is made by build.
@@ -31,13 +34,29 @@ func showLeaf(name, summary, long string, examples []string, counters, errorsFla
 		if errorsFlag {
 			fs.BoolVar(&o.Errors, "errors", false, "only entries that are not ok")
 		}
+		fs.BoolVar(&o.Watch, "watch", false, "redraw the table every --interval until Ctrl-C (with --counters: per-second rates)")
+		fs.DurationVar(&o.Interval, "interval", time.Second, "how often --watch redraws")
 		return func(ctx context.Context, e *Env, args []string) error {
 			if err := wantArgs(c, args, 0, 0); err != nil {
 				return err
 			}
+			if o.Watch && o.JSON {
+				return usagef(c, "--watch draws a table: it does not combine with --json")
+			}
+			if o.Interval < 100*time.Millisecond {
+				return usagef(c, "--interval %v: want at least 100ms", o.Interval)
+			}
 			db, err := e.DB()
 			if err != nil {
 				return err
+			}
+			if o.Watch {
+				title := strings.TrimPrefix(c.Path(), "swctl ")
+				if o.Counters {
+					title += " --counters"
+				}
+				return watchView(ctx, e.Stdout, "swctl "+title, o.Interval, o.Counters,
+					func(ctx context.Context) (*View, error) { return build(ctx, db, o) })
 			}
 			v, err := build(ctx, db, o)
 			if err != nil {

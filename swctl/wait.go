@@ -115,7 +115,9 @@ func waitCommand() *Command {
 		Long: `Wait until every entry of switchyard's CONFIG_DB tables has a result in
 STATE_DB (T_TABLE|key) that is not pending. Exits 0 when all are ok; prints
 the entries in error and exits 1 otherwise. On timeout it prints what is still
-pending (and what it waits for) or has no result at all, and exits 1.`,
+pending (and what it waits for) or has no result at all, and exits 1.
+On a terminal a progress line shows "applied N/M (rate/s), P pending, E
+errors" meanwhile (not with --quiet, nor when stderr is not a terminal).`,
 		Examples: []string{
 			"swctl config load demo/routed.json && swctl wait",
 			"swctl wait --timeout 2m",
@@ -123,6 +125,7 @@ pending (and what it waits for) or has no result at all, and exits 1.`,
 	}
 	c.Setup = func(fs *flag.FlagSet) Runner {
 		timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+		quiet := fs.Bool("quiet", false, "no progress line (it is shown only on a terminal)")
 		return func(ctx context.Context, e *Env, args []string) error {
 			if err := wantArgs(c, args, 0, 0); err != nil {
 				return err
@@ -134,14 +137,16 @@ pending (and what it waits for) or has no result at all, and exits 1.`,
 			if err != nil {
 				return err
 			}
-			return wait(ctx, e, db, *timeout)
+			return wait(ctx, e, db, *timeout, newProgress(e.Stderr, *quiet))
 		}
 	}
 	return c
 }
 
-func wait(ctx context.Context, e *Env, db *DB, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+func wait(ctx context.Context, e *Env, db *DB, timeout time.Duration, p *progress) error {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	defer p.clear()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -158,7 +163,10 @@ func wait(ctx context.Context, e *Env, db *DB, timeout time.Duration) error {
 				failed = append(failed, s)
 			}
 		}
+		done := len(sts) - len(waiting)
+		p.show(false, "%s", applyLine(done, len(failed), len(sts), float64(done)/max(time.Since(start).Seconds(), 1e-3)))
 		if len(waiting) == 0 {
+			p.clear()
 			if len(failed) == 0 {
 				fmt.Fprintf(e.Stdout, "all %d entries applied\n", len(sts))
 				return nil
@@ -170,6 +178,7 @@ func wait(ctx context.Context, e *Env, db *DB, timeout time.Duration) error {
 			return quietError{fmt.Errorf("%d entries failed", len(failed))}
 		}
 		if time.Now().After(deadline) {
+			p.clear()
 			fmt.Fprintf(e.Stderr, "swctl wait: timed out after %v: %d of %d entries not applied yet:\n",
 				timeout, len(waiting), len(sts))
 			for _, s := range waiting {
@@ -177,6 +186,10 @@ func wait(ctx context.Context, e *Env, db *DB, timeout time.Duration) error {
 			}
 			for _, s := range failed {
 				fmt.Fprintf(e.Stderr, "  %s\n", s.line())
+			}
+			if n := noResult(waiting); n > 0 {
+				fmt.Fprintf(e.Stderr, "swctl wait: %d entries have no result at all: are the daemons running? "+
+					"(systemctl start switchyard.target, or docker compose up -d)\n", n)
 			}
 			return quietError{fmt.Errorf("timed out")}
 		}
@@ -186,4 +199,15 @@ func wait(ctx context.Context, e *Env, db *DB, timeout time.Duration) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// noResult counts the entries no daemon has answered at all.
+func noResult(sts []keyStatus) int {
+	n := 0
+	for _, s := range sts {
+		if s.State == "" && !s.Stale {
+			n++
+		}
+	}
+	return n
 }

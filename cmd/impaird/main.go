@@ -28,6 +28,8 @@ func main() {
 	defer stop()
 	err = impaird.Run(ctx, impaird.Config{
 		RedisURL: f.Redis, NetNS: f.NetNS, BPFFS: *bpffs, Mode: bpf.XDPMode(*mode), Log: log,
+		// systemd Type=notify: ready once the first scan is reconciled.
+		Ready: func() { daemon.NotifyReady(log) },
 	})
 	if err != nil {
 		daemon.Fatal("impaird", err)

@@ -30,7 +30,9 @@ func main() {
 	if err != nil {
 		daemon.Fatal(name, err)
 	}
-	err = orchagent.Run(ctx, orchagent.Config{RedisURL: f.Redis, NetNS: f.NetNS, Log: log, Registry: reg})
+	err = orchagent.Run(ctx, orchagent.Config{RedisURL: f.Redis, NetNS: f.NetNS, Log: log, Registry: reg,
+		// systemd Type=notify: ready once the first scan is reconciled.
+		Ready: func() { daemon.NotifyReady(log) }})
 	if err != nil {
 		daemon.Fatal(name, err)
 	}

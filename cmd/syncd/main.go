@@ -49,6 +49,8 @@ func main() {
 	}
 	err = syncd.Run(ctx, syncd.Options{
 		RedisURL: f.Redis, NetNS: f.NetNS, CountersInterval: *interval, RecvBuffer: *rcvbuf, Log: log, Registry: reg,
+		// systemd Type=notify: ready once the first mirror is complete.
+		Ready: func() { daemon.NotifyReady(log) },
 	})
 	if err != nil {
 		daemon.Fatal(name, err)

@@ -66,7 +66,7 @@ func TestComposeFile(t *testing.T) {
 				t.Errorf("%s: want network_mode host, a restart policy, a healthcheck and a build; got %+v", name, s)
 			}
 			if bin == "impaird" {
-				for _, c := range []string{"NET_ADMIN", "BPF", "SYS_ADMIN"} {
+				for _, c := range []string{"NET_ADMIN", "SYS_ADMIN"} {
 					if !slices.Contains(s.CapAdd, c) {
 						t.Errorf("impaird lacks cap_add %s", c)
 					}
