@@ -167,17 +167,18 @@ func (e *requeueError) Error() string { return fmt.Sprintf("requeue after %v", e
 func Requeue(d time.Duration) error { return &requeueError{after: d} }
 
 type engine struct {
-	cfg    Config
-	log    *logrus.Entry
-	ctx    context.Context
-	ctrl   Controller
-	cache  *Cache
-	q      *workqueue.Queue
-	res    *results
-	gate   gate
-	m      *metrics
-	cfgDB  *redis.Client
-	cancel context.CancelFunc
+	cfg       Config
+	log       *logrus.Entry
+	ctx       context.Context
+	ctrl      Controller
+	cache     *Cache
+	q         *workqueue.Queue
+	res       *results
+	gate      gate
+	m         *metrics
+	cfgDB     *redis.Client
+	cancel    context.CancelFunc
+	readyOnce sync.Once
 	// fatalError, set once by fatal, is what Run returns.
 	fatalOnce  sync.Once
 	fatalError error

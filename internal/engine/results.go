@@ -54,6 +54,7 @@ type results struct {
 	bad     map[string]schema.Result       // "T|k" -> engine-made error
 	byItem  map[string]map[string]struct{} // item -> "T|k" with a result
 	pending map[string]*record             // STATE_DB key -> write (nil = delete)
+	writing bool                           // a batch is being sent
 	kick    chan struct{}
 }
 
@@ -270,6 +271,7 @@ func (r *results) run(ctx context.Context) {
 			r.mu.Lock()
 			batch := r.pending
 			r.pending = map[string]*record{}
+			r.writing = len(batch) > 0
 			r.mu.Unlock()
 			if len(batch) == 0 {
 				break
@@ -283,6 +285,9 @@ func (r *results) run(ctx context.Context) {
 				}
 			}
 			err := b.Flush(ctx)
+			r.mu.Lock()
+			r.writing = false
+			r.mu.Unlock()
 			r.m.resultBatch(len(batch), err)
 			if err == nil {
 				retry = 50 * time.Millisecond
@@ -307,6 +312,24 @@ func (r *results) run(ctx context.Context) {
 			if retry < 2*time.Second {
 				retry *= 2
 			}
+		}
+	}
+}
+
+// waitFlushed waits until every queued result is written (false when ctx
+// ends first).
+func (r *results) waitFlushed(ctx context.Context) bool {
+	for {
+		r.mu.Lock()
+		idle := len(r.pending) == 0 && !r.writing
+		r.mu.Unlock()
+		if idle {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

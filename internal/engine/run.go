@@ -112,6 +112,21 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 	return e.fatalErr()
 }
 
+// ready calls Config.Ready once, after the results of the first pass are
+// in STATE_DB (a reader woken by READY finds them).
+func (e *engine) ready(ctx context.Context) {
+	if e.cfg.Ready == nil {
+		return
+	}
+	e.readyOnce.Do(func() {
+		go func() {
+			if e.res.waitFlushed(ctx) {
+				e.cfg.Ready()
+			}
+		}()
+	})
+}
+
 // fatal ends the daemon with err (a refusal no retry can fix).
 func (e *engine) fatal(err error) {
 	e.fatalOnce.Do(func() {
@@ -170,6 +185,9 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 				e.started.Store(true)
 				e.enqueueAll(tables)
 				close(first)
+				if e.q.Len() == 0 { // nothing configured: ready as it is
+					e.ready(ctx)
+				}
 				if !e.gate.initialized.Load() {
 					e.log.Info("CONFIG_DB_INITIALIZED is not 1: what no key configures is kept until it is")
 				}
@@ -313,7 +331,6 @@ func (e *engine) requestSweep() {
 func (e *engine) work(ctx context.Context) {
 	bc, batching := e.ctrl.(BatchController)
 	items := make([]string, 0, e.cfg.MaxBatch)
-	readyOnce := e.cfg.Ready != nil
 	for {
 		item, ok := e.q.Get(ctx)
 		if !ok {
@@ -348,9 +365,8 @@ func (e *engine) work(ctx context.Context) {
 		for i, it := range items {
 			e.finish(ctx, it, errs[i], took)
 		}
-		if readyOnce && e.q.Len() == 0 {
-			readyOnce = false
-			e.cfg.Ready()
+		if e.q.Len() == 0 {
+			e.ready(ctx)
 		}
 	}
 }

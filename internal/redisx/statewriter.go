@@ -60,11 +60,11 @@ type StateWriter struct {
 	c   *redis.Client
 	own Ownership
 
-	mu     sync.Mutex // held across a flush so the cache follows Redis' order
+	mu     sync.Mutex        // held across a flush so the cache follows Redis' order
 	cache  map[string]string // key -> owned fields as Redis holds them (shrink.Pack)
-	peak   int      // high-water mark of cache (shrink)
-	loaded []string // key prefixes Load read whole: a key there not in cache holds nothing of ours
-	runID  string   // for CheckRestart
+	peak   int               // high-water mark of cache (shrink)
+	loaded []string          // key prefixes Load read whole: a key there not in cache holds nothing of ours
+	runID  string            // for CheckRestart
 
 	roundTrips atomic.Uint64
 	commands   atomic.Uint64
