@@ -7,6 +7,7 @@ package main
 import (
 	"flag"
 	"os"
+	"time"
 
 	"github.com/switchyard-net/switchyard/bpf"
 	"github.com/switchyard-net/switchyard/impaird"
@@ -26,8 +27,13 @@ func main() {
 	}
 	ctx, stop := daemon.SignalContext()
 	defer stop()
+	go daemon.ReturnMemory(ctx, 5*time.Second)
+	reg, err := f.Metrics(ctx, "impaird")
+	if err != nil {
+		daemon.Fatal("impaird", err)
+	}
 	err = impaird.Run(ctx, impaird.Config{
-		RedisURL: f.Redis, NetNS: f.NetNS, BPFFS: *bpffs, Mode: bpf.XDPMode(*mode), Log: log,
+		RedisURL: f.Redis, NetNS: f.NetNS, BPFFS: *bpffs, Mode: bpf.XDPMode(*mode), Log: log, Registry: reg,
 		// systemd Type=notify: ready once the first scan is reconciled.
 		Ready: func() { daemon.NotifyReady(log) },
 	})
