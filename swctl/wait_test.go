@@ -2,6 +2,8 @@ package swctl
 
 import (
 	"encoding/json"
+
+	"github.com/switchyard-net/switchyard/schema"
 	"strings"
 	"testing"
 	"time"
@@ -78,4 +80,24 @@ func TestWait(t *testing.T) {
 	if out := h.ok("show", "state", "--errors"); strings.Contains(out, "Vlan100") {
 		t.Errorf("show state --errors lists ok entries:\n%s", out)
 	}
+}
+
+// TestWaitGeneration: a result that names the previous version of an
+// entry (its generation differs from the current hash's) does not end the
+// wait — changing an entry that was already ok waits for the new result.
+func TestWaitGeneration(t *testing.T) {
+	h := newHarness(t)
+	h.ok("config", "route", "add", "10.2.0.0/16", "--blackhole")
+	old, _ := h.cfg.HGetAll(t.Context(), "STATIC_ROUTE|10.2.0.0/16").Result()
+	h.setState("STATIC_ROUTE_TABLE|10.2.0.0/16", "state", "ok", "generation", schema.Generation(old))
+	h.ok("wait", "--timeout", "1s")
+
+	h.cfg.HSet(t.Context(), "STATIC_ROUTE|10.2.0.0/16", "distance", "20") // the change
+	errs := h.fails(ExitRuntime, "wait", "--timeout", "300ms")
+	if !strings.Contains(errs, "STATIC_ROUTE|10.2.0.0/16: result is for the previous version of the entry") {
+		t.Errorf("wait after a change: stderr %q", errs)
+	}
+	cur, _ := h.cfg.HGetAll(t.Context(), "STATIC_ROUTE|10.2.0.0/16").Result()
+	h.setState("STATIC_ROUTE_TABLE|10.2.0.0/16", "state", "ok", "generation", schema.Generation(cur))
+	h.ok("wait", "--timeout", "1s")
 }
