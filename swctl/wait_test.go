@@ -2,11 +2,11 @@ package swctl
 
 import (
 	"encoding/json"
-
-	"github.com/switchyard-net/switchyard/schema"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard-net/switchyard/schema"
 )
 
 // TestWait simulates the daemons by writing STATE_DB results directly.
