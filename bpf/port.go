@@ -145,6 +145,12 @@ func (p *Port) Attach(ifindex int, mode XDPMode) error {
 	} else if l, err := link.LoadPinnedLink(pin, nil); err == nil {
 		info, ierr := l.Info()
 		if ierr == nil && info.XDP() != nil && int(info.XDP().Ifindex) == ifindex {
+			if sameProgram(uint32(info.Program), p.objs.Impair) {
+				// The running program is this release's, on the same
+				// pinned maps: keep it (same program id, nothing swapped).
+				p.link, p.Adopted = l, true
+				return nil
+			}
 			if err := l.Update(p.objs.Impair); err != nil {
 				l.Close()
 				return fmt.Errorf("update pinned XDP link %s to the new program: %w", pin, err)
@@ -325,6 +331,44 @@ func (p *Port) Rules() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// sameProgram reports whether program id runs the same instructions on the
+// same maps as prog: the kernel's tag hashes the instructions with map
+// references left out, and both use the pinned maps.
+func sameProgram(id uint32, prog *ebpf.Program) bool {
+	old, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+	if err != nil {
+		return false
+	}
+	defer old.Close()
+	oi, err := old.Info()
+	if err != nil {
+		return false
+	}
+	ni, err := prog.Info()
+	if err != nil {
+		return false
+	}
+	if oi.Tag == "" || oi.Tag != ni.Tag || oi.Type != ni.Type {
+		return false
+	}
+	// Same maps: every map the running program uses is one of ours.
+	oids, ok1 := oi.MapIDs()
+	nids, ok2 := ni.MapIDs()
+	if !ok1 || !ok2 || len(oids) != len(nids) {
+		return false
+	}
+	have := map[ebpf.MapID]bool{}
+	for _, m := range nids {
+		have[m] = true
+	}
+	for _, m := range oids {
+		if !have[m] {
+			return false
+		}
+	}
+	return true
 }
 
 // PinnedProgramID is the program id of the XDP link pinned in dir by an

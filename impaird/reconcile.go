@@ -212,7 +212,10 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 			return 0, fmt.Errorf("attach XDP to %s: %w", port, err)
 		}
 		msg := "XDP program attached"
-		if p.Adopted {
+		switch {
+		case p.Adopted && p.ProgramID() == st.progID:
+			msg = "pinned XDP link and its program adopted (same program id)"
+		case p.Adopted:
 			msg = "pinned XDP link adopted, switched to this process's program"
 		}
 		d.cfg.Log.WithFields(map[string]any{"port": port, "prog_id": p.ProgramID()}).Info(msg)

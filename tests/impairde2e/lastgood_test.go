@@ -108,16 +108,18 @@ func TestImpairdPortNameWithDot(t *testing.T) {
 		t.Fatalf("pinned link: %v", err)
 	}
 
-	// Adopted: the pinned link switched to the new process's program
-	// (another id), no second pin directory.
+	// Adopted: the new process takes over the pinned link and, the program
+	// being the same release's, the running program too (same id), with no
+	// second pin directory.
 	e.impaird.Kill()
 	e.start()
 	e2eutil.Eventually(t, wait, "restarted impaird adopts eth1.100's pins", func() (bool, string) {
 		st := hgetall(e.state, "IMPAIRMENT_TABLE|eth1.100")
 		now, _ := xdpProg(t, e.sw, "eth1.100")
 		entries, _ := os.ReadDir(e.bpffs)
-		return now != 0 && now != id && st["state"] == "ok" && strconv.Itoa(now) == st["prog_id"] && len(entries) == 1,
-			fmt.Sprintf("prog %d (was %d), result %v, bpffs %v", now, id, st, entries)
+		adopted := strings.Contains(e.impaird.Output(), "pinned XDP link and its program adopted")
+		return adopted && now == id && st["state"] == "ok" && strconv.Itoa(now) == st["prog_id"] && len(entries) == 1,
+			fmt.Sprintf("adopted %v, prog %d (was %d), result %v, bpffs %v", adopted, now, id, st, entries)
 	})
 
 	e.del("IMPAIRMENT|eth1.100")
