@@ -252,6 +252,12 @@ func TestHostileBarrage(t *testing.T) {
 		if p.Exited() {
 			t.Fatalf("%s died:\n%s", name, p.Output())
 		}
+		// One line per bad key at most, each quoting little of its input.
+		if n := len(p.Output()); n > 4<<20 {
+			t.Errorf("%s logged %d bytes for the barrage", name, n)
+		} else {
+			t.Logf("%s logged %d KiB for the barrage", name, n>>10)
+		}
 	}
 	if got := ourRoutes(s.NS); len(got) != len(good) {
 		t.Fatalf("kernel has %d switchyard routes, want the %d good ones", len(got), len(good))

@@ -160,3 +160,58 @@ func TestMetricsEndpoints(t *testing.T) {
 	}
 	_ = schema.ConfigDB
 }
+
+// No daemon prints the password of a --redis URL it refuses or cannot use.
+func TestNoDaemonPrintsThePassword(t *testing.T) {
+	s := e2eutil.NewSwitch(t)
+	s.MountBPFFS()
+	port := strings.TrimPrefix(s.Redis.TCPURL(), "redis://127.0.0.1:")
+	for _, url := range []string{
+		"redis://u:SECRET@127.0.0.1:" + port + "/4",
+		"redis://u:SECRET@127.0.0.1:" + port + "?db=4",
+		"redis://u:SECRET@127.0.0.1:99999",
+		"redis://u:SECRET@[::1",
+		"unix:///nonexistent/redis.sock?password=SECRET",
+	} {
+		for _, d := range daemons {
+			args := []string{"--redis", url, "--netns", s.NS.Name}
+			if d == "impaird" {
+				args = append(args, "--bpffs", s.BPFFS)
+			}
+			p := e2eutil.Start(t, d, args...)
+			// Refused at once, or waiting for a Redis that is not there:
+			// either way, give it a moment to print.
+			time.Sleep(300 * time.Millisecond)
+			if out := p.Output(); strings.Contains(out, "SECRET") {
+				t.Errorf("%s --redis %s printed the password:\n%s", d, url, out)
+			}
+			p.Kill()
+		}
+	}
+}
+
+// A working route's hash replaced by a string in one MULTI: state error
+// naming the type, the route stays (the last good config); DEL removes it.
+func TestWorkingKeyReplacedByAString(t *testing.T) {
+	s := e2eutil.NewSwitch(t)
+	s.Start("orchagent")
+	ctx := context.Background()
+	s.HSet("STATIC_ROUTE|10.60.0.0/24", "blackhole", "true")
+	s.WaitOK("STATIC_ROUTE|10.60.0.0/24")
+	pipe := s.Config.TxPipeline()
+	pipe.Del(ctx, "STATIC_ROUTE|10.60.0.0/24")
+	pipe.Set(ctx, "STATIC_ROUTE|10.60.0.0/24", "x", 0)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitState("STATIC_ROUTE|10.60.0.0/24", "error", "is a Redis string, not a hash")
+	if got := ourRoutes(s.NS); len(got) != 1 || got[0] != "10.60.0.0/24" {
+		t.Fatalf("routes %v: want the last good 10.60.0.0/24 kept", got)
+	}
+	s.Del("STATIC_ROUTE|10.60.0.0/24")
+	s.WaitGone("STATIC_ROUTE|10.60.0.0/24")
+	e2eutil.Eventually(t, e2eutil.Wait, "route removed after DEL", func() (bool, string) {
+		got := ourRoutes(s.NS)
+		return len(got) == 0, fmt.Sprint(got)
+	})
+}
