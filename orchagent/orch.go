@@ -438,14 +438,16 @@ func (o *Orch) act(table, key, action string, f func() error) error {
 
 // logAct logs one kernel change (action is built only when logged).
 func (o *Orch) logAct(table, key string, action func() string, err error) {
-	if err == nil && !o.log.Logger.IsLevelEnabled(logrus.InfoLevel) {
+	if err == nil && !o.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 		return
 	}
 	e := o.log.WithFields(logrus.Fields{"table": table, "key": key, "action": action()})
 	if err != nil {
 		e.WithField("outcome", "error").WithError(err).Warn("kernel change failed")
 	} else {
-		e.WithField("outcome", "ok").Info("kernel change")
+		// One line per object only at debug: at info the engine sums up
+		// each burst (docs/engine.md), so 100k routes are not 100k lines.
+		e.WithField("outcome", "ok").Debug("kernel change")
 	}
 }
 

@@ -179,6 +179,8 @@ type engine struct {
 	cfgDB     *redis.Client
 	cancel    context.CancelFunc
 	readyOnce sync.Once
+	// summaryPending: a burst summary is scheduled (summarize).
+	summaryPending atomic.Bool
 	// fatalError, set once by fatal, is what Run returns.
 	fatalOnce  sync.Once
 	fatalError error

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +58,8 @@ type results struct {
 	pending map[string]*record             // STATE_DB key -> write (nil = delete)
 	writing bool                           // a batch is being sent
 	kick    chan struct{}
+	// counts of results set since the last summary: table -> state -> n
+	counts map[string]map[schema.State]int
 }
 
 func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables []string, item func(string, string) string, m *metrics) *results {
@@ -96,6 +100,13 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 	}
 	r.current[ck] = rec
 	shrink.Grew(r.current, &r.peaks[0])
+	if r.counts == nil {
+		r.counts = map[string]map[schema.State]int{}
+	}
+	if r.counts[table] == nil {
+		r.counts[table] = map[schema.State]int{}
+	}
+	r.counts[table][res.State]++
 	it := r.item(table, key)
 	if r.byItem[it] == nil {
 		r.byItem[it] = map[string]struct{}{}
@@ -316,6 +327,37 @@ func (r *results) run(ctx context.Context) {
 	}
 }
 
+// summary returns and resets the per-table counts of results changed
+// since the last call: "PORT ok=3 error=1, STATIC_ROUTE ok=10000" ("" when
+// none).
+func (r *results) summary() string {
+	r.mu.Lock()
+	counts := r.counts
+	r.counts = nil
+	r.mu.Unlock()
+	if len(counts) == 0 {
+		return ""
+	}
+	tables := make([]string, 0, len(counts))
+	for t := range counts {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	var b strings.Builder
+	for i, t := range tables {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(t)
+		for _, st := range []schema.State{schema.StateOK, schema.StatePending, schema.StateError} {
+			if n := counts[t][st]; n > 0 {
+				fmt.Fprintf(&b, " %s=%d", st, n)
+			}
+		}
+	}
+	return b.String()
+}
+
 // waitFlushed waits until every queued result is written (false when ctx
 // ends first).
 func (r *results) waitFlushed(ctx context.Context) bool {
@@ -346,5 +388,3 @@ func (r *results) resultOf(table, key string) (schema.Result, bool) {
 	rec, ok := r.current[ck]
 	return rec.res, ok
 }
-
-var _ = strings.Cut

@@ -112,6 +112,25 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 	return e.fatalErr()
 }
 
+// summarize logs, at info, one line per burst: the results that changed,
+// counted per table and state, 250 ms after the queue last ran dry (a
+// burst that refills the queue meanwhile is summed into the same line).
+// Per-object lines are at debug.
+func (e *engine) summarize() {
+	if e.summaryPending.Swap(true) {
+		return
+	}
+	time.AfterFunc(250*time.Millisecond, func() {
+		e.summaryPending.Store(false)
+		if e.q.Len() > 0 {
+			return // still busy: the next dry queue summarizes
+		}
+		if s := e.res.summary(); s != "" {
+			e.log.WithField("results", s).Info("reconciled")
+		}
+	})
+}
+
 // ready calls Config.Ready once, after the results of the first pass are
 // in STATE_DB (a reader woken by READY finds them).
 func (e *engine) ready(ctx context.Context) {
@@ -367,6 +386,7 @@ func (e *engine) work(ctx context.Context) {
 		}
 		if e.q.Len() == 0 {
 			e.ready(ctx)
+			e.summarize()
 		}
 	}
 }
