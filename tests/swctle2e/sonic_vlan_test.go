@@ -1,0 +1,91 @@
+package swctle2e
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/schema"
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
+	"github.com/switchyard-net/switchyard/tests/kernelcap"
+	"github.com/switchyard-net/switchyard/tests/sonic"
+	"github.com/switchyard-net/switchyard/tests/testns"
+	"github.com/switchyard-net/switchyard/tests/testredis"
+)
+
+// TestVLANSONiCConfigDB loads the whole sonic-cfggen file, VLAN tables
+// included, into a running orchagent (the VM suite: it needs 802.1Q and
+// bridge VLAN filtering): every result ok, Vlan1000 on Bridge with its
+// addresses, both members untagged in vid 1000.
+func TestVLANSONiCConfigDB(t *testing.T) {
+	kernelcap.Require(t, kernelcap.VLAN8021Q, kernelcap.VlanFiltering)
+	daemon(t, "orchagent")
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(sonic.ConfigDBJSON, &file); err != nil {
+		t.Fatal(err)
+	}
+	var ports map[string]map[string]string
+	json.Unmarshal(file[schema.TablePort], &ports)
+	sw := testns.New(t)
+	for i, p := range slices.Sorted(maps.Keys(ports)) {
+		sw.Veth(p, nil, "peer"+string(rune('a'+i)))
+	}
+	in := filepath.Join(t.TempDir(), "config_db.json")
+	os.WriteFile(in, sonic.ConfigDBJSON, 0o644)
+	srv := testredis.Start(t)
+	e2eutil.Start(t, "orchagent", "--redis", srv.URL(), "--netns", sw.Name)
+	mustSwctl(t, srv, "config", "load", in)
+	if out, errs, code := swctl(t, srv, "wait", "--timeout", deadline.String()); code != 0 {
+		t.Fatalf("swctl wait: exit %d\n%s%s", code, out, errs)
+	}
+
+	var vlan []struct {
+		Linkinfo struct {
+			InfoKind string `json:"info_kind"`
+			InfoData struct {
+				ID int `json:"id"`
+			} `json:"info_data"`
+		} `json:"linkinfo"`
+		Link string `json:"link"`
+	}
+	sw.JSON(&vlan, "-d", "link", "show", "dev", "Vlan1000")
+	if len(vlan) != 1 || vlan[0].Linkinfo.InfoKind != "vlan" || vlan[0].Linkinfo.InfoData.ID != 1000 || vlan[0].Link != "Bridge" {
+		t.Fatalf("Vlan1000: %+v, want an 802.1Q device id 1000 on Bridge", vlan)
+	}
+	var addrs []struct {
+		AddrInfo []struct {
+			Local     string `json:"local"`
+			PrefixLen int    `json:"prefixlen"`
+		} `json:"addr_info"`
+	}
+	sw.JSON(&addrs, "addr", "show", "dev", "Vlan1000")
+	have := map[string]bool{}
+	for _, a := range addrs[0].AddrInfo {
+		have[a.Local] = true
+	}
+	if !have["192.168.0.1"] || !have["fc02:1000::1"] {
+		t.Errorf("Vlan1000 addresses %+v: want 192.168.0.1/21 and fc02:1000::1/64", addrs)
+	}
+	var vids []struct {
+		Ifname string `json:"ifname"`
+		Vlans  []struct {
+			Vlan  int      `json:"vlan"`
+			Flags []string `json:"flags"`
+		} `json:"vlans"`
+	}
+	sw.JSON(&vids, "bridge", "vlan", "show")
+	members := map[string]bool{}
+	for _, v := range vids {
+		for _, x := range v.Vlans {
+			if x.Vlan == 1000 && slices.Contains(x.Flags, "Egress Untagged") && slices.Contains(x.Flags, "PVID") {
+				members[v.Ifname] = true
+			}
+		}
+	}
+	if !members["Ethernet4"] || !members["Ethernet12"] {
+		t.Errorf("untagged members of vid 1000: %v, want Ethernet4 and Ethernet12 (bridge -j vlan show: %+v)", members, vids)
+	}
+}
