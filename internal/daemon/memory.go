@@ -13,7 +13,8 @@ import (
 // daemon would keep its peak heap — and its RSS — for good. Every interval,
 // once more than max(16 MiB, the live heap) was allocated since the last
 // time, it collects and returns free memory (debug.FreeOSMemory): a steady
-// daemon pays nothing, a daemon after a burst is back near its live size
+// daemon pays next to nothing (a small heap's collection every few tens of
+// seconds at most), a daemon after a burst is back near its live size
 // within one interval.
 func ReturnMemory(ctx context.Context, interval time.Duration) {
 	sample := []metrics.Sample{
@@ -34,7 +35,7 @@ func ReturnMemory(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 		allocs, live := read()
-		if allocs-last > max(16<<20, live) {
+		if allocs-last > max(4<<20, live/2) {
 			debug.FreeOSMemory()
 			last, _ = read()
 		}
