@@ -1,16 +1,27 @@
-// Package e2eutil helps end-to-end tests run the built switchyard binaries:
-// it finds the repository's bin/ directory (building a missing binary with
-// the go tool when one is available) and runs daemons as child processes
-// whose output goes to the test log.
+// Package e2eutil is the shared kit of the end-to-end suites (tests/*e2e):
+// it runs the built switchyard binaries against real parts and judges the
+// outcome the way an operator would.
+//
+//   - e2eutil.go: the repository's bin/ (building a missing binary), and
+//     Eventually, the one poll every wait goes through.
+//   - proc.go, logs.go: a daemon as a child process, its output, memory and
+//     log lines.
+//   - switch.go, db.go: Switch, one switch under test (a fresh namespace, a
+//     private redis-server, its daemons, host namespaces cabled to its
+//     ports), CONFIG_DB writes and STATE_DB / COUNTERS_DB waits.
+//   - kernel.go: what a namespace's kernel holds, read with iproute2 JSON
+//     (ip -j) as the independent judge, and sysctls.
+//   - traffic.go: ping and UDP datagrams between namespaces.
+//
+// What only one suite needs stays in that suite. Nothing here is used by
+// the product; every deadline is Wait (generous: CI machines are shared).
 package e2eutil
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -69,81 +80,6 @@ func Binary(t testing.TB, name string) string {
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// Proc is a running daemon.
-type Proc struct {
-	t    testing.TB
-	Cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer
-	done chan struct{}
-}
-
-// Start runs bin/NAME with args; its output is kept and written to the test
-// log at cleanup (or on Output). The process is killed at cleanup.
-func Start(t testing.TB, name string, args ...string) *Proc {
-	t.Helper()
-	p := &Proc{t: t, done: make(chan struct{})}
-	p.Cmd = exec.Command(Binary(t, name), args...)
-	p.Cmd.Stdout = (*lockedWriter)(p)
-	p.Cmd.Stderr = (*lockedWriter)(p)
-	if err := p.Cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { p.Cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() || testing.Verbose() {
-			t.Logf("--- %s output ---\n%s", name, p.Output())
-		}
-	})
-	return p
-}
-
-type lockedWriter Proc
-
-func (w *lockedWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.out.Write(b)
-}
-
-// Output is everything the process printed so far.
-func (p *Proc) Output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-// Kill sends SIGKILL (as kill -9) and waits for the process to exit.
-func (p *Proc) Kill() {
-	if p.Cmd.Process != nil {
-		p.Cmd.Process.Signal(syscall.SIGKILL)
-	}
-	<-p.done
-}
-
-// Stop sends SIGTERM and waits up to 10 s, then kills.
-func (p *Proc) Stop() {
-	if p.Cmd.Process != nil {
-		p.Cmd.Process.Signal(syscall.SIGTERM)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		p.Kill()
-	}
-}
-
-// Exited reports whether the process has exited.
-func (p *Proc) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
 
 // Eventually polls cond every 20 ms until it returns true or timeout
 // passes; then fails the test with msg and the last reason cond gave.

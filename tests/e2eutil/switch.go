@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 )
 
 // Wait is the generous deadline of every poll: CI machines are shared.
-const Wait = 30 * time.Second
+const Wait = 60 * time.Second
 
 // Switch is one switch under test: a fresh network namespace, a private
 // redis-server, optionally a private bpffs, and the daemons started on
@@ -60,7 +59,8 @@ func (s *Switch) MountBPFFS() {
 }
 
 // Start runs bin/<daemon> on this switch (--redis, --netns, and --bpffs
-// for impaird) with extra flags; it is killed at cleanup.
+// for impaird) with extra flags; it is killed at cleanup. Procs[daemon]
+// is the latest one started.
 func (s *Switch) Start(daemon string, extra ...string) *Proc {
 	s.T.Helper()
 	args := []string{"--redis", s.Redis.URL(), "--netns", s.NS.Name}
@@ -73,6 +73,24 @@ func (s *Switch) Start(daemon string, extra ...string) *Proc {
 	p := Start(s.T, daemon, append(args, extra...)...)
 	s.Procs[daemon] = p
 	return p
+}
+
+// Host makes a host namespace cabled to the switch: a veth from port (in
+// the switch's namespace) to dev (in the host), both up. IPv6 is off in
+// the host before the cable exists, so no router solicitation, DAD or MLD
+// packet reaches the switch's counters and FDB behind the test's back.
+func (s *Switch) Host(port, dev string) *testns.NS {
+	s.T.Helper()
+	h := testns.New(s.T)
+	DisableIPv6(s.T, h)
+	s.NS.Veth(port, h, dev)
+	return h
+}
+
+// Eventually polls cond until it holds, for at most Wait.
+func (s *Switch) Eventually(msg string, cond func() (bool, string)) {
+	s.T.Helper()
+	Eventually(s.T, Wait, msg, cond)
 }
 
 // HSet writes a CONFIG_DB hash (no fields: SONiC's NULL placeholder).
@@ -94,6 +112,15 @@ func (s *Switch) Del(keys ...string) {
 	}
 }
 
+// SetInitialized sets CONFIG_DB_INITIALIZED to "1": the configuration is
+// complete, the daemons may sweep what no key configures.
+func (s *Switch) SetInitialized() {
+	s.T.Helper()
+	if err := s.Config.Set(context.Background(), schema.KeyConfigDBInitialized, "1", 0).Err(); err != nil {
+		s.T.Fatalf("SET %s: %v", schema.KeyConfigDBInitialized, err)
+	}
+}
+
 // ResultKey maps CONFIG_DB key "T|k" to its STATE_DB result key.
 func ResultKey(cfgKey string) string {
 	table, key, _ := strings.Cut(cfgKey, schema.ConfigSep)
@@ -102,16 +129,15 @@ func ResultKey(cfgKey string) string {
 
 // Result reads the STATE_DB result of CONFIG_DB key cfgKey.
 func (s *Switch) Result(cfgKey string) map[string]string {
-	h, _ := s.State.HGetAll(context.Background(), ResultKey(cfgKey)).Result()
-	return h
+	return HGetAll(s.State, ResultKey(cfgKey))
 }
 
 // WaitState waits until cfgKey's result has state and a reason containing
-// reason.
+// reason, and returns the result.
 func (s *Switch) WaitState(cfgKey, state, reason string) map[string]string {
 	s.T.Helper()
 	var h map[string]string
-	Eventually(s.T, Wait, "STATE_DB "+schema.Clip(ResultKey(cfgKey)), func() (bool, string) {
+	s.Eventually("STATE_DB "+schema.Clip(ResultKey(cfgKey)), func() (bool, string) {
 		h = s.Result(cfgKey)
 		return h["state"] == state && strings.Contains(h["reason"], reason),
 			fmt.Sprintf("have %v, want state=%s reason~%q", h, state, reason)
@@ -130,29 +156,8 @@ func (s *Switch) WaitOK(cfgKeys ...string) {
 // WaitGone waits until cfgKey has no result.
 func (s *Switch) WaitGone(cfgKey string) {
 	s.T.Helper()
-	Eventually(s.T, Wait, "no result for "+schema.Clip(cfgKey), func() (bool, string) {
+	s.Eventually("no result for "+schema.Clip(cfgKey), func() (bool, string) {
 		h := s.Result(cfgKey)
 		return len(h) == 0, fmt.Sprint(h)
 	})
-}
-
-// RSS is the resident set size of a process in KiB (/proc/PID/status VmRSS).
-func RSS(pid int) (int, error) { return procStatus(pid, "VmRSS") }
-
-// AnonRSS is the anonymous part of the resident set in KiB (RssAnon): the
-// process's own memory, without the pages of its binary and libraries
-// that code paths touched once (file-backed, shared, reclaimable).
-func AnonRSS(pid int) (int, error) { return procStatus(pid, "RssAnon") }
-
-func procStatus(pid int, field string) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }

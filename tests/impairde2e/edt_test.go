@@ -55,35 +55,29 @@ func TestImpairdDelayWithoutFq(t *testing.T) {
 		t.Skip("this kernel has the fq qdisc: TestEDTImpairdDelay (VM suite) covers delay with fq")
 	}
 	e := newEnv(t)
-	before := qdiscs(t, e.sw, "Ethernet0")
+	before := qdiscs(t, e.NS, "Ethernet0")
 	e.start()
-	e.hset("IMPAIRMENT|Ethernet0", "delay", "50ms")
-	st := e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "error"})
+	e.HSet("IMPAIRMENT|Ethernet0", "delay", "50ms")
+	st := e.WaitState("IMPAIRMENT|Ethernet0", "error", "")
 	if !strings.Contains(st["reason"], "fq qdisc") || !strings.Contains(st["reason"], "delay") {
 		t.Errorf("reason %q does not name the missing fq qdisc", st["reason"])
 	}
 	t.Logf("reason: %s", st["reason"])
-	if after := qdiscs(t, e.sw, "Ethernet0"); after != before {
+	if after := qdiscs(t, e.NS, "Ethernet0"); after != before {
 		t.Errorf("qdiscs of Ethernet0 changed: %q -> %q", before, after)
 	}
-	e.del("IMPAIRMENT|Ethernet0")
-	e2eutil.Eventually(t, wait, "result removed", func() (bool, string) {
-		st := hgetall(e.state, "IMPAIRMENT_TABLE|Ethernet0")
-		return len(st) == 0, fmt.Sprint(st)
-	})
+	e.Del("IMPAIRMENT|Ethernet0")
+	e.WaitGone("IMPAIRMENT|Ethernet0")
 	// The same per class: the rule's state names fq.
-	e.hset("IMPAIRMENT_FLOW|Ethernet0|ping", "proto", "icmp", "delay", "50ms")
-	st = e.waitState("IMPAIRMENT_FLOW_TABLE|Ethernet0|ping", map[string]string{"state": "error"})
+	e.HSet("IMPAIRMENT_FLOW|Ethernet0|ping", "proto", "icmp", "delay", "50ms")
+	st = e.WaitState("IMPAIRMENT_FLOW|Ethernet0|ping", "error", "")
 	if !strings.Contains(st["reason"], "fq qdisc") || !strings.Contains(st["reason"], "delay") {
 		t.Errorf("flow reason %q does not name the missing fq qdisc", st["reason"])
 	}
 	t.Logf("flow reason: %s", st["reason"])
-	e.del("IMPAIRMENT_FLOW|Ethernet0|ping")
-	e2eutil.Eventually(t, wait, "flow result removed", func() (bool, string) {
-		st := hgetall(e.state, "IMPAIRMENT_FLOW_TABLE|Ethernet0|ping")
-		return len(st) == 0, fmt.Sprint(st)
-	})
-	if after := qdiscs(t, e.sw, "Ethernet0"); after != before {
+	e.Del("IMPAIRMENT_FLOW|Ethernet0|ping")
+	e.WaitGone("IMPAIRMENT_FLOW|Ethernet0|ping")
+	if after := qdiscs(t, e.NS, "Ethernet0"); after != before {
 		t.Errorf("qdiscs of Ethernet0 changed: %q -> %q", before, after)
 	}
 }
@@ -118,19 +112,13 @@ func TestEDTImpairdDelay(t *testing.T) {
 	kernelcap.Require(t, kernelcap.FQ, kernelcap.Clsact)
 	exec.Command("modprobe", "cls_bpf").Run() // the VM does not autoload it
 	e := newEnv(t)
-	h2 := testns.New(t)
-	if out, err := h2.Exec("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"); err != nil {
-		t.Fatalf("sysctl: %v: %s", err, out)
-	}
-	if out, err := e.sw.Exec("sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil {
-		t.Fatalf("sysctl: %v: %s", err, out)
-	}
-	e.sw.Veth("Ethernet4", h2, "eth0")
-	e.sw.IP("addr", "add", "10.0.1.254/24", "dev", "Ethernet4")
+	e2eutil.Sysctl(t, e.NS, "net.ipv4.ip_forward=1")
+	h2 := e.Host("Ethernet4", "eth0")
+	e.NS.IP("addr", "add", "10.0.1.254/24", "dev", "Ethernet4")
 	h2.IP("addr", "add", "10.0.1.1/24", "dev", "eth0")
 	e.h1.IP("route", "add", "10.0.1.0/24", "via", "10.0.0.254")
 	h2.IP("route", "add", "10.0.0.0/24", "via", "10.0.1.254")
-	before0, before4 := qdiscs(t, e.sw, "Ethernet0"), qdiscs(t, e.sw, "Ethernet4")
+	before0, before4 := qdiscs(t, e.NS, "Ethernet0"), qdiscs(t, e.NS, "Ethernet4")
 	base := pingRTTs(t, e.h1, "10.0.1.1", 10)
 	t.Logf("baseline RTT ms: min %.3f median %.3f max %.3f", base[0], median(base), base[len(base)-1])
 
@@ -138,16 +126,16 @@ func TestEDTImpairdDelay(t *testing.T) {
 	// Ethernet4 gets 1 ms of its own: the replies (arriving there) are
 	// delayed by 1 ms, the requests (arriving on Ethernet0) by 50 ms. A
 	// port with only delay fields has no XDP program.
-	e.hset("IMPAIRMENT|Ethernet4", "delay", "1ms")
-	e.hset("IMPAIRMENT|Ethernet0", "delay", "50ms")
-	e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "ok"})
-	e.waitState("IMPAIRMENT_TABLE|Ethernet4", map[string]string{"state": "ok"})
+	e.HSet("IMPAIRMENT|Ethernet4", "delay", "1ms")
+	e.HSet("IMPAIRMENT|Ethernet0", "delay", "50ms")
+	e.WaitState("IMPAIRMENT|Ethernet0", "ok", "")
+	e.WaitState("IMPAIRMENT|Ethernet4", "ok", "")
 	for _, dev := range []string{"Ethernet0", "Ethernet4"} {
-		q := qdiscs(t, e.sw, dev)
+		q := qdiscs(t, e.NS, dev)
 		if !strings.Contains(q, "fq ed: root") || !strings.Contains(q, "clsact") {
 			t.Fatalf("%s: qdiscs %q; want fq ed: as root and clsact", dev, q)
 		}
-		if id, _ := xdpProg(t, e.sw, dev); id != 0 {
+		if id, _ := e2eutil.XDPProg(e.NS, dev); id != 0 {
 			t.Errorf("%s: XDP program %d attached for a delay-only profile", dev, id)
 		}
 	}
@@ -173,14 +161,14 @@ func TestEDTImpairdDelay(t *testing.T) {
 			t.Fatalf("median RTT rose by %.3f ms; want about 50 (40-90)", rise)
 		}
 	}
-	e2eutil.Eventually(t, wait, "delayed counter", func() (bool, string) {
+	e.Eventually("delayed counter", func() (bool, string) {
 		c := e.counters("Ethernet0")
 		return c["delayed"] >= 10, fmt.Sprint(c)
 	})
 
-	e.del("IMPAIRMENT|Ethernet0", "IMPAIRMENT|Ethernet4")
-	e2eutil.Eventually(t, wait, "qdiscs restored", func() (bool, string) {
-		q0, q4 := qdiscs(t, e.sw, "Ethernet0"), qdiscs(t, e.sw, "Ethernet4")
+	e.Del("IMPAIRMENT|Ethernet0", "IMPAIRMENT|Ethernet4")
+	e.Eventually("qdiscs restored", func() (bool, string) {
+		q0, q4 := qdiscs(t, e.NS, "Ethernet0"), qdiscs(t, e.NS, "Ethernet4")
 		return q0 == before0 && q4 == before4, fmt.Sprintf("Ethernet0 %q (was %q), Ethernet4 %q (was %q)", q0, before0, q4, before4)
 	})
 	if d := pingRTTs(t, e.h1, "10.0.1.1", 5); d[0] >= 50 {
@@ -199,37 +187,31 @@ func TestEDTFlowDelay(t *testing.T) {
 	kernelcap.Require(t, kernelcap.FQ, kernelcap.Clsact)
 	exec.Command("modprobe", "cls_bpf").Run() // the VM does not autoload it
 	e := newEnv(t)
-	h2 := testns.New(t)
-	if out, err := h2.Exec("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"); err != nil {
-		t.Fatalf("sysctl: %v: %s", err, out)
-	}
-	if out, err := e.sw.Exec("sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil {
-		t.Fatalf("sysctl: %v: %s", err, out)
-	}
-	e.sw.Veth("Ethernet4", h2, "eth0")
-	e.sw.IP("addr", "add", "10.0.1.254/24", "dev", "Ethernet4")
+	e2eutil.Sysctl(t, e.NS, "net.ipv4.ip_forward=1")
+	h2 := e.Host("Ethernet4", "eth0")
+	e.NS.IP("addr", "add", "10.0.1.254/24", "dev", "Ethernet4")
 	h2.IP("addr", "add", "10.0.1.1/24", "dev", "eth0")
 	h2.IP("addr", "add", "10.0.1.2/24", "dev", "eth0")
 	e.h1.IP("route", "add", "10.0.1.0/24", "via", "10.0.0.254")
 	h2.IP("route", "add", "10.0.0.0/24", "via", "10.0.1.254")
-	before0, before4 := qdiscs(t, e.sw, "Ethernet0"), qdiscs(t, e.sw, "Ethernet4")
+	before0, before4 := qdiscs(t, e.NS, "Ethernet0"), qdiscs(t, e.NS, "Ethernet4")
 	base := pingRTTs(t, e.h1, "10.0.1.1", 10)
 	t.Logf("baseline RTT ms: min %.3f median %.3f max %.3f", base[0], median(base), base[len(base)-1])
 
 	e.start()
 	// Ethernet4 is managed (an empty IMPAIRMENT key) so that it gets fq
 	// and the egress program.
-	e.hset("IMPAIRMENT|Ethernet4", "NULL", "NULL")
-	e.hset("IMPAIRMENT_FLOW|Ethernet0|ping", "proto", "icmp", "dst", "10.0.1.1", "delay", "50ms")
-	e.waitState("IMPAIRMENT_FLOW_TABLE|Ethernet0|ping", map[string]string{"state": "ok"})
-	e.waitState("IMPAIRMENT_TABLE|Ethernet4", map[string]string{"state": "ok"})
+	e.HSet("IMPAIRMENT|Ethernet4", "NULL", "NULL")
+	e.HSet("IMPAIRMENT_FLOW|Ethernet0|ping", "proto", "icmp", "dst", "10.0.1.1", "delay", "50ms")
+	e.WaitState("IMPAIRMENT_FLOW|Ethernet0|ping", "ok", "")
+	e.WaitState("IMPAIRMENT|Ethernet4", "ok", "")
 	for _, dev := range []string{"Ethernet0", "Ethernet4"} {
-		q := qdiscs(t, e.sw, dev)
+		q := qdiscs(t, e.NS, dev)
 		if !strings.Contains(q, "fq ed: root") || !strings.Contains(q, "clsact") {
 			t.Fatalf("%s: qdiscs %q; want fq ed: as root and clsact", dev, q)
 		}
 	}
-	if id, _ := xdpProg(t, e.sw, "Ethernet0"); id == 0 {
+	if id, _ := e2eutil.XDPProg(e.NS, "Ethernet0"); id == 0 {
 		t.Fatal("Ethernet0: no XDP program for the rule")
 	}
 
@@ -254,9 +236,9 @@ func TestEDTFlowDelay(t *testing.T) {
 		}
 	}
 
-	e.del("IMPAIRMENT_FLOW|Ethernet0|ping", "IMPAIRMENT|Ethernet4")
-	e2eutil.Eventually(t, wait, "qdiscs restored", func() (bool, string) {
-		q0, q4 := qdiscs(t, e.sw, "Ethernet0"), qdiscs(t, e.sw, "Ethernet4")
+	e.Del("IMPAIRMENT_FLOW|Ethernet0|ping", "IMPAIRMENT|Ethernet4")
+	e.Eventually("qdiscs restored", func() (bool, string) {
+		q0, q4 := qdiscs(t, e.NS, "Ethernet0"), qdiscs(t, e.NS, "Ethernet4")
 		return q0 == before0 && q4 == before4, fmt.Sprintf("Ethernet0 %q (was %q), Ethernet4 %q (was %q)", q0, before0, q4, before4)
 	})
 	for attempt := 1; ; attempt++ {
@@ -280,19 +262,19 @@ func TestEDTRestartRestoresQdisc(t *testing.T) {
 	exec.Command("modprobe", "cls_bpf").Run() // the VM does not autoload it
 	exec.Command("modprobe", "sch_tbf").Run()
 	e := newEnv(t)
-	if out, err := e.sw.Exec("tc", "qdisc", "add", "dev", "Ethernet0", "root", "handle", "1:", "tbf",
+	if out, err := e.NS.Exec("tc", "qdisc", "add", "dev", "Ethernet0", "root", "handle", "1:", "tbf",
 		"rate", "1gbit", "burst", "64kb", "latency", "100ms"); err != nil {
 		t.Fatalf("tc qdisc add tbf: %v: %s", err, out)
 	}
-	before := qdiscs(t, e.sw, "Ethernet0")
+	before := qdiscs(t, e.NS, "Ethernet0")
 	if !strings.Contains(before, "tbf 1: root") {
 		t.Fatalf("qdiscs %q: want tbf 1: as root", before)
 	}
 
 	e.start()
-	e.hset("IMPAIRMENT|Ethernet0", "delay", "10ms")
-	e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "ok"})
-	if q := qdiscs(t, e.sw, "Ethernet0"); !strings.Contains(q, "fq ed: root") {
+	e.HSet("IMPAIRMENT|Ethernet0", "delay", "10ms")
+	e.WaitState("IMPAIRMENT|Ethernet0", "ok", "")
+	if q := qdiscs(t, e.NS, "Ethernet0"); !strings.Contains(q, "fq ed: root") {
 		t.Fatalf("qdiscs %q: want fq ed: as root", q)
 	}
 
@@ -300,19 +282,19 @@ func TestEDTRestartRestoresQdisc(t *testing.T) {
 	e.start()
 	// The restarted impaird has taken the port over (its STATE_DB result
 	// is the old one; its log says when).
-	e.waitLog("EDT taken over", "EDT egress installed", "port=Ethernet0")
-	e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "ok"})
-	if q := qdiscs(t, e.sw, "Ethernet0"); !strings.Contains(q, "fq ed: root") {
+	e.impaird.WaitLog("EDT taken over", "EDT egress installed", "port=Ethernet0")
+	e.WaitState("IMPAIRMENT|Ethernet0", "ok", "")
+	if q := qdiscs(t, e.NS, "Ethernet0"); !strings.Contains(q, "fq ed: root") {
 		t.Fatalf("after restart: qdiscs %q: want fq ed: as root", q)
 	}
 
-	e.del("IMPAIRMENT|Ethernet0")
-	e2eutil.Eventually(t, wait, "tbf restored", func() (bool, string) {
-		q := qdiscs(t, e.sw, "Ethernet0")
+	e.Del("IMPAIRMENT|Ethernet0")
+	e.Eventually("tbf restored", func() (bool, string) {
+		q := qdiscs(t, e.NS, "Ethernet0")
 		return q == before, fmt.Sprintf("%q (was %q)", q, before)
 	})
-	e2eutil.Eventually(t, wait, "bpffs empty", func() (bool, string) {
-		entries, _ := os.ReadDir(e.bpffs)
+	e.Eventually("bpffs empty", func() (bool, string) {
+		entries, _ := os.ReadDir(e.BPFFS)
 		return len(entries) == 0, fmt.Sprint(entries)
 	})
 }

@@ -25,20 +25,18 @@ import (
 // delete -> program and pins gone.
 func TestImpairdEndToEnd(t *testing.T) {
 	e := newEnv(t)
-	if out, err := e.h1.Exec("ping", "-c", "1", "-W", "5", "10.0.0.254"); err != nil { // ARP before measuring
-		t.Fatalf("ping: %v: %s", err, out)
-	}
+	e2eutil.Ping(t, e.h1, swAddr, 1) // ARP before measuring
 	e.start()
 
-	e.hset("IMPAIRMENT|Ethernet0", "loss", "20", "seed", "1")
-	e.hset("IMPAIRMENT_FLOW|Ethernet0|blocked", "proto", "udp", "dport", "9001", "loss", "100", "priority", "10")
-	st := e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "ok"})
-	e.waitState("IMPAIRMENT_FLOW_TABLE|Ethernet0|blocked", map[string]string{"state": "ok"})
-	id, mode := xdpProg(t, e.sw, "Ethernet0")
+	e.HSet("IMPAIRMENT|Ethernet0", "loss", "20", "seed", "1")
+	e.HSet("IMPAIRMENT_FLOW|Ethernet0|blocked", "proto", "udp", "dport", "9001", "loss", "100", "priority", "10")
+	st := e.WaitState("IMPAIRMENT|Ethernet0", "ok", "")
+	e.WaitState("IMPAIRMENT_FLOW|Ethernet0|blocked", "ok", "")
+	id, mode := e2eutil.XDPProg(e.NS, "Ethernet0")
 	if id == 0 || strconv.Itoa(id) != st["prog_id"] || mode != st["xdp_mode"] || mode != "native" {
 		t.Fatalf("STATE_DB says prog_id %s xdp_mode %s; iproute2 says id %d mode %q", st["prog_id"], st["xdp_mode"], id, mode)
 	}
-	if _, err := os.Stat(filepath.Join(e.bpffs, "Ethernet0", "link")); err != nil {
+	if _, err := os.Stat(filepath.Join(e.BPFFS, "Ethernet0", "link")); err != nil {
 		t.Fatalf("pinned link: %v", err)
 	}
 
@@ -47,15 +45,15 @@ func TestImpairdEndToEnd(t *testing.T) {
 	// machine may also lose a few in the socket (checked against passed).
 	r9000 := e.listen(9000)
 	const n = 4000
-	send(t, e.sender(9000), n)
-	got := settle(r9000)
+	e2eutil.SendUDP(t, e.sender(9000), n)
+	got := r9000.Settle()
 	loss := 100 * (1 - float64(got)/n)
 	t.Logf("loss 20%%: receiver got %d of %d (%.2f%% lost)", got, n, loss)
 	if math.Abs(loss-20) > 5 {
 		t.Errorf("receiver saw %.2f%% loss, want 20 +- 5", loss)
 	}
 	var c map[string]uint64
-	e2eutil.Eventually(t, wait, "port counters", func() (bool, string) {
+	e.Eventually("port counters", func() (bool, string) {
 		c = e.counters("Ethernet0")
 		return c["rx_packets"] >= n && consistent(c) && int64(c["passed"]) >= got, fmt.Sprint(c)
 	})
@@ -87,40 +85,40 @@ func TestImpairdEndToEnd(t *testing.T) {
 	}()
 	time.Sleep(500 * time.Millisecond)
 	e.impaird.Kill()
-	if id2, _ := xdpProg(t, e.sw, "Ethernet0"); id2 != id {
+	if id2, _ := e2eutil.XDPProg(e.NS, "Ethernet0"); id2 != id {
 		t.Errorf("after kill -9 the XDP program is %d, want %d still attached", id2, id)
 	}
 	time.Sleep(500 * time.Millisecond)
 	e.start()
-	st = e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "ok"})
-	e2eutil.Eventually(t, wait, "restarted impaird adopts the link", func() (bool, string) {
-		st = hgetall(e.state, "IMPAIRMENT_TABLE|Ethernet0")
-		id3, _ := xdpProg(t, e.sw, "Ethernet0")
+	st = e.WaitState("IMPAIRMENT|Ethernet0", "ok", "")
+	e.Eventually("restarted impaird adopts the link", func() (bool, string) {
+		st = e.Result("IMPAIRMENT|Ethernet0")
+		id3, _ := e2eutil.XDPProg(e.NS, "Ethernet0")
 		return id3 != 0 && strconv.Itoa(id3) == st["prog_id"], fmt.Sprintf("ip says %d, STATE_DB %v", id3, st)
 	})
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
 	wg.Wait()
-	settle(r9001)
-	if got := r9001.n.Load(); got != 0 || sent.Load() < 100 {
+	r9001.Settle()
+	if got := r9001.Count(); got != 0 || sent.Load() < 100 {
 		t.Errorf("across kill -9 and restart: %d of %d datagrams to the 100%% rule got through", got, sent.Load())
 	}
-	e2eutil.Eventually(t, wait, "rule counters after restart", func() (bool, string) {
+	e.Eventually("rule counters after restart", func() (bool, string) {
 		rc := e.counters("Ethernet0|blocked")
 		return rc["dropped_loss"] >= uint64(sent.Load()) && consistent(rc), fmt.Sprint(rc)
 	})
 
 	// Delete: program detached, pins and results gone.
-	e.del("IMPAIRMENT|Ethernet0", "IMPAIRMENT_FLOW|Ethernet0|blocked")
-	e2eutil.Eventually(t, wait, "program detached", func() (bool, string) {
-		id, _ := xdpProg(t, e.sw, "Ethernet0")
+	e.Del("IMPAIRMENT|Ethernet0", "IMPAIRMENT_FLOW|Ethernet0|blocked")
+	e.Eventually("program detached", func() (bool, string) {
+		id, _ := e2eutil.XDPProg(e.NS, "Ethernet0")
 		return id == 0, fmt.Sprintf("prog %d still attached", id)
 	})
-	e2eutil.Eventually(t, wait, "pins, results and counters removed", func() (bool, string) {
-		entries, _ := os.ReadDir(e.bpffs)
-		st := hgetall(e.state, "IMPAIRMENT_TABLE|Ethernet0")
-		fst := hgetall(e.state, "IMPAIRMENT_FLOW_TABLE|Ethernet0|blocked")
-		cnt := hgetall(e.cnt, "IMPAIRMENT_COUNTERS:Ethernet0")
+	e.Eventually("pins, results and counters removed", func() (bool, string) {
+		entries, _ := os.ReadDir(e.BPFFS)
+		st := e.Result("IMPAIRMENT|Ethernet0")
+		fst := e.Result("IMPAIRMENT_FLOW|Ethernet0|blocked")
+		cnt := e2eutil.HGetAll(e.Counters, "IMPAIRMENT_COUNTERS:Ethernet0")
 		return len(entries) == 0 && len(st) == 0 && len(fst) == 0 && len(cnt) == 0,
 			fmt.Sprintf("bpffs %v, state %v %v, counters %v", entries, st, fst, cnt)
 	})
@@ -131,10 +129,10 @@ func TestImpairdEndToEnd(t *testing.T) {
 // that does not exist yet is pending until it appears.
 func TestImpairdErrorsAndForeignProgram(t *testing.T) {
 	e := newEnv(t)
-	e.sw.Veth("Ethernet4", nil, "peer4")
+	e.NS.Veth("Ethernet4", nil, "peer4")
 
 	var foreign *ebpf.Program
-	err := e.sw.Do(func() error {
+	err := e.NS.Do(func() error {
 		var err error
 		foreign, err = ebpf.NewProgram(&ebpf.ProgramSpec{
 			Name: "foreign_pass", Type: ebpf.XDP, License: "MIT",
@@ -153,42 +151,42 @@ func TestImpairdErrorsAndForeignProgram(t *testing.T) {
 		t.Fatalf("attach a foreign XDP program: %v", err)
 	}
 	defer foreign.Close()
-	fid, _ := xdpProg(t, e.sw, "Ethernet4")
+	fid, _ := e2eutil.XDPProg(e.NS, "Ethernet4")
 
 	e.start()
-	e.hset("IMPAIRMENT|Ethernet4", "loss", "1")
-	st := e.waitState("IMPAIRMENT_TABLE|Ethernet4", map[string]string{"state": "error"})
+	e.HSet("IMPAIRMENT|Ethernet4", "loss", "1")
+	st := e.WaitState("IMPAIRMENT|Ethernet4", "error", "")
 	if want := fmt.Sprintf("XDP program id %d (foreign_pass)", fid); !strings.Contains(st["reason"], want) {
 		t.Errorf("reason %q does not name %q", st["reason"], want)
 	}
-	if id, _ := xdpProg(t, e.sw, "Ethernet4"); id != fid {
+	if id, _ := e2eutil.XDPProg(e.NS, "Ethernet4"); id != fid {
 		t.Errorf("foreign program replaced: now %d, was %d", id, fid)
 	}
 
-	e.hset("IMPAIRMENT|Ethernet0", "delay", "10")
-	st = e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "error"})
+	e.HSet("IMPAIRMENT|Ethernet0", "delay", "10")
+	st = e.WaitState("IMPAIRMENT|Ethernet0", "error", "")
 	if !strings.Contains(st["reason"], "needs a unit") {
 		t.Errorf("delay: reason %q", st["reason"])
 	}
-	if id, _ := xdpProg(t, e.sw, "Ethernet0"); id != 0 {
+	if id, _ := e2eutil.XDPProg(e.NS, "Ethernet0"); id != 0 {
 		t.Errorf("invalid config attached a program (%d)", id)
 	}
 
-	e.hset("IMPAIRMENT_FLOW|Ethernet8|x", "loss", "5")
-	e.waitState("IMPAIRMENT_FLOW_TABLE|Ethernet8|x", map[string]string{"state": "pending", "reason": "waiting for netdev Ethernet8"})
-	e.sw.Veth("Ethernet8", nil, "peer8")
-	e.waitState("IMPAIRMENT_FLOW_TABLE|Ethernet8|x", map[string]string{"state": "ok"})
-	if id, _ := xdpProg(t, e.sw, "Ethernet8"); id == 0 {
+	e.HSet("IMPAIRMENT_FLOW|Ethernet8|x", "loss", "5")
+	e.WaitHash(e.State, "IMPAIRMENT_FLOW_TABLE|Ethernet8|x", map[string]string{"state": "pending", "reason": "waiting for netdev Ethernet8"})
+	e.NS.Veth("Ethernet8", nil, "peer8")
+	e.WaitState("IMPAIRMENT_FLOW|Ethernet8|x", "ok", "")
+	if id, _ := e2eutil.XDPProg(e.NS, "Ethernet8"); id == 0 {
 		t.Error("Ethernet8: no program attached")
 	}
 
 	// The netdev is re-created (new ifindex): the periodic resync
 	// re-attaches within about 10 s.
-	e.sw.IP("link", "del", "Ethernet8")
-	e.sw.Veth("Ethernet8", nil, "peer8")
-	e2eutil.Eventually(t, wait, "re-created Ethernet8 re-attached", func() (bool, string) {
-		id, _ := xdpProg(t, e.sw, "Ethernet8")
-		st := hgetall(e.state, "IMPAIRMENT_FLOW_TABLE|Ethernet8|x")
+	e.NS.IP("link", "del", "Ethernet8")
+	e.NS.Veth("Ethernet8", nil, "peer8")
+	e.Eventually("re-created Ethernet8 re-attached", func() (bool, string) {
+		id, _ := e2eutil.XDPProg(e.NS, "Ethernet8")
+		st := e.Result("IMPAIRMENT_FLOW|Ethernet8|x")
 		return id != 0 && st["state"] == "ok", fmt.Sprintf("prog %d, state %v", id, st)
 	})
 }

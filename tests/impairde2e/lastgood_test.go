@@ -23,69 +23,64 @@ const kept = "; the previous configuration stays applied"
 // their impairment.
 func TestImpairdBadUpdateKeepsLastGood(t *testing.T) {
 	e := newEnv(t)
-	if out, err := e.h1.Exec("ping", "-c", "1", "-W", "5", "10.0.0.254"); err != nil { // ARP before measuring
-		t.Fatalf("ping: %v: %s", err, out)
-	}
+	e2eutil.Ping(t, e.h1, swAddr, 1) // ARP before measuring
 	e.start()
-	e.hset("IMPAIRMENT|Ethernet0", "loss", "100")
-	e.hset("IMPAIRMENT_FLOW|Ethernet0|pass9002", "proto", "udp", "dport", "9002", "priority", "5")
-	st := e.waitState("IMPAIRMENT_TABLE|Ethernet0", map[string]string{"state": "ok"})
-	e.waitState("IMPAIRMENT_FLOW_TABLE|Ethernet0|pass9002", map[string]string{"state": "ok"})
-	id, _ := xdpProg(t, e.sw, "Ethernet0")
+	e.HSet("IMPAIRMENT|Ethernet0", "loss", "100")
+	e.HSet("IMPAIRMENT_FLOW|Ethernet0|pass9002", "proto", "udp", "dport", "9002", "priority", "5")
+	st := e.WaitState("IMPAIRMENT|Ethernet0", "ok", "")
+	e.WaitState("IMPAIRMENT_FLOW|Ethernet0|pass9002", "ok", "")
+	id, _ := e2eutil.XDPProg(e.NS, "Ethernet0")
 	if id == 0 || strconv.Itoa(id) != st["prog_id"] {
 		t.Fatalf("STATE_DB says prog_id %s; iproute2 says %d", st["prog_id"], id)
 	}
 
-	e.hset("IMPAIRMENT|Ethernet0", "loss", "101")
-	e.hset("IMPAIRMENT_FLOW|Ethernet0|pass9002", "dport", "99999")
+	e.HSet("IMPAIRMENT|Ethernet0", "loss", "101")
+	e.HSet("IMPAIRMENT_FLOW|Ethernet0|pass9002", "dport", "99999")
 	for _, key := range []string{"IMPAIRMENT_TABLE|Ethernet0", "IMPAIRMENT_FLOW_TABLE|Ethernet0|pass9002"} {
 		field := map[bool]string{true: `field "loss": "101"`, false: `field "dport": "99999"`}[strings.HasPrefix(key, "IMPAIRMENT_TABLE")]
-		e2eutil.Eventually(t, wait, key+" error, previous kept", func() (bool, string) {
-			st := hgetall(e.state, key)
+		e.Eventually(key+" error, previous kept", func() (bool, string) {
+			st := e2eutil.HGetAll(e.State, key)
 			return st["state"] == "error" && strings.Contains(st["reason"], field) && strings.HasSuffix(st["reason"], kept), fmt.Sprint(st)
 		})
 	}
-	if now, _ := xdpProg(t, e.sw, "Ethernet0"); now != id {
+	if now, _ := e2eutil.XDPProg(e.NS, "Ethernet0"); now != id {
 		t.Fatalf("after the invalid updates the XDP program is %d, want %d", now, id)
 	}
-	if st := hgetall(e.state, "IMPAIRMENT_TABLE|Ethernet0"); st["prog_id"] != strconv.Itoa(id) {
+	if st := e.Result("IMPAIRMENT|Ethernet0"); st["prog_id"] != strconv.Itoa(id) {
 		t.Errorf("kept result %v: want prog_id %d (the program that runs on)", st, id)
 	}
-	if _, err := os.Stat(filepath.Join(e.bpffs, "Ethernet0", "link")); err != nil {
+	if _, err := os.Stat(filepath.Join(e.BPFFS, "Ethernet0", "link")); err != nil {
 		t.Fatalf("pinned link after the invalid updates: %v", err)
 	}
 	// loss 100 still drops UDP 9000; the rule still exempts UDP 9002.
 	r9000, r9002 := e.listen(9000), e.listen(9002)
 	const n = 200
-	send(t, e.sender(9000), n)
-	send(t, e.sender(9002), n)
-	if got := settle(r9000); got != 0 {
+	e2eutil.SendUDP(t, e.sender(9000), n)
+	e2eutil.SendUDP(t, e.sender(9002), n)
+	if got := r9000.Settle(); got != 0 {
 		t.Errorf("loss 100 kept: %d of %d datagrams got through", got, n)
 	}
-	if got := settle(r9002); got < n/2 {
+	if got := r9002.Settle(); got < n/2 {
 		t.Errorf("rule kept: %d of %d datagrams to UDP 9002 got through, want them all (a few may be lost in the socket)", got, n)
 	}
-	e2eutil.Eventually(t, wait, "port counters", func() (bool, string) {
+	e.Eventually("port counters", func() (bool, string) {
 		c := e.counters("Ethernet0")
 		return c["dropped_loss"] >= n && consistent(c), fmt.Sprint(c)
 	})
 
 	// Deleting the bad IMPAIRMENT removes the port's loss (the rule keeps
 	// the program attached); deleting the rule detaches it.
-	e.del("IMPAIRMENT|Ethernet0")
-	e2eutil.Eventually(t, wait, "IMPAIRMENT result removed", func() (bool, string) {
-		st := hgetall(e.state, "IMPAIRMENT_TABLE|Ethernet0")
-		return len(st) == 0, fmt.Sprint(st)
-	})
-	r9000.n.Store(0)
-	send(t, e.sender(9000), n)
-	if got := settle(r9000); got < n/2 {
+	e.Del("IMPAIRMENT|Ethernet0")
+	e.WaitGone("IMPAIRMENT|Ethernet0")
+	r9000.Reset()
+	e2eutil.SendUDP(t, e.sender(9000), n)
+	if got := r9000.Settle(); got < n/2 {
 		t.Errorf("after deleting IMPAIRMENT: %d of %d datagrams got through, want them all", got, n)
 	}
-	e.del("IMPAIRMENT_FLOW|Ethernet0|pass9002")
-	e2eutil.Eventually(t, wait, "program detached, results gone", func() (bool, string) {
-		id, _ := xdpProg(t, e.sw, "Ethernet0")
-		st := hgetall(e.state, "IMPAIRMENT_FLOW_TABLE|Ethernet0|pass9002")
+	e.Del("IMPAIRMENT_FLOW|Ethernet0|pass9002")
+	e.Eventually("program detached, results gone", func() (bool, string) {
+		id, _ := e2eutil.XDPProg(e.NS, "Ethernet0")
+		st := e.Result("IMPAIRMENT_FLOW|Ethernet0|pass9002")
 		return id == 0 && len(st) == 0, fmt.Sprintf("prog %d, result %v", id, st)
 	})
 }
@@ -96,15 +91,15 @@ func TestImpairdBadUpdateKeepsLastGood(t *testing.T) {
 // adopts them; DEL removes program, pins and result.
 func TestImpairdPortNameWithDot(t *testing.T) {
 	e := newEnv(t)
-	e.sw.Veth("eth1.100", nil, "peer100")
+	e.NS.Veth("eth1.100", nil, "peer100")
 	e.start()
-	e.hset("IMPAIRMENT|eth1.100", "loss", "5")
-	st := e.waitState("IMPAIRMENT_TABLE|eth1.100", map[string]string{"state": "ok"})
-	id, _ := xdpProg(t, e.sw, "eth1.100")
+	e.HSet("IMPAIRMENT|eth1.100", "loss", "5")
+	st := e.WaitState("IMPAIRMENT|eth1.100", "ok", "")
+	id, _ := e2eutil.XDPProg(e.NS, "eth1.100")
 	if id == 0 || strconv.Itoa(id) != st["prog_id"] {
 		t.Fatalf("STATE_DB says prog_id %s; iproute2 says %d", st["prog_id"], id)
 	}
-	if _, err := os.Stat(filepath.Join(e.bpffs, "eth1:2e100", "link")); err != nil {
+	if _, err := os.Stat(filepath.Join(e.BPFFS, "eth1:2e100", "link")); err != nil {
 		t.Fatalf("pinned link: %v", err)
 	}
 
@@ -113,20 +108,20 @@ func TestImpairdPortNameWithDot(t *testing.T) {
 	// second pin directory.
 	e.impaird.Kill()
 	e.start()
-	e2eutil.Eventually(t, wait, "restarted impaird adopts eth1.100's pins", func() (bool, string) {
-		st := hgetall(e.state, "IMPAIRMENT_TABLE|eth1.100")
-		now, _ := xdpProg(t, e.sw, "eth1.100")
-		entries, _ := os.ReadDir(e.bpffs)
-		adopted := strings.Contains(e.impaird.Output(), "pinned XDP link and its program adopted")
+	e.Eventually("restarted impaird adopts eth1.100's pins", func() (bool, string) {
+		st := e.Result("IMPAIRMENT|eth1.100")
+		now, _ := e2eutil.XDPProg(e.NS, "eth1.100")
+		entries, _ := os.ReadDir(e.BPFFS)
+		adopted := e.impaird.HasLine("pinned XDP link and its program adopted")
 		return adopted && now == id && st["state"] == "ok" && strconv.Itoa(now) == st["prog_id"] && len(entries) == 1,
 			fmt.Sprintf("adopted %v, prog %d (was %d), result %v, bpffs %v", adopted, now, id, st, entries)
 	})
 
-	e.del("IMPAIRMENT|eth1.100")
-	e2eutil.Eventually(t, wait, "program, pins and result removed", func() (bool, string) {
-		id, _ := xdpProg(t, e.sw, "eth1.100")
-		entries, _ := os.ReadDir(e.bpffs)
-		st := hgetall(e.state, "IMPAIRMENT_TABLE|eth1.100")
+	e.Del("IMPAIRMENT|eth1.100")
+	e.Eventually("program, pins and result removed", func() (bool, string) {
+		id, _ := e2eutil.XDPProg(e.NS, "eth1.100")
+		entries, _ := os.ReadDir(e.BPFFS)
+		st := e.Result("IMPAIRMENT|eth1.100")
 		return id == 0 && len(entries) == 0 && len(st) == 0, fmt.Sprintf("prog %d, bpffs %v, result %v", id, entries, st)
 	})
 }
@@ -136,14 +131,11 @@ func TestImpairdPortNameWithDot(t *testing.T) {
 func TestImpairdKeyWithoutPort(t *testing.T) {
 	e := newEnv(t)
 	e.start()
-	e.hset("IMPAIRMENT_FLOW||r3", "loss", "1")
-	st := e.waitState("IMPAIRMENT_FLOW_TABLE||r3", map[string]string{"state": "error"})
+	e.HSet("IMPAIRMENT_FLOW||r3", "loss", "1")
+	st := e.WaitState("IMPAIRMENT_FLOW||r3", "error", "")
 	if !strings.Contains(st["reason"], "port name is empty") {
 		t.Errorf("reason %q", st["reason"])
 	}
-	e.del("IMPAIRMENT_FLOW||r3")
-	e2eutil.Eventually(t, wait, "result removed after DEL", func() (bool, string) {
-		st := hgetall(e.state, "IMPAIRMENT_FLOW_TABLE||r3")
-		return len(st) == 0, fmt.Sprint(st)
-	})
+	e.Del("IMPAIRMENT_FLOW||r3")
+	e.WaitGone("IMPAIRMENT_FLOW||r3")
 }
