@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 )
 
 // flushedRe matches syncd's debug line after each flush.
@@ -63,19 +65,19 @@ func BenchmarkBurst10k(b *testing.B) {
 			e := newEnv(b)
 			e.configurePorts("Ethernet0", "Ethernet4")
 			e.start(append([]string{"--log-level", "debug", "--counters-interval", "1h"}, k.args...)...)
-			e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
-			e.field(e.state, "SWITCHYARD_DAEMON|syncd", "pid", strconv.Itoa(e.syncd.Cmd.Process.Pid)) // counted in base
+			e.WaitField(e.State, "PORT_TABLE|Ethernet0", "oper_status", "up")
+			e.WaitField(e.State, "SWITCHYARD_DAEMON|syncd", "pid", strconv.Itoa(e.syncd.Cmd.Process.Pid)) // counted in base
 			ctx := context.Background()
-			base := e.state.DBSize(ctx).Val()
+			base := e.State.DBSize(ctx).Val()
 			add, del := writeBatch(b, k.lines(burstSize, false)), writeBatch(b, k.lines(burstSize, true))
 			run := func(file string) {
-				e.sw.Run(k.tool, "-n", e.sw.Name, "-batch", file)
+				e.NS.Run(k.tool, "-n", e.NS.Name, "-batch", file)
 			}
 			waitSize := func(n int64) {
-				deadline := time.Now().Add(wait)
-				for e.state.DBSize(ctx).Val() != n {
+				deadline := time.Now().Add(e2eutil.Wait)
+				for e.State.DBSize(ctx).Val() != n {
 					if time.Now().After(deadline) {
-						b.Fatalf("STATE_DB holds %d keys, want %d", e.state.DBSize(ctx).Val(), n)
+						b.Fatalf("STATE_DB holds %d keys, want %d", e.State.DBSize(ctx).Val(), n)
 					}
 					time.Sleep(2 * time.Millisecond)
 				}
@@ -84,7 +86,7 @@ func BenchmarkBurst10k(b *testing.B) {
 			// commands than since (every burst key needs one write), so
 			// the figures read are those of the whole burst.
 			totalsAfter := func(since syncdTotals, cmds float64) syncdTotals {
-				deadline := time.Now().Add(wait)
+				deadline := time.Now().Add(e2eutil.Wait)
 				for {
 					t := lastTotals(e.syncd.Output())
 					if t.commands-since.commands >= cmds || time.Now().After(deadline) {

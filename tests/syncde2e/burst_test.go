@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 )
 
 // burstSize is the size of the FDB and route bursts.
@@ -50,27 +52,27 @@ func TestBurst10k(t *testing.T) {
 	e := newEnv(t)
 	e.configurePorts("Ethernet0", "Ethernet4")
 	e.start("--netlink-rcvbuf", "32768")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "oper_status", "up")
 
 	fdb, routes := writeBatch(t, fdbLines(burstSize, false)), writeBatch(t, routeLines(burstSize, false))
-	e.sw.Run("bridge", "-n", e.sw.Name, "-batch", fdb)
-	e.sw.IP("-batch", routes)
+	e.NS.Run("bridge", "-n", e.NS.Name, "-batch", fdb)
+	e.NS.IP("-batch", routes)
 	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
 	e.sameKeys("ROUTE_TABLE|*", e.judgeRoutes)
-	if n := len(keys(e.state, "FDB_TABLE|Vlan1:02:01:*")); n != burstSize {
+	if n := len(e2eutil.Keys(e.State, "FDB_TABLE|Vlan1:02:01:*")); n != burstSize {
 		t.Fatalf("%d burst FDB keys, want %d", n, burstSize)
 	}
-	if n := len(keys(e.state, "ROUTE_TABLE|172.*")); n != burstSize {
+	if n := len(e2eutil.Keys(e.State, "ROUTE_TABLE|172.*")); n != burstSize {
 		t.Fatalf("%d burst ROUTE keys, want %d", n, burstSize)
 	}
-	e.field(e.state, "ROUTE_TABLE|172.55.15.0/24", "protocol", "static")
-	e.field(e.state, "FDB_TABLE|Vlan1:02:01:00:00:27:0f", "port", "Ethernet4")
+	e.WaitField(e.State, "ROUTE_TABLE|172.55.15.0/24", "protocol", "static")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:02:01:00:00:27:0f", "port", "Ethernet4")
 
-	e.sw.Run("bridge", "-n", e.sw.Name, "-batch", writeBatch(t, fdbLines(burstSize, true)))
-	e.sw.IP("-batch", writeBatch(t, routeLines(burstSize, true)))
+	e.NS.Run("bridge", "-n", e.NS.Name, "-batch", writeBatch(t, fdbLines(burstSize, true)))
+	e.NS.IP("-batch", writeBatch(t, routeLines(burstSize, true)))
 	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
 	e.sameKeys("ROUTE_TABLE|*", e.judgeRoutes)
-	if n := len(keys(e.state, "ROUTE_TABLE|172.*")) + len(keys(e.state, "FDB_TABLE|Vlan1:02:01:*")); n != 0 {
+	if n := len(e2eutil.Keys(e.State, "ROUTE_TABLE|172.*")) + len(e2eutil.Keys(e.State, "FDB_TABLE|Vlan1:02:01:*")); n != 0 {
 		t.Fatalf("%d burst keys left after deleting them", n)
 	}
 	t.Logf("netlink overflows survived: %d", strings.Count(e.syncd.Output(), "overflowed"))

@@ -1,135 +1,55 @@
 package syncde2e
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"os"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/switchyard-net/switchyard/schema"
 	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/testns"
-	"github.com/switchyard-net/switchyard/tests/testredis"
 )
 
-// wait is the generous deadline of every poll: CI machines are shared.
-const wait = 60 * time.Second
-
-// env is one switch namespace (sw) with a bridge "Bridge" and two ports,
-// Ethernet0 and Ethernet4, cabled to host namespaces h1 (10.0.0.1) and h2
-// (10.0.0.2); the bridge itself holds 10.0.0.254/24. IPv6 is off on the
-// hosts so no background traffic relearns MACs behind the tests' backs.
+// env is one switch (namespace sw, redis-server) with a bridge "Bridge"
+// and two ports, Ethernet0 and Ethernet4, cabled to host namespaces h1
+// (10.0.0.1) and h2 (10.0.0.2); the bridge itself holds 10.0.0.254/24.
+// IPv6 is off on the hosts so no background traffic relearns MACs behind
+// the tests' backs.
 type env struct {
-	t                testing.TB
-	sw, h1, h2       *testns.NS
-	srv              *testredis.Server
-	state, cnt, conf *redis.Client
-	syncd            *e2eutil.Proc
-	args             []string
+	*e2eutil.Switch
+	h1, h2 *testns.NS
+	syncd  *e2eutil.Proc
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	testns.RequireRoot(t)
-	e := &env{t: t, srv: testredis.Start(t)}
-	e.sw, e.h1, e.h2 = testns.New(t), testns.New(t), testns.New(t)
-	for _, h := range []*testns.NS{e.h1, e.h2} {
-		if out, err := h.Exec("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"); err != nil {
-			t.Fatalf("sysctl in %s: %v: %s", h.Name, err, out)
-		}
-	}
-	e.sw.IP("link", "add", "Bridge", "type", "bridge")
-	e.sw.Veth("Ethernet0", e.h1, "eth0")
-	e.sw.Veth("Ethernet4", e.h2, "eth0")
-	e.sw.IP("link", "set", "Ethernet0", "master", "Bridge")
-	e.sw.IP("link", "set", "Ethernet4", "master", "Bridge")
-	e.sw.IP("link", "set", "Bridge", "up")
-	e.sw.IP("addr", "add", "10.0.0.254/24", "dev", "Bridge")
+	e := &env{Switch: e2eutil.NewSwitch(t)}
+	e.NS.IP("link", "add", "Bridge", "type", "bridge")
+	e.h1 = e.Host("Ethernet0", "eth0")
+	e.h2 = e.Host("Ethernet4", "eth0")
+	e.NS.IP("link", "set", "Ethernet0", "master", "Bridge")
+	e.NS.IP("link", "set", "Ethernet4", "master", "Bridge")
+	e.NS.IP("link", "set", "Bridge", "up")
+	e.NS.IP("addr", "add", "10.0.0.254/24", "dev", "Bridge")
 	e.h1.IP("addr", "add", "10.0.0.1/24", "dev", "eth0")
 	e.h2.IP("addr", "add", "10.0.0.2/24", "dev", "eth0")
-	e.state, e.cnt, e.conf = e.srv.Client(schema.StateDB), e.srv.Client(schema.CountersDB), e.srv.Client(schema.ConfigDB)
 	return e
 }
 
-// configurePorts writes CONFIG_DB PORT entries for the two ports.
+// configurePorts writes CONFIG_DB PORT entries for the ports.
 func (e *env) configurePorts(names ...string) {
+	e.T.Helper()
 	for _, n := range names {
-		if err := e.conf.HSet(context.Background(), "PORT|"+n, "admin_status", "up").Err(); err != nil {
-			e.t.Fatal(err)
-		}
+		e.HSet("PORT|"+n, "admin_status", "up")
 	}
 }
 
-// start runs bin/syncd on the env's namespace and Redis.
+// start runs bin/syncd on the switch (counters every 200 ms).
 func (e *env) start(extra ...string) {
-	e.t.Helper()
-	e.args = append([]string{"--redis", e.srv.URL(), "--netns", e.sw.Name, "--counters-interval", "200ms"}, extra...)
-	e.syncd = e2eutil.Start(e.t, "syncd", e.args...)
-}
-
-// ping sends count pings from h to ip (retrying once: the first ARP may race).
-func ping(t testing.TB, h *testns.NS, ip string, count int) {
-	t.Helper()
-	args := []string{"-c", strconv.Itoa(count), "-i", "0.2", "-W", "2", ip}
-	out, err := h.Exec("ping", args...)
-	if err != nil {
-		out, err = h.Exec("ping", args...)
-	}
-	if err != nil {
-		t.Fatalf("ping %s from %s: %v\n%s", ip, h.Name, err, out)
-	}
-}
-
-func (e *env) eventually(msg string, cond func() (bool, string)) {
-	e.t.Helper()
-	e2eutil.Eventually(e.t, wait, msg, cond)
-}
-
-// field waits until STATE_DB key's field is want ("" = absent).
-func (e *env) field(c *redis.Client, key, field, want string) {
-	e.t.Helper()
-	e.eventually(key+" "+field+"="+want, func() (bool, string) {
-		got, err := c.HGet(context.Background(), key, field).Result()
-		if err == redis.Nil {
-			got = ""
-		}
-		return got == want, fmt.Sprintf("%s is %q", field, got)
-	})
-}
-
-// keys returns the keys matching pattern in c, sorted.
-func keys(c *redis.Client, pattern string) []string {
-	var out []string
-	var cursor uint64
-	for {
-		ks, next, err := c.Scan(context.Background(), cursor, pattern, 5000).Result()
-		if err != nil {
-			return out
-		}
-		out = append(out, ks...)
-		if cursor = next; cursor == 0 {
-			break
-		}
-	}
-	sort.Strings(out)
-	return dedupe(out)
-}
-
-func dedupe(s []string) []string {
-	out := s[:0]
-	for i, k := range s {
-		if i == 0 || k != s[i-1] {
-			out = append(out, k)
-		}
-	}
-	return out
+	e.T.Helper()
+	e.syncd = e.Start("syncd", append([]string{"--counters-interval", "200ms"}, extra...)...)
 }
 
 // --- iproute2 as the judge: the STATE_DB keys the kernel's state implies ---
@@ -144,7 +64,7 @@ func (e *env) judgeFdb() []string {
 		Vlan   int    `json:"vlan"`
 		State  string `json:"state"`
 	}
-	e.sw.JSON(&entries, "bridge", "fdb", "show", "br", "Bridge")
+	e.NS.JSON(&entries, "bridge", "fdb", "show", "br", "Bridge")
 	var out []string
 	for _, f := range entries {
 		if f.Master != "Bridge" || f.State == "permanent" {
@@ -156,8 +76,8 @@ func (e *env) judgeFdb() []string {
 		}
 		out = append(out, fmt.Sprintf("FDB_TABLE|Vlan%d:%s", vid, strings.ToLower(f.MAC)))
 	}
-	sort.Strings(out)
-	return dedupe(out)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // judgeRoutes lists ROUTE_TABLE keys from "ip -j route show table main"
@@ -169,13 +89,13 @@ func (e *env) judgeRoutes() []string {
 			Dst  string `json:"dst"`
 			Type string `json:"type"`
 		}
-		e.sw.JSON(&rs, fam, "route", "show", "table", "main")
+		e.NS.JSON(&rs, fam, "route", "show", "table", "main")
 		for _, r := range rs {
 			out = append(out, "ROUTE_TABLE|"+canonPrefix(r.Dst, fam == "-6"))
 		}
 	}
-	sort.Strings(out)
-	return dedupe(out)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // canonPrefix turns ip's "default" / "10.0.0.5" / "10.0.0.0/24" into a prefix.
@@ -202,7 +122,7 @@ func (e *env) judgeNeigh() []string {
 		LLAddr string   `json:"lladdr"`
 		State  []string `json:"state"`
 	}
-	e.sw.JSON(&ns, "neigh", "show")
+	e.NS.JSON(&ns, "neigh", "show")
 	var out []string
 	for _, n := range ns {
 		st := strings.ToLower(strings.Join(n.State, ","))
@@ -211,29 +131,17 @@ func (e *env) judgeNeigh() []string {
 		}
 		out = append(out, "NEIGH_TABLE|"+n.Dev+"|"+n.Dst)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
 // sameKeys waits until the keys of pattern equal what judge says.
 func (e *env) sameKeys(pattern string, judge func() []string) {
-	e.t.Helper()
-	e.eventually("mirror of "+pattern, func() (bool, string) {
-		want, got := judge(), keys(e.state, pattern)
-		return equal(want, got), diff(want, got)
+	e.T.Helper()
+	e.Eventually("mirror of "+pattern, func() (bool, string) {
+		want, got := judge(), e2eutil.Keys(e.State, pattern)
+		return slices.Equal(want, got), diff(want, got)
 	})
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // diff describes how got differs from want (a few keys of each side).

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 )
 
 // TestFlushDBRepaired: redis-cli -n 6 FLUSHDB (an operator clearing state,
@@ -16,19 +18,19 @@ func TestFlushDBRepaired(t *testing.T) {
 	ctx := context.Background()
 	e.configurePorts("Ethernet0", "Ethernet4")
 	e.start()
-	ping(t, e.h1, "10.0.0.2", 2)
-	ping(t, e.sw, "10.0.0.2", 2)
-	e.sw.IP("route", "add", "10.50.0.0/16", "via", "10.0.0.1", "proto", "static")
-	e.sw.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
+	e2eutil.Ping(t, e.h1, "10.0.0.2", 2)
+	e2eutil.Ping(t, e.NS, "10.0.0.2", 2)
+	e.NS.IP("route", "add", "10.50.0.0/16", "via", "10.0.0.1", "proto", "static")
+	e.NS.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
 	e.mirrorComplete("Ethernet0", "Ethernet4")
-	e.field(e.cnt, "COUNTERS:Ethernet0", "rx_errors", "0")
-	e.field(e.cnt, "COUNTERS:Ethernet4", "rx_errors", "0")
+	e.WaitField(e.Counters, "COUNTERS:Ethernet0", "rx_errors", "0")
+	e.WaitField(e.Counters, "COUNTERS:Ethernet4", "rx_errors", "0")
 
 	for _, db := range []struct {
 		name string
 		c    *redis.Client
-	}{{"STATE_DB", e.state}, {"COUNTERS_DB", e.cnt}} {
-		want := keys(db.c, "*")
+	}{{"STATE_DB", e.State}, {"COUNTERS_DB", e.Counters}} {
+		want := e2eutil.Keys(db.c, "*")
 		if len(want) < 3 {
 			t.Fatalf("%s holds only %v", db.name, want)
 		}
@@ -37,7 +39,7 @@ func TestFlushDBRepaired(t *testing.T) {
 		}
 		end := time.Now().Add(2 * time.Second)
 		for {
-			got := keys(db.c, "*")
+			got := e2eutil.Keys(db.c, "*")
 			missing := missingKeys(want, got)
 			if len(missing) == 0 {
 				t.Logf("%s: %d keys back", db.name, len(want))
@@ -51,8 +53,8 @@ func TestFlushDBRepaired(t *testing.T) {
 		}
 	}
 	// The repaired mirror still follows the kernel.
-	e.sw.IP("route", "add", "10.60.0.0/16", "via", "10.0.0.2", "proto", "static")
-	e.field(e.state, "ROUTE_TABLE|10.60.0.0/16", "nexthop", "10.0.0.2")
+	e.NS.IP("route", "add", "10.60.0.0/16", "via", "10.0.0.2", "proto", "static")
+	e.WaitField(e.State, "ROUTE_TABLE|10.60.0.0/16", "nexthop", "10.0.0.2")
 	e.mirrorComplete("Ethernet0", "Ethernet4")
 }
 

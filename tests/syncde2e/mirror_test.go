@@ -4,46 +4,33 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/switchyard-net/switchyard/tests/testns"
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 )
-
-// linkMAC is the MAC of dev in ns, as ip -j says.
-func linkMAC(t testing.TB, ns *testns.NS, dev string) string {
-	var ls []struct {
-		Address string `json:"address"`
-	}
-	ns.JSON(&ls, "link", "show", "dev", dev)
-	if len(ls) != 1 {
-		t.Fatalf("ip link show %s in %s: %d links", dev, ns.Name, len(ls))
-	}
-	return strings.ToLower(ls[0].Address)
-}
 
 func TestPortsFollowLinkFlapAndKeepOthersFields(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	e.state.HSet(ctx, "PORT_TABLE|Ethernet0", "state", "ok") // orchagent's result
+	e.State.HSet(ctx, "PORT_TABLE|Ethernet0", "state", "ok") // orchagent's result
 	e.configurePorts("Ethernet0", "Ethernet4")
-	e.sw.IP("link", "add", "Vlan10", "type", "bridge") // a VlanN device (no 802.1Q on the host kernel)
+	e.NS.IP("link", "add", "Vlan10", "type", "bridge") // a VlanN device (no 802.1Q on the host kernel)
 	e.start()
 
-	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "admin_status", "up")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "mtu", "1500")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "mac", linkMAC(t, e.sw, "Ethernet0"))
-	e.field(e.state, "PORT_TABLE|Ethernet0", "state", "ok")
-	e.field(e.state, "VLAN_TABLE|Vlan10", "admin_status", "down")
-	if ks := keys(e.state, "PORT_TABLE|*"); len(ks) != 2 {
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "oper_status", "up")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "admin_status", "up")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "mtu", "1500")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "mac", e2eutil.MAC(t, e.NS, "Ethernet0"))
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "state", "ok")
+	e.WaitField(e.State, "VLAN_TABLE|Vlan10", "admin_status", "down")
+	if ks := e2eutil.Keys(e.State, "PORT_TABLE|*"); len(ks) != 2 {
 		t.Errorf("PORT_TABLE keys = %v, want the two configured ports only", ks)
 	}
 
 	// A downstream consumer (docs/syncd.md): keyspace events are on
 	// because syncd turned them on (testredis starts with them off).
-	sub := e.state.PSubscribe(ctx, "__keyspace@6__:PORT_TABLE|*")
+	sub := e.State.PSubscribe(ctx, "__keyspace@6__:PORT_TABLE|*")
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil { // the psubscribe confirmation
 		t.Fatal(err)
@@ -51,8 +38,8 @@ func TestPortsFollowLinkFlapAndKeepOthersFields(t *testing.T) {
 
 	// The far end goes down: the port loses carrier.
 	e.h1.IP("link", "set", "eth0", "down")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "down")
-	deadline := time.After(wait)
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "oper_status", "down")
+	deadline := time.After(e2eutil.Wait)
 	for seen := false; !seen; {
 		select {
 		case m := <-sub.Channel():
@@ -61,61 +48,61 @@ func TestPortsFollowLinkFlapAndKeepOthersFields(t *testing.T) {
 			t.Fatal("no keyspace event (hset) for PORT_TABLE|Ethernet0 after the flap")
 		}
 	}
-	e.field(e.state, "PORT_TABLE|Ethernet0", "admin_status", "up")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "admin_status", "up")
 	e.h1.IP("link", "set", "eth0", "up")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "oper_status", "up")
 
 	// Local admin state and MTU.
-	e.sw.IP("link", "set", "Ethernet4", "down")
-	e.field(e.state, "PORT_TABLE|Ethernet4", "admin_status", "down")
-	e.field(e.state, "PORT_TABLE|Ethernet4", "oper_status", "down")
-	e.sw.IP("link", "set", "Ethernet4", "mtu", "9000", "up")
-	e.field(e.state, "PORT_TABLE|Ethernet4", "mtu", "9000")
-	e.field(e.state, "PORT_TABLE|Ethernet4", "oper_status", "up")
-	e.sw.IP("link", "set", "Vlan10", "up")
-	e.field(e.state, "VLAN_TABLE|Vlan10", "admin_status", "up")
+	e.NS.IP("link", "set", "Ethernet4", "down")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet4", "admin_status", "down")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet4", "oper_status", "down")
+	e.NS.IP("link", "set", "Ethernet4", "mtu", "9000", "up")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet4", "mtu", "9000")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet4", "oper_status", "up")
+	e.NS.IP("link", "set", "Vlan10", "up")
+	e.WaitField(e.State, "VLAN_TABLE|Vlan10", "admin_status", "up")
 
 	// Unconfigured ports leave the mirror; orchagent's field stays.
-	e.conf.Del(ctx, "PORT|Ethernet4", "PORT|Ethernet0")
-	e.field(e.state, "PORT_TABLE|Ethernet4", "oper_status", "")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "")
-	e.eventually("counters of unconfigured ports removed", func() (bool, string) {
-		ks := keys(e.cnt, "COUNTERS:*")
+	e.Config.Del(ctx, "PORT|Ethernet4", "PORT|Ethernet0")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet4", "oper_status", "")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "oper_status", "")
+	e.Eventually("counters of unconfigured ports removed", func() (bool, string) {
+		ks := e2eutil.Keys(e.Counters, "COUNTERS:*")
 		return len(ks) == 0, fmt.Sprint(ks)
 	})
-	if got := e.state.HGetAll(ctx, "PORT_TABLE|Ethernet0").Val(); len(got) != 1 || got["state"] != "ok" {
+	if got := e.State.HGetAll(ctx, "PORT_TABLE|Ethernet0").Val(); len(got) != 1 || got["state"] != "ok" {
 		t.Errorf("PORT_TABLE|Ethernet0 = %v, want only orchagent's state=ok", got)
 	}
-	e.sw.IP("link", "del", "Vlan10")
-	e.field(e.state, "VLAN_TABLE|Vlan10", "oper_status", "")
+	e.NS.IP("link", "del", "Vlan10")
+	e.WaitField(e.State, "VLAN_TABLE|Vlan10", "oper_status", "")
 }
 
 func TestFdbLearnedThroughBridgeAndFlushed(t *testing.T) {
 	e := newEnv(t)
 	e.configurePorts("Ethernet0", "Ethernet4")
 	e.start()
-	ping(t, e.h1, "10.0.0.2", 3)
-	m1, m2 := linkMAC(t, e.h1, "eth0"), linkMAC(t, e.h2, "eth0")
-	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "port", "Ethernet0")
-	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "type", "dynamic")
-	e.field(e.state, "FDB_TABLE|Vlan1:"+m2, "port", "Ethernet4")
-	e.sw.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
-	e.field(e.state, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "type", "static")
+	e2eutil.Ping(t, e.h1, "10.0.0.2", 3)
+	m1, m2 := e2eutil.MAC(t, e.h1, "eth0"), e2eutil.MAC(t, e.h2, "eth0")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:"+m1, "port", "Ethernet0")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:"+m1, "type", "dynamic")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:"+m2, "port", "Ethernet4")
+	e.NS.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "type", "static")
 	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
 
-	e.sw.Bridge("fdb", "flush", "dev", "Bridge")
-	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "port", "")
-	e.field(e.state, "FDB_TABLE|Vlan1:"+m2, "port", "")
-	e.field(e.state, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "")
+	e.NS.Bridge("fdb", "flush", "dev", "Bridge")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:"+m1, "port", "")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:"+m2, "port", "")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "")
 	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
 
 	// Ageing: relearn, then let the entries age out (2 s; the hosts are
 	// silent without pings).
-	ping(t, e.h1, "10.0.0.2", 2)
-	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "port", "Ethernet0")
-	e.sw.IP("link", "set", "Bridge", "type", "bridge", "ageing_time", "200")
-	e.field(e.state, "FDB_TABLE|Vlan1:"+m1, "port", "")
-	e.field(e.state, "FDB_TABLE|Vlan1:"+m2, "port", "")
+	e2eutil.Ping(t, e.h1, "10.0.0.2", 2)
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:"+m1, "port", "Ethernet0")
+	e.NS.IP("link", "set", "Bridge", "type", "bridge", "ageing_time", "200")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:"+m1, "port", "")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:"+m2, "port", "")
 	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
 }
 
@@ -126,54 +113,54 @@ func TestNeighboursRoutesAndCounters(t *testing.T) {
 	e.start()
 
 	// Neighbours after ping.
-	ping(t, e.sw, "10.0.0.1", 2)
-	m1 := linkMAC(t, e.h1, "eth0")
-	e.field(e.state, "NEIGH_TABLE|Bridge|10.0.0.1", "neigh", m1)
-	e.field(e.state, "NEIGH_TABLE|Bridge|10.0.0.1", "family", "IPv4")
-	if st := e.state.HGet(ctx, "NEIGH_TABLE|Bridge|10.0.0.1", "state").Val(); st == "" || st == "failed" || st == "incomplete" {
+	e2eutil.Ping(t, e.NS, "10.0.0.1", 2)
+	m1 := e2eutil.MAC(t, e.h1, "eth0")
+	e.WaitField(e.State, "NEIGH_TABLE|Bridge|10.0.0.1", "neigh", m1)
+	e.WaitField(e.State, "NEIGH_TABLE|Bridge|10.0.0.1", "family", "IPv4")
+	if st := e.State.HGet(ctx, "NEIGH_TABLE|Bridge|10.0.0.1", "state").Val(); st == "" || st == "failed" || st == "incomplete" {
 		t.Errorf("neighbour state %q", st)
 	}
 	e.sameKeys("NEIGH_TABLE|*", e.judgeNeigh)
 
 	// Routes added by hand, with their protocol.
-	e.sw.IP("route", "add", "10.50.0.0/16", "via", "10.0.0.1", "proto", "static")
-	e.sw.IP("route", "add", "10.60.0.0/16", "via", "10.0.0.2")
-	e.sw.IP("route", "add", "10.70.0.0/16", "via", "10.0.0.1", "proto", "201")
-	e.sw.IP("route", "add", "blackhole", "192.0.2.0/24")
-	e.field(e.state, "ROUTE_TABLE|10.50.0.0/16", "protocol", "static")
-	e.field(e.state, "ROUTE_TABLE|10.50.0.0/16", "nexthop", "10.0.0.1")
-	e.field(e.state, "ROUTE_TABLE|10.50.0.0/16", "ifname", "Bridge")
-	e.field(e.state, "ROUTE_TABLE|10.60.0.0/16", "protocol", "boot")
-	e.field(e.state, "ROUTE_TABLE|10.70.0.0/16", "protocol", "switchyard")
-	e.field(e.state, "ROUTE_TABLE|10.0.0.0/24", "protocol", "kernel")
-	e.field(e.state, "ROUTE_TABLE|10.0.0.0/24", "nexthop", "0.0.0.0")
-	e.field(e.state, "ROUTE_TABLE|192.0.2.0/24", "blackhole", "true")
+	e.NS.IP("route", "add", "10.50.0.0/16", "via", "10.0.0.1", "proto", "static")
+	e.NS.IP("route", "add", "10.60.0.0/16", "via", "10.0.0.2")
+	e.NS.IP("route", "add", "10.70.0.0/16", "via", "10.0.0.1", "proto", "201")
+	e.NS.IP("route", "add", "blackhole", "192.0.2.0/24")
+	e.WaitField(e.State, "ROUTE_TABLE|10.50.0.0/16", "protocol", "static")
+	e.WaitField(e.State, "ROUTE_TABLE|10.50.0.0/16", "nexthop", "10.0.0.1")
+	e.WaitField(e.State, "ROUTE_TABLE|10.50.0.0/16", "ifname", "Bridge")
+	e.WaitField(e.State, "ROUTE_TABLE|10.60.0.0/16", "protocol", "boot")
+	e.WaitField(e.State, "ROUTE_TABLE|10.70.0.0/16", "protocol", "switchyard")
+	e.WaitField(e.State, "ROUTE_TABLE|10.0.0.0/24", "protocol", "kernel")
+	e.WaitField(e.State, "ROUTE_TABLE|10.0.0.0/24", "nexthop", "0.0.0.0")
+	e.WaitField(e.State, "ROUTE_TABLE|192.0.2.0/24", "blackhole", "true")
 	e.sameKeys("ROUTE_TABLE|*", e.judgeRoutes)
-	e.sw.IP("route", "del", "10.60.0.0/16")
-	e.field(e.state, "ROUTE_TABLE|10.60.0.0/16", "protocol", "")
+	e.NS.IP("route", "del", "10.60.0.0/16")
+	e.WaitField(e.State, "ROUTE_TABLE|10.60.0.0/16", "protocol", "")
 
 	// Counters grow with traffic.
 	rx := func() uint64 {
-		v, _ := strconv.ParseUint(e.cnt.HGet(ctx, "COUNTERS:Ethernet0", "rx_packets").Val(), 10, 64)
+		v, _ := strconv.ParseUint(e.Counters.HGet(ctx, "COUNTERS:Ethernet0", "rx_packets").Val(), 10, 64)
 		return v
 	}
-	e.field(e.cnt, "COUNTERS:Ethernet0", "rx_errors", "0")
+	e.WaitField(e.Counters, "COUNTERS:Ethernet0", "rx_errors", "0")
 	before := rx()
-	ping(t, e.h1, "10.0.0.2", 5)
-	e.eventually("COUNTERS:Ethernet0 rx_packets grows", func() (bool, string) {
+	e2eutil.Ping(t, e.h1, "10.0.0.2", 5)
+	e.Eventually("COUNTERS:Ethernet0 rx_packets grows", func() (bool, string) {
 		now := rx()
 		return now >= before+5, fmt.Sprintf("rx_packets %d, was %d", now, before)
 	})
 	for _, f := range []string{"tx_packets", "rx_bytes", "tx_bytes", "tx_errors", "rx_dropped", "tx_dropped"} {
-		if e.cnt.HExists(ctx, "COUNTERS:Ethernet4", f).Val() == false {
+		if e.Counters.HExists(ctx, "COUNTERS:Ethernet4", f).Val() == false {
 			t.Errorf("COUNTERS:Ethernet4 lacks %s", f)
 		}
 	}
 
 	// The bridge goes admin down: the kernel flushes its IPv4 routes
 	// without RTM_DELROUTE; the mirror still follows.
-	e.sw.IP("link", "set", "Bridge", "down")
-	e.field(e.state, "ROUTE_TABLE|10.50.0.0/16", "protocol", "")
+	e.NS.IP("link", "set", "Bridge", "down")
+	e.WaitField(e.State, "ROUTE_TABLE|10.50.0.0/16", "protocol", "")
 	e.sameKeys("ROUTE_TABLE|*", e.judgeRoutes)
 	e.sameKeys("NEIGH_TABLE|*", e.judgeNeigh)
 }
@@ -182,20 +169,20 @@ func TestRenamedPortCarriesItsEntries(t *testing.T) {
 	e := newEnv(t)
 	e.configurePorts("Ethernet0", "Ethernet8")
 	e.start()
-	e.sw.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
-	e.sw.IP("route", "add", "10.90.0.0/16", "dev", "Ethernet4")
-	e.field(e.state, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "Ethernet4")
-	e.field(e.state, "ROUTE_TABLE|10.90.0.0/16", "ifname", "Ethernet4")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "oper_status", "up")
-	if ks := keys(e.state, "PORT_TABLE|*"); len(ks) != 1 {
+	e.NS.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
+	e.NS.IP("route", "add", "10.90.0.0/16", "dev", "Ethernet4")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "Ethernet4")
+	e.WaitField(e.State, "ROUTE_TABLE|10.90.0.0/16", "ifname", "Ethernet4")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "oper_status", "up")
+	if ks := e2eutil.Keys(e.State, "PORT_TABLE|*"); len(ks) != 1 {
 		t.Errorf("PORT_TABLE keys = %v before the rename, want Ethernet0 only", ks)
 	}
 
-	e.sw.IP("link", "set", "Ethernet4", "down")
-	e.sw.IP("link", "set", "Ethernet4", "name", "Ethernet8")
-	e.sw.IP("link", "set", "Ethernet8", "up")
-	e.field(e.state, "PORT_TABLE|Ethernet8", "oper_status", "up")
-	e.field(e.state, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "Ethernet8")
+	e.NS.IP("link", "set", "Ethernet4", "down")
+	e.NS.IP("link", "set", "Ethernet4", "name", "Ethernet8")
+	e.NS.IP("link", "set", "Ethernet8", "up")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet8", "oper_status", "up")
+	e.WaitField(e.State, "FDB_TABLE|Vlan1:02:00:00:00:00:77", "port", "Ethernet8")
 	e.sameKeys("ROUTE_TABLE|*", e.judgeRoutes) // the device route went with admin down
 	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
 }

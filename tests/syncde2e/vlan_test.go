@@ -3,6 +3,7 @@ package syncde2e
 import (
 	"testing"
 
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/kernelcap"
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
@@ -16,33 +17,33 @@ func TestVLANAwareFdbAndVlanTable(t *testing.T) {
 	testns.RequireRoot(t)
 	kernelcap.Require(t, kernelcap.VLAN8021Q, kernelcap.VlanFiltering)
 	e := newEnv(t)
-	e.sw.IP("addr", "del", "10.0.0.254/24", "dev", "Bridge")
-	e.sw.IP("link", "set", "Bridge", "type", "bridge", "vlan_filtering", "1")
+	e.NS.IP("addr", "del", "10.0.0.254/24", "dev", "Bridge")
+	e.NS.IP("link", "set", "Bridge", "type", "bridge", "vlan_filtering", "1")
 	for _, p := range []string{"Ethernet0", "Ethernet4"} {
-		e.sw.Bridge("vlan", "add", "dev", p, "vid", "100", "pvid", "untagged")
-		e.sw.Bridge("vlan", "del", "dev", p, "vid", "1")
+		e.NS.Bridge("vlan", "add", "dev", p, "vid", "100", "pvid", "untagged")
+		e.NS.Bridge("vlan", "del", "dev", p, "vid", "1")
 	}
-	e.sw.Bridge("vlan", "add", "dev", "Bridge", "vid", "100", "self")
-	e.sw.IP("link", "add", "link", "Bridge", "name", "Vlan100", "type", "vlan", "id", "100")
-	e.sw.IP("addr", "add", "10.0.0.254/24", "dev", "Vlan100")
-	e.sw.IP("link", "set", "Vlan100", "up")
+	e.NS.Bridge("vlan", "add", "dev", "Bridge", "vid", "100", "self")
+	e.NS.IP("link", "add", "link", "Bridge", "name", "Vlan100", "type", "vlan", "id", "100")
+	e.NS.IP("addr", "add", "10.0.0.254/24", "dev", "Vlan100")
+	e.NS.IP("link", "set", "Vlan100", "up")
 	e.configurePorts("Ethernet0", "Ethernet4")
 	e.start()
 
-	e.field(e.state, "VLAN_TABLE|Vlan100", "oper_status", "up")
-	ping(t, e.h1, "10.0.0.2", 2)
-	m1, m2 := linkMAC(t, e.h1, "eth0"), linkMAC(t, e.h2, "eth0")
-	e.field(e.state, "FDB_TABLE|Vlan100:"+m1, "port", "Ethernet0")
-	e.field(e.state, "FDB_TABLE|Vlan100:"+m2, "port", "Ethernet4")
-	e.sw.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static", "vlan", "100")
-	e.field(e.state, "FDB_TABLE|Vlan100:02:00:00:00:00:77", "type", "static")
+	e.WaitField(e.State, "VLAN_TABLE|Vlan100", "oper_status", "up")
+	e2eutil.Ping(t, e.h1, "10.0.0.2", 2)
+	m1, m2 := e2eutil.MAC(t, e.h1, "eth0"), e2eutil.MAC(t, e.h2, "eth0")
+	e.WaitField(e.State, "FDB_TABLE|Vlan100:"+m1, "port", "Ethernet0")
+	e.WaitField(e.State, "FDB_TABLE|Vlan100:"+m2, "port", "Ethernet4")
+	e.NS.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static", "vlan", "100")
+	e.WaitField(e.State, "FDB_TABLE|Vlan100:02:00:00:00:00:77", "type", "static")
 	e.sameKeys("FDB_TABLE|*", e.judgeFdb)
 
-	ping(t, e.sw, "10.0.0.1", 2)
-	e.field(e.state, "NEIGH_TABLE|Vlan100|10.0.0.1", "neigh", m1)
+	e2eutil.Ping(t, e.NS, "10.0.0.1", 2)
+	e.WaitField(e.State, "NEIGH_TABLE|Vlan100|10.0.0.1", "neigh", m1)
 	e.sameKeys("NEIGH_TABLE|*", e.judgeNeigh)
 
-	e.sw.IP("link", "set", "Vlan100", "down")
-	e.field(e.state, "VLAN_TABLE|Vlan100", "admin_status", "down")
-	e.field(e.state, "VLAN_TABLE|Vlan100", "oper_status", "down")
+	e.NS.IP("link", "set", "Vlan100", "down")
+	e.WaitField(e.State, "VLAN_TABLE|Vlan100", "admin_status", "down")
+	e.WaitField(e.State, "VLAN_TABLE|Vlan100", "oper_status", "down")
 }
