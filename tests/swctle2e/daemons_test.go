@@ -6,15 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/testns"
 	"github.com/switchyard-net/switchyard/tests/testredis"
 )
-
-// deadline bounds every poll: generous, CI machines are shared.
-const deadline = 30 * time.Second
 
 // TestConfigWaitShowWithDaemons is the operator's loop with orchagent and
 // syncd running against a fresh namespace: swctl config, swctl wait, then
@@ -23,45 +19,27 @@ func TestConfigWaitShowWithDaemons(t *testing.T) {
 	testns.RequireRoot(t)
 	daemon(t, "orchagent") // skips when not written yet
 	daemon(t, "syncd")
-	sw := testns.New(t)
-	sw.Veth("Ethernet0", nil, "peer0")
-	srv := testredis.Start(t)
-	e2eutil.Start(t, "orchagent", "--redis", srv.URL(), "--netns", sw.Name)
-	e2eutil.Start(t, "syncd", "--redis", srv.URL(), "--netns", sw.Name)
+	s := e2eutil.NewSwitch(t)
+	s.NS.Veth("Ethernet0", nil, "peer0")
+	srv := s.Redis
+	s.Start("orchagent")
+	s.Start("syncd")
 
 	mustSwctl(t, srv, "config", "port", "Ethernet0", "--mtu", "9000", "--admin", "up", "--description", "e2e")
 	mustSwctl(t, srv, "config", "interface", "ip", "add", "Ethernet0", "10.77.0.1/24")
 	mustSwctl(t, srv, "config", "route", "add", "10.78.0.0/16", "--nexthop", "10.77.0.2")
-	if out, errs, code := swctl(t, srv, "wait", "--timeout", deadline.String()); code != 0 {
+	if out, errs, code := swctl(t, srv, "wait", "--timeout", e2eutil.Wait.String()); code != 0 {
 		t.Fatalf("swctl wait: exit %d\n%s%s", code, out, errs)
 	}
 
 	// The judge: iproute2.
-	var links []struct {
-		MTU      int      `json:"mtu"`
-		Flags    []string `json:"flags"`
-		AddrInfo []struct {
-			Local     string `json:"local"`
-			PrefixLen int    `json:"prefixlen"`
-		} `json:"addr_info"`
+	if l, ok := e2eutil.Link(s.NS, "Ethernet0"); !ok || l.MTU != 9000 || !l.Up() {
+		t.Fatalf("kernel Ethernet0 after wait: %+v (exists: %v), want mtu 9000 and UP", l, ok)
 	}
-	sw.JSON(&links, "addr", "show", "dev", "Ethernet0")
-	if len(links) != 1 || links[0].MTU != 9000 || !slices.Contains(links[0].Flags, "UP") {
-		t.Fatalf("kernel Ethernet0 after wait: %+v, want mtu 9000 and UP", links)
+	if addrs := e2eutil.Addrs(s.NS, "Ethernet0"); !slices.Contains(addrs, "10.77.0.1/24") {
+		t.Errorf("kernel Ethernet0 lacks 10.77.0.1/24: %v", addrs)
 	}
-	hasAddr := false
-	for _, a := range links[0].AddrInfo {
-		hasAddr = hasAddr || a.Local == "10.77.0.1" && a.PrefixLen == 24
-	}
-	if !hasAddr {
-		t.Errorf("kernel Ethernet0 lacks 10.77.0.1/24: %+v", links[0].AddrInfo)
-	}
-	var routes []struct {
-		Dst     string `json:"dst"`
-		Gateway string `json:"gateway"`
-	}
-	sw.JSON(&routes, "route", "show", "10.78.0.0/16")
-	if len(routes) != 1 || routes[0].Gateway != "10.77.0.2" {
+	if routes := e2eutil.Routes(s.NS, "10.78.0.0/16"); len(routes) != 1 || routes[0].Gateway != "10.77.0.2" {
 		t.Errorf("kernel route 10.78.0.0/16: %+v, want via 10.77.0.2", routes)
 	}
 
@@ -73,9 +51,9 @@ func TestConfigWaitShowWithDaemons(t *testing.T) {
 
 	// Removing the route through swctl removes it from the kernel.
 	mustSwctl(t, srv, "config", "route", "del", "10.78.0.0/16")
-	e2eutil.Eventually(t, deadline, "route 10.78.0.0/16 removed from the kernel", func() (bool, string) {
-		out := sw.IP("-j", "route", "show", "10.78.0.0/16")
-		return strings.TrimSpace(out) == "[]" || strings.TrimSpace(out) == "", out
+	s.Eventually("route 10.78.0.0/16 removed from the kernel", func() (bool, string) {
+		routes := e2eutil.Routes(s.NS, "10.78.0.0/16")
+		return len(routes) == 0, fmt.Sprintf("%+v", routes)
 	})
 }
 
@@ -83,7 +61,7 @@ func TestConfigWaitShowWithDaemons(t *testing.T) {
 // val has the wanted values.
 func showRow(t *testing.T, srv *testredis.Server, args []string, key, val string, want map[string]string) {
 	t.Helper()
-	e2eutil.Eventually(t, deadline, "swctl "+strings.Join(args, " ")+" shows "+val, func() (bool, string) {
+	e2eutil.Eventually(t, e2eutil.Wait, "swctl "+strings.Join(args, " ")+" shows "+val, func() (bool, string) {
 		out, errs, code := swctl(t, srv, append(args, "--json")...)
 		if code != 0 {
 			return false, errs

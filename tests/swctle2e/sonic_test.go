@@ -171,59 +171,33 @@ func TestSONiCConfigDBWithDaemons(t *testing.T) {
 	}
 	var ports map[string]map[string]string
 	json.Unmarshal(file[schema.TablePort], &ports)
-	sw := testns.New(t)
+	s := e2eutil.NewSwitch(t)
 	names := slices.Sorted(maps.Keys(ports))
 	for i, p := range names {
-		sw.Veth(p, nil, "peer"+string(rune('a'+i)))
+		s.NS.Veth(p, nil, "peer"+string(rune('a'+i)))
 	}
 	data, _ := json.Marshal(file)
 	in := filepath.Join(t.TempDir(), "routed.json")
 	os.WriteFile(in, data, 0o644)
-	srv := testredis.Start(t)
-	e2eutil.Start(t, "orchagent", "--redis", srv.URL(), "--netns", sw.Name)
-	mustSwctl(t, srv, "config", "load", in)
-	if out, errs, code := swctl(t, srv, "wait", "--timeout", deadline.String()); code != 0 {
+	s.Start("orchagent")
+	mustSwctl(t, s.Redis, "config", "load", in)
+	if out, errs, code := swctl(t, s.Redis, "wait", "--timeout", e2eutil.Wait.String()); code != 0 {
 		t.Fatalf("swctl wait: exit %d\n%s%s", code, out, errs)
 	}
 
 	for _, p := range names {
-		var links []struct {
-			MTU   int      `json:"mtu"`
-			Flags []string `json:"flags"`
-		}
-		sw.JSON(&links, "link", "show", "dev", p)
-		up := slices.Contains(links[0].Flags, "UP")
-		if links[0].MTU != 9100 || up != (ports[p]["admin_status"] == "up") {
-			t.Errorf("%s: mtu %d up %v, want mtu 9100, admin_status %s", p, links[0].MTU, up, ports[p]["admin_status"])
+		l, ok := e2eutil.Link(s.NS, p)
+		if !ok || l.MTU != 9100 || l.Up() != (ports[p]["admin_status"] == "up") {
+			t.Errorf("%s: mtu %d up %v (exists: %v), want mtu 9100, admin_status %s", p, l.MTU, l.Up(), ok, ports[p]["admin_status"])
 		}
 	}
-	var addrs []struct {
-		AddrInfo []struct {
-			Local     string `json:"local"`
-			PrefixLen int    `json:"prefixlen"`
-		} `json:"addr_info"`
+	if addrs := e2eutil.Addrs(s.NS, "Ethernet8"); !slices.Contains(addrs, "10.0.0.4/31") {
+		t.Errorf("Ethernet8 lacks 10.0.0.4/31 (INTERFACE with family and scope): %v", addrs)
 	}
-	sw.JSON(&addrs, "addr", "show", "dev", "Ethernet8")
-	found := false
-	for _, a := range addrs[0].AddrInfo {
-		found = found || a.Local == "10.0.0.4" && a.PrefixLen == 31
-	}
-	if !found {
-		t.Errorf("Ethernet8 lacks 10.0.0.4/31 (INTERFACE with family and scope): %+v", addrs)
-	}
-	var routes []struct {
-		Type     string `json:"type"`
-		Nexthops []struct {
-			Gateway string `json:"gateway"`
-		} `json:"nexthops"`
-	}
-	sw.JSON(&routes, "route", "show", "10.20.0.0/16")
-	if len(routes) != 1 || len(routes[0].Nexthops) != 2 {
+	if routes := e2eutil.Routes(s.NS, "10.20.0.0/16"); len(routes) != 1 || len(routes[0].Nexthops) != 2 {
 		t.Errorf("route 10.20.0.0/16: %+v, want ECMP via 10.0.0.1 and 10.0.0.5", routes)
 	}
-	routes = nil
-	sw.JSON(&routes, "route", "show", "10.30.0.0/16")
-	if len(routes) != 1 || routes[0].Type != "blackhole" {
+	if routes := e2eutil.Routes(s.NS, "10.30.0.0/16"); len(routes) != 1 || routes[0].Type != "blackhole" {
 		t.Errorf("route 10.30.0.0/16: %+v, want a blackhole", routes)
 	}
 }

@@ -38,7 +38,7 @@ func TestVLANSONiCConfigDB(t *testing.T) {
 	srv := testredis.Start(t)
 	e2eutil.Start(t, "orchagent", "--redis", srv.URL(), "--netns", sw.Name)
 	mustSwctl(t, srv, "config", "load", in)
-	if out, errs, code := swctl(t, srv, "wait", "--timeout", deadline.String()); code != 0 {
+	if out, errs, code := swctl(t, srv, "wait", "--timeout", e2eutil.Wait.String()); code != 0 {
 		t.Fatalf("swctl wait: exit %d\n%s%s", code, out, errs)
 	}
 
