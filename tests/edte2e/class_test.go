@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	bpfedt "github.com/switchyard-net/switchyard/bpf/edt"
 	"github.com/switchyard-net/switchyard/impaird/edt"
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/testns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -66,12 +67,8 @@ func TestEDTClassFromXDP(t *testing.T) {
 	B.IP("addr", "add", "10.2.0.1/24", "dev", "b0")
 	A.IP("route", "add", "default", "via", "10.1.0.254")
 	B.IP("route", "add", "default", "via", "10.2.0.254")
-	if out, err := S.Exec("sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"); err != nil {
-		t.Fatalf("enable forwarding in S: %v %s", err, out)
-	}
-	if out, err := A.Exec("ping", "-c", "1", "-W", "5", "10.2.0.1"); err != nil {
-		t.Fatalf("A cannot reach B through S: %v\n%s", err, out)
-	}
+	e2eutil.Sysctl(t, S, "net.ipv4.ip_forward=1")
+	e2eutil.Ping(t, A, "10.2.0.1", 1) // A reaches B through S
 
 	nsh, err := netns.GetFromName(S.Name)
 	if err != nil {

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-net/switchyard/tests/testns"
 	"golang.org/x/sys/unix"
+
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
+	"github.com/switchyard-net/switchyard/tests/testns"
 )
 
 // Addresses of the two ends: a0 (sender side, where EDT is applied on
@@ -44,21 +46,9 @@ func newPair(t *testing.T) *pair {
 	p.A.IP("link", "set", "a0", "up")
 	p.A.IP("addr", "add", addrA.String()+"/24", "dev", "a0")
 	p.B.IP("addr", "add", addrB.String()+"/24", "dev", "b0")
-	p.A.IP("neigh", "replace", addrB.String(), "lladdr", mac(t, p.B, "b0"), "dev", "a0", "nud", "permanent")
-	p.B.IP("neigh", "replace", addrA.String(), "lladdr", mac(t, p.A, "a0"), "dev", "b0", "nud", "permanent")
+	p.A.IP("neigh", "replace", addrB.String(), "lladdr", e2eutil.MAC(t, p.B, "b0"), "dev", "a0", "nud", "permanent")
+	p.B.IP("neigh", "replace", addrA.String(), "lladdr", e2eutil.MAC(t, p.A, "a0"), "dev", "b0", "nud", "permanent")
 	return p
-}
-
-func mac(t *testing.T, ns *testns.NS, dev string) string {
-	t.Helper()
-	var links []struct {
-		Address string `json:"address"`
-	}
-	ns.JSON(&links, "link", "show", "dev", dev)
-	if len(links) != 1 {
-		t.Fatalf("ip link show %s in %s: %v", dev, ns.Name, links)
-	}
-	return links[0].Address
 }
 
 // sample is one received packet.
