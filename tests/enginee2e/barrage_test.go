@@ -148,22 +148,6 @@ func ourRoutes(ns *testns.NS) []string {
 	return out
 }
 
-func rss(t *testing.T, p *e2eutil.Proc) int {
-	kb, err := e2eutil.RSS(p.Cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kb
-}
-
-func anon(t *testing.T, p *e2eutil.Proc) int {
-	kb, err := e2eutil.AnonRSS(p.Cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kb
-}
-
 func TestHostileBarrage(t *testing.T) {
 	s := e2eutil.NewSwitch(t)
 	peer := testns.New(t)
@@ -172,7 +156,7 @@ func TestHostileBarrage(t *testing.T) {
 	s.NS.IP("link", "set", "Ethernet0", "up")
 	s.NS.IP("addr", "add", "10.0.0.1/24", "dev", "Ethernet0")
 	ctx := context.Background()
-	s.Config.Set(ctx, schema.KeyConfigDBInitialized, "1", 0)
+	s.SetInitialized()
 	orch := s.Start("orchagent", "--log-level", "info")
 	syncd := s.Start("syncd", "--log-level", "info")
 	// The good keys exist before the barrage (the memory baseline includes
@@ -191,8 +175,8 @@ func TestHostileBarrage(t *testing.T) {
 	s.WaitOK(good...)
 	time.Sleep(2 * time.Second)
 	before := kernelSnapshot(t, s.NS)
-	base := map[string]int{"orchagent": rss(t, orch), "syncd": rss(t, syncd)}
-	baseAnon := map[string]int{"orchagent": anon(t, orch), "syncd": anon(t, syncd)}
+	base := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
+	baseAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
 	t.Logf("anon at start %v", baseAnon)
 
 	bad := hostile(5000)
@@ -292,7 +276,7 @@ func TestHostileBarrage(t *testing.T) {
 		var msg []string
 		ok := true
 		for name, kb := range base {
-			now := rss(t, s.Procs[name])
+			now := s.Procs[name].RSS()
 			msg = append(msg, fmt.Sprintf("%s %d -> %d KiB", name, kb, now))
 			if float64(now) > 1.2*float64(kb) {
 				ok = false
@@ -303,6 +287,6 @@ func TestHostileBarrage(t *testing.T) {
 	for name, kb := range base {
 		p := s.Procs[name]
 		t.Logf("%s RSS %d KiB at start, %d KiB after the barrage was deleted (anonymous %d -> %d KiB)",
-			name, kb, rss(t, p), baseAnon[name], anon(t, p))
+			name, kb, p.RSS(), baseAnon[name], p.AnonRSS())
 	}
 }

@@ -102,6 +102,25 @@ func pingRTTs(t testing.TB, ns *testns.NS, dst string, n int) []float64 {
 
 func median(s []float64) float64 { return s[len(s)/2] }
 
+// newRoutedEnv is the switch of the EDT tests (VM: needs fq and clsact):
+// h1 -Ethernet0- sw -Ethernet4- h2, routed by sw (10.0.0.0/24 on
+// Ethernet0, 10.0.1.0/24 on Ethernet4), h2 holding addrs.
+func newRoutedEnv(t *testing.T, addrs ...string) *env {
+	t.Helper()
+	kernelcap.Require(t, kernelcap.FQ, kernelcap.Clsact)
+	exec.Command("modprobe", "cls_bpf").Run() // the VM does not autoload it
+	e := newEnv(t)
+	e2eutil.Sysctl(t, e.NS, "net.ipv4.ip_forward=1")
+	h2 := e.Host("Ethernet4", "eth0")
+	e.NS.IP("addr", "add", "10.0.1.254/24", "dev", "Ethernet4")
+	for _, a := range addrs {
+		h2.IP("addr", "add", a, "dev", "eth0")
+	}
+	e.h1.IP("route", "add", "10.0.1.0/24", "via", "10.0.0.254")
+	h2.IP("route", "add", "10.0.0.0/24", "via", "10.0.1.254")
+	return e
+}
+
 // TestEDTImpairdDelay (VM: needs fq): h1 -Ethernet0- sw -Ethernet4- h2,
 // routed. IMPAIRMENT|Ethernet0 delay 50ms delays what arrives on
 // Ethernet0 (marked at its ingress, timed by fq at Ethernet4's egress),
@@ -109,15 +128,7 @@ func median(s []float64) float64 { return s[len(s)/2] }
 // h1->h2 grows by 51 ms, not 100 (each port's class is its own); delete
 // restores the qdiscs (tc -j qdisc show).
 func TestEDTImpairdDelay(t *testing.T) {
-	kernelcap.Require(t, kernelcap.FQ, kernelcap.Clsact)
-	exec.Command("modprobe", "cls_bpf").Run() // the VM does not autoload it
-	e := newEnv(t)
-	e2eutil.Sysctl(t, e.NS, "net.ipv4.ip_forward=1")
-	h2 := e.Host("Ethernet4", "eth0")
-	e.NS.IP("addr", "add", "10.0.1.254/24", "dev", "Ethernet4")
-	h2.IP("addr", "add", "10.0.1.1/24", "dev", "eth0")
-	e.h1.IP("route", "add", "10.0.1.0/24", "via", "10.0.0.254")
-	h2.IP("route", "add", "10.0.0.0/24", "via", "10.0.1.254")
+	e := newRoutedEnv(t, "10.0.1.1/24")
 	before0, before4 := qdiscs(t, e.NS, "Ethernet0"), qdiscs(t, e.NS, "Ethernet4")
 	base := pingRTTs(t, e.h1, "10.0.1.1", 10)
 	t.Logf("baseline RTT ms: min %.3f median %.3f max %.3f", base[0], median(base), base[len(base)-1])
@@ -184,16 +195,7 @@ func TestEDTImpairdDelay(t *testing.T) {
 // to 10.0.1.2 (same port, no match) are not delayed. Delete restores the
 // RTT and the qdiscs.
 func TestEDTFlowDelay(t *testing.T) {
-	kernelcap.Require(t, kernelcap.FQ, kernelcap.Clsact)
-	exec.Command("modprobe", "cls_bpf").Run() // the VM does not autoload it
-	e := newEnv(t)
-	e2eutil.Sysctl(t, e.NS, "net.ipv4.ip_forward=1")
-	h2 := e.Host("Ethernet4", "eth0")
-	e.NS.IP("addr", "add", "10.0.1.254/24", "dev", "Ethernet4")
-	h2.IP("addr", "add", "10.0.1.1/24", "dev", "eth0")
-	h2.IP("addr", "add", "10.0.1.2/24", "dev", "eth0")
-	e.h1.IP("route", "add", "10.0.1.0/24", "via", "10.0.0.254")
-	h2.IP("route", "add", "10.0.0.0/24", "via", "10.0.1.254")
+	e := newRoutedEnv(t, "10.0.1.1/24", "10.0.1.2/24")
 	before0, before4 := qdiscs(t, e.NS, "Ethernet0"), qdiscs(t, e.NS, "Ethernet4")
 	base := pingRTTs(t, e.h1, "10.0.1.1", 10)
 	t.Logf("baseline RTT ms: min %.3f median %.3f max %.3f", base[0], median(base), base[len(base)-1])

@@ -16,13 +16,7 @@ import (
 func TestFlushDBRepaired(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	e.configurePorts("Ethernet0", "Ethernet4")
-	e.start()
-	e2eutil.Ping(t, e.h1, "10.0.0.2", 2)
-	e2eutil.Ping(t, e.NS, "10.0.0.2", 2)
-	e.NS.IP("route", "add", "10.50.0.0/16", "via", "10.0.0.1", "proto", "static")
-	e.NS.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
-	e.mirrorComplete("Ethernet0", "Ethernet4")
+	e.startMirrored()
 	e.WaitField(e.Counters, "COUNTERS:Ethernet0", "rx_errors", "0")
 	e.WaitField(e.Counters, "COUNTERS:Ethernet4", "rx_errors", "0")
 

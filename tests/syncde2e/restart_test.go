@@ -26,16 +26,25 @@ func (e *env) mirrorComplete(ports ...string) {
 	}
 }
 
-func TestRedisRestartAndSyncdKill(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
+// startMirrored configures both ports, starts syncd, gives the kernel
+// something of every table to mirror (neighbours and learned MACs from
+// pings to h2, a static route, a static FDB entry) and waits until the
+// mirror is complete.
+func (e *env) startMirrored() {
+	e.T.Helper()
 	e.configurePorts("Ethernet0", "Ethernet4")
 	e.start()
-	e2eutil.Ping(t, e.h1, "10.0.0.2", 2)
-	e2eutil.Ping(t, e.NS, "10.0.0.2", 2)
+	e2eutil.Ping(e.T, e.h1, "10.0.0.2", 2)
+	e2eutil.Ping(e.T, e.NS, "10.0.0.2", 2)
 	e.NS.IP("route", "add", "10.50.0.0/16", "via", "10.0.0.1", "proto", "static")
 	e.NS.Bridge("fdb", "add", "02:00:00:00:00:77", "dev", "Ethernet4", "master", "static")
 	e.mirrorComplete("Ethernet0", "Ethernet4")
+}
+
+func TestRedisRestartAndSyncdKill(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.startMirrored()
 
 	t.Log("mirror complete; restarting redis")
 	// Redis restarts empty (CONFIG_DB too, until config is loaded again).
