@@ -63,7 +63,14 @@ func (s *Switch) MountBPFFS() {
 // is the latest one started.
 func (s *Switch) Start(daemon string, extra ...string) *Proc {
 	s.T.Helper()
-	args := []string{"--redis", s.Redis.URL(), "--netns", s.NS.Name}
+	return s.StartWith(daemon, s.Redis.URL(), extra...)
+}
+
+// StartWith is Start with another --redis URL (a Redis that is down,
+// refuses the password, or does not exist).
+func (s *Switch) StartWith(daemon, redisURL string, extra ...string) *Proc {
+	s.T.Helper()
+	args := []string{"--redis", redisURL, "--netns", s.NS.Name}
 	if daemon == "impaird" {
 		if s.BPFFS == "" {
 			s.MountBPFFS()

@@ -47,10 +47,7 @@ func TestEveryDaemonWaitsForRedis(t *testing.T) {
 	s.HSet("PORT|Ethernet0", "mtu", "1400")
 	s.HSet("IMPAIRMENT|Ethernet0", "loss", "1")
 	s.WaitOK("PORT|Ethernet0", "IMPAIRMENT|Ethernet0")
-	e2eutil.Eventually(t, e2eutil.Wait, "syncd mirrors Ethernet0", func() (bool, string) {
-		h, _ := s.State.HGetAll(context.Background(), "PORT_TABLE|Ethernet0").Result()
-		return h["mtu"] == "1400", fmt.Sprint(h)
-	})
+	s.WaitField(s.State, "PORT_TABLE|Ethernet0", "mtu", "1400") // syncd mirrors Ethernet0
 }
 
 // A wrong password: every daemon exits at once with the same message, and
@@ -61,11 +58,7 @@ func TestEveryDaemonRefusesAWrongPassword(t *testing.T) {
 	srv := testredis.Start(t, "--requirepass", "right")
 	url := strings.Replace(srv.TCPURL(), "redis://", "redis://:SECRET@", 1)
 	for _, d := range daemons {
-		args := []string{"--redis", url, "--netns", s.NS.Name}
-		if d == "impaird" {
-			args = append(args, "--bpffs", s.BPFFS)
-		}
-		p := e2eutil.Start(t, d, args...)
+		p := s.StartWith(d, url)
 		e2eutil.Eventually(t, e2eutil.Wait, d+" exits", func() (bool, string) { return p.Exited(), p.Output() })
 		out := p.Output()
 		if !strings.Contains(out, "authentication failed") || !strings.Contains(out, "check the user and password in --redis") {
@@ -174,11 +167,7 @@ func TestNoDaemonPrintsThePassword(t *testing.T) {
 		"unix:///nonexistent/redis.sock?password=SECRET",
 	} {
 		for _, d := range daemons {
-			args := []string{"--redis", url, "--netns", s.NS.Name}
-			if d == "impaird" {
-				args = append(args, "--bpffs", s.BPFFS)
-			}
-			p := e2eutil.Start(t, d, args...)
+			p := s.StartWith(d, url)
 			// Refused at once, or waiting for a Redis that is not there:
 			// either way, give it a moment to print.
 			time.Sleep(300 * time.Millisecond)
