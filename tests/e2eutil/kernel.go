@@ -133,3 +133,25 @@ func XDPProg(ns *testns.NS, dev string) (id int, mode string) {
 	m := map[int]string{1: "native", 2: "generic", 3: "offload"}[links[0].Xdp.Mode]
 	return links[0].Xdp.Prog.ID, m
 }
+
+// BridgeVlans returns port → vid → flags ("PVID", "Egress Untagged") of
+// every bridge port and bridge in ns.
+// Equivalent to: bridge -n NS -j vlan show
+func BridgeVlans(ns *testns.NS) map[string]map[int][]string {
+	var out []struct {
+		Ifname string `json:"ifname"`
+		Vlans  []struct {
+			Vlan  int      `json:"vlan"`
+			Flags []string `json:"flags"`
+		} `json:"vlans"`
+	}
+	ns.JSON(&out, "bridge", "vlan", "show")
+	m := map[string]map[int][]string{}
+	for _, p := range out {
+		m[p.Ifname] = map[int][]string{}
+		for _, v := range p.Vlans {
+			m[p.Ifname][v.Vlan] = v.Flags
+		}
+	}
+	return m
+}

@@ -12,8 +12,6 @@ import (
 	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/kernelcap"
 	"github.com/switchyard-net/switchyard/tests/sonic"
-	"github.com/switchyard-net/switchyard/tests/testns"
-	"github.com/switchyard-net/switchyard/tests/testredis"
 )
 
 // TestVLANSONiCConfigDB loads the whole sonic-cfggen file, VLAN tables
@@ -29,14 +27,14 @@ func TestVLANSONiCConfigDB(t *testing.T) {
 	}
 	var ports map[string]map[string]string
 	json.Unmarshal(file[schema.TablePort], &ports)
-	sw := testns.New(t)
+	s := e2eutil.NewSwitch(t)
+	sw, srv := s.NS, s.Redis
 	for i, p := range slices.Sorted(maps.Keys(ports)) {
 		sw.Veth(p, nil, "peer"+string(rune('a'+i)))
 	}
 	in := filepath.Join(t.TempDir(), "config_db.json")
 	os.WriteFile(in, sonic.ConfigDBJSON, 0o644)
-	srv := testredis.Start(t)
-	e2eutil.Start(t, "orchagent", "--redis", srv.URL(), "--netns", sw.Name)
+	s.Start("orchagent")
 	mustSwctl(t, srv, "config", "load", in)
 	if out, errs, code := swctl(t, srv, "wait", "--timeout", e2eutil.Wait.String()); code != 0 {
 		t.Fatalf("swctl wait: exit %d\n%s%s", code, out, errs)
@@ -69,20 +67,11 @@ func TestVLANSONiCConfigDB(t *testing.T) {
 	if !have["192.168.0.1"] || !have["fc02:1000::1"] {
 		t.Errorf("Vlan1000 addresses %+v: want 192.168.0.1/21 and fc02:1000::1/64", addrs)
 	}
-	var vids []struct {
-		Ifname string `json:"ifname"`
-		Vlans  []struct {
-			Vlan  int      `json:"vlan"`
-			Flags []string `json:"flags"`
-		} `json:"vlans"`
-	}
-	sw.JSON(&vids, "bridge", "vlan", "show")
+	vids := e2eutil.BridgeVlans(sw)
 	members := map[string]bool{}
-	for _, v := range vids {
-		for _, x := range v.Vlans {
-			if x.Vlan == 1000 && slices.Contains(x.Flags, "Egress Untagged") && slices.Contains(x.Flags, "PVID") {
-				members[v.Ifname] = true
-			}
+	for port, vlans := range vids {
+		if flags, ok := vlans[1000]; ok && slices.Contains(flags, "Egress Untagged") && slices.Contains(flags, "PVID") {
+			members[port] = true
 		}
 	}
 	if !members["Ethernet4"] || !members["Ethernet12"] {
