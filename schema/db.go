@@ -22,6 +22,8 @@ const (
 	TableVlanMember     = "VLAN_MEMBER"
 	TableInterface      = "INTERFACE"
 	TableVlanInterface  = "VLAN_INTERFACE"
+	TableLoopback       = "LOOPBACK_INTERFACE"
+	TableVRF            = "VRF"
 	TableStaticRoute    = "STATIC_ROUTE"
 	TableFDB            = "FDB"
 	TableImpairment     = "IMPAIRMENT"
@@ -31,8 +33,8 @@ const (
 // ConfigTables lists the CONFIG_DB tables switchyard understands, in
 // dependency order (parents before children).
 var ConfigTables = []string{
-	TablePort, TableVlan, TableVlanMember, TableInterface, TableVlanInterface,
-	TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
+	TablePort, TableVRF, TableVlan, TableVlanMember, TableInterface, TableVlanInterface,
+	TableLoopback, TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
 }
 
 // KeyConfigDBInitialized is the plain string key in CONFIG_DB that says the

@@ -27,6 +27,10 @@ var (
 		TableVlanInterface: func(k string, f Fields) (Record, error) {
 			return wrap(ParseInterface(TableVlanInterface, k, f))
 		},
+		TableLoopback: func(k string, f Fields) (Record, error) {
+			return wrap(ParseInterface(TableLoopback, k, f))
+		},
+		TableVRF: func(k string, f Fields) (Record, error) { return wrap(ParseVRF(k, f)) },
 	}
 )
 

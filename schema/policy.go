@@ -24,7 +24,7 @@ import (
 // rest of the accepted names live only in sonicFields).
 const (
 	FieldFamily     = "family"        // INTERFACE / VLAN_INTERFACE address: IPv4 or IPv6 (scope: FieldScope)
-	FieldVRFName    = "vrf_name"      // INTERFACE / VLAN_INTERFACE: only the default VRF
+	FieldVRFName    = "vrf_name"      // INTERFACE / VLAN_INTERFACE / LOOPBACK_INTERFACE bare key: the VRF it is bound to
 	FieldVnetName   = "vnet_name"     // INTERFACE / VLAN_INTERFACE: VNETs are not supported
 	FieldAlias      = "alias"         // PORT / VLAN: SONiC's alternative name
 	FieldAdvertise  = "advertise"     // STATIC_ROUTE: BGP redistribution, per next hop
@@ -34,7 +34,8 @@ const (
 
 // sonicFields lists, per table, every field name the table takes: the ones
 // switchyard acts on and the ones SONiC's YANG models (sonic-port,
-// sonic-vlan, sonic-interface, sonic-static-route) define for it.
+// sonic-vlan, sonic-interface, sonic-loopback-interface, sonic-vrf,
+// sonic-static-route) define for it.
 // Leaf-lists appear twice: ConfigDBConnector stores a JSON list as
 // "name@" with the values joined by commas, while SONiC's CLI writes some
 // of them (adv_speeds) as a plain comma string.
@@ -66,6 +67,13 @@ var sonicFields = map[string][]string{
 		"grat_arp", "proxy_arp", "static_anycast_gateway",
 		FieldFamily, FieldScope, "secondary",
 	},
+	TableLoopback: {
+		// bare "LoopbackN" key
+		FieldVRFName, "nat_zone", FieldAdminStatus,
+		// "LoopbackN|addr/len" key
+		FieldFamily, FieldScope,
+	},
+	TableVRF: {FieldVNI, FieldFallback},
 	TableStaticRoute: {
 		FieldNexthop, FieldIfname, FieldDistance, FieldBlackhole, FieldNexthopVRF, FieldAdvertise, FieldBFD,
 	},

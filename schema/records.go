@@ -65,12 +65,27 @@ type VlanMember struct {
 	Tagging TaggingMode
 }
 
-// Interface is an INTERFACE or VLAN_INTERFACE entry: "ifname|addr/len" or
-// bare "ifname" (Addr invalid).
+// Interface is an INTERFACE, VLAN_INTERFACE or LOOPBACK_INTERFACE entry:
+// "ifname|addr/len" or bare "ifname" (Addr invalid).
 type Interface struct {
-	TableName string       // TableInterface or TableVlanInterface
+	TableName string       // TableInterface, TableVlanInterface or TableLoopback
 	Name      string       // interface name
 	Addr      netip.Prefix // address with its prefix length (host bits kept); invalid for a bare key
+	// VRF is the VRF the interface is bound to (vrf_name, bare keys
+	// only); "" = the default VRF.
+	VRF string
+	// AdminUp is a loopback's admin_status (LOOPBACK_INTERFACE bare key
+	// only); nil = up, SONiC's default.
+	AdminUp *bool
+}
+
+// VRF is a VRF entry "VrfNAME": a Linux vrf device with its own routing
+// table.
+type VRF struct {
+	Name string // "Vrf_blue"
+	// VNI is the L3 VNI mapped to the VRF (EVPN, 1-16777215); 0 = none
+	// (SONiC's default). Validated, not acted on yet.
+	VNI int
 }
 
 // NextHop is one next hop of a static route: a gateway, an interface, or both.
