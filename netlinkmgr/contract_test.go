@@ -393,6 +393,64 @@ var contractScenarios = []scenario{
 		_, err = e.k.Links().Get("Vlan100")
 		mustNotFound(t, "vlan after parent del", err)
 	}},
+	{"dummy devices", func(t *testing.T, e env) {
+		err := e.k.Links().Add(LinkInfo{Name: "Loopback0", Kind: "dummy", AdminUp: ptr(true)})
+		skipIfLacks(t, err, FeatureDummy)
+		must(t, err)
+		must(t, e.k.Addrs().Add(AddrInfo{Link: "Loopback0", Prefix: pfx("10.1.0.1/32"), Protocol: ProtoSwitchyard, Create: true}))
+		l := getLink(t, e.k, "Loopback0")
+		if l.Kind != "dummy" || !*l.AdminUp {
+			t.Fatalf("Get: %+v", l)
+		}
+		as, err := e.k.Addrs().List("Loopback0")
+		must(t, err)
+		if as = globalAddrs(as); len(as) != 1 || as[0].Prefix != pfx("10.1.0.1/32") || as[0].Protocol != ProtoSwitchyard {
+			t.Fatalf("addresses: %+v", as)
+		}
+		must(t, e.k.Links().Del("Loopback0"))
+		_, err = e.k.Links().Get("Loopback0")
+		mustNotFound(t, "dummy after del", err)
+	}},
+	{"vrf devices", func(t *testing.T, e env) {
+		L := e.k.Links()
+		if err := L.Add(LinkInfo{Name: "Vrf_bad", Kind: "vrf", Vrf: &VrfOptions{Table: 254}}); !errors.Is(err, unix.EINVAL) {
+			t.Fatalf("vrf on the main table: %v, want EINVAL", err)
+		}
+		err := L.Add(LinkInfo{Name: "Vrf_blue", Kind: "vrf", AdminUp: ptr(true), Vrf: &VrfOptions{Table: 1001}})
+		skipIfLacks(t, err, FeatureVRF)
+		must(t, err)
+		vrf := getLink(t, e.k, "Vrf_blue")
+		if vrf.Kind != "vrf" || vrf.Vrf == nil || vrf.Vrf.Table != 1001 || !*vrf.AdminUp {
+			t.Fatalf("Get: %+v", vrf)
+		}
+		upPort(t, e, "Ethernet0", "10.0.0.1/24")
+		must(t, L.Set(LinkInfo{Name: "Ethernet0", Master: ptr("Vrf_blue")}))
+		if l := getLink(t, e.k, "Ethernet0"); *l.Master != "Vrf_blue" || l.MasterIdx != vrf.Index {
+			t.Fatalf("enslaved port: master %q idx %d, want Vrf_blue %d", *l.Master, l.MasterIdx, vrf.Index)
+		}
+		R := e.k.Routes()
+		r := RouteInfo{Dst: pfx("10.9.0.0/16"), Table: 1001, Protocol: ProtoSwitchyard,
+			NextHops: []NextHop{{Gateway: ip("10.0.0.2"), Link: "Ethernet0"}}}
+		must(t, R.Replace(r))
+		rs, err := R.List(RouteFilter{Table: 1001, Protocol: ProtoSwitchyard})
+		must(t, err)
+		if len(rs) != 1 || rs[0].String() != "10.9.0.0/16 proto 201 metric 0 table 1001 nexthop via 10.0.0.2 dev Ethernet0" {
+			t.Fatalf("table 1001: %v", rs)
+		}
+		if rs, _ := R.List(RouteFilter{Protocol: ProtoSwitchyard}); len(rs) != 0 {
+			t.Fatalf("main table holds the VRF's route: %v", rs)
+		}
+		must(t, R.Del(r))
+		must(t, L.Set(LinkInfo{Name: "Ethernet0", Master: ptr("")}))
+		if l := getLink(t, e.k, "Ethernet0"); *l.Master != "" || l.MasterIdx != 0 {
+			t.Fatalf("released port: %+v", l)
+		}
+		must(t, L.Set(LinkInfo{Name: "Ethernet0", Master: ptr("Vrf_blue")}))
+		must(t, L.Del("Vrf_blue"))
+		if l := getLink(t, e.k, "Ethernet0"); *l.Master != "" {
+			t.Fatalf("port of a deleted vrf: master %q", *l.Master)
+		}
+	}},
 	{"writes count mutating calls", func(t *testing.T, e env) {
 		e.port("Ethernet0")
 		before := e.k.Writes()

@@ -233,6 +233,10 @@ func (f *Fake) view(name string) LinkInfo {
 		out.Veth = &VethOptions{PeerName: l.peer}
 		out.ParentIdx = p.info.Index
 	}
+	if in.Vrf != nil {
+		v := *in.Vrf
+		out.Vrf = &v
+	}
 	if in.Vlan != nil {
 		v := *in.Vlan
 		out.Vlan = &v
@@ -329,6 +333,10 @@ func (x fakeLinks) Add(l LinkInfo) error {
 			return opErr("add", obj, fmt.Errorf("parent %s: %w", l.Vlan.Parent, notFound(unix.ENODEV)))
 		}
 		mac = append(net.HardwareAddr(nil), p.info.MAC...)
+	case "vrf":
+		if l.Vrf == nil || !validVrfTable(l.Vrf.Table) {
+			return opErr("add", obj, fmt.Errorf("vrf needs a table other than 0, 253-255: %w", unix.EINVAL))
+		}
 	case "":
 		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
 	}
@@ -357,6 +365,10 @@ func (x fakeLinks) Add(l LinkInfo) error {
 		v := *l.Vlan
 		n.info.Vlan = &v
 		*n.info.MTU = *f.links[v.Parent].info.MTU
+	case "vrf":
+		v := *l.Vrf
+		n.info.Vrf = &v
+		*n.info.MTU = 65536 // as the kernel gives a vrf device (64 KiB)
 	}
 	f.applySet(l)
 	f.ops = append(f.ops, l.addString())
@@ -380,8 +392,11 @@ func (f *Fake) checkSet(l LinkInfo, exists bool) error {
 		if m == nil {
 			return fmt.Errorf("master %s: %w", *l.Master, notFound(unix.ENODEV))
 		}
-		if m.info.Kind != "bridge" || *l.Master == l.Name {
-			return fmt.Errorf("master %s is not a bridge: %w", *l.Master, unix.EOPNOTSUPP)
+		if (m.info.Kind != "bridge" && m.info.Kind != "vrf") || *l.Master == l.Name {
+			return fmt.Errorf("master %s is not a bridge or vrf: %w", *l.Master, unix.EOPNOTSUPP)
+		}
+		if exists && f.links[l.Name].info.Kind == "vrf" {
+			return fmt.Errorf("a vrf device cannot be enslaved: %w", unix.EINVAL)
 		}
 	}
 	if l.Bridge != nil && (l.Bridge.VlanFiltering != nil || l.Bridge.DefaultPVID != nil) {
@@ -427,7 +442,7 @@ func (f *Fake) applySet(l LinkInfo) {
 			f.emitLink(old, false)
 		}
 		*n.info.Master = *l.Master
-		if *l.Master != "" {
+		if *l.Master != "" && f.links[*l.Master].info.Kind == "bridge" {
 			f.enslave(l.Name, *l.Master)
 		}
 	}

@@ -65,6 +65,9 @@ func (l LinkInfo) addString() string {
 	if l.Veth != nil {
 		s += " peer=" + l.Veth.PeerName
 	}
+	if l.Vrf != nil {
+		s += fmt.Sprintf(" table=%d", l.Vrf.Table)
+	}
 	if rest := l.setString(); rest != "" {
 		s += " " + rest
 	}

@@ -33,6 +33,16 @@ func skipIfMissing(t *testing.T, err error) {
 	}
 }
 
+// skipIfLacks is skipIfMissing for an error that may only name feature:
+// a kernel lacking something else is a failure.
+func skipIfLacks(t *testing.T, err error, feature string) {
+	t.Helper()
+	if f, ok := MissingFeature(err); ok && f != feature {
+		t.Fatalf("want a missing %s, got %v", feature, err)
+	}
+	skipIfMissing(t, err)
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -19,6 +19,10 @@ type realLinks struct{ k *kernel }
 //	ip link add NAME type veth peer name PEER
 //	ip link add link PARENT name NAME type vlan id ID
 //	ip link add NAME type dummy
+//	ip link add NAME type vrf table T
+//
+// A link is enslaved to a bridge or a vrf device alike with Master
+// (ip link set NAME master M), at Add or by Set.
 func (x realLinks) Add(l LinkInfo) error {
 	k := x.k
 	k.writes.Add(1)
@@ -71,6 +75,11 @@ func (x realLinks) Add(l LinkInfo) error {
 		link = &netlink.Vlan{LinkAttrs: attrs, VlanId: l.Vlan.ID, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q}
 	case "dummy":
 		link = &netlink.Dummy{LinkAttrs: attrs}
+	case "vrf":
+		if l.Vrf == nil || !validVrfTable(l.Vrf.Table) {
+			return opErr("add", obj, fmt.Errorf("vrf needs a table other than 0, 253-255: %w", unix.EINVAL))
+		}
+		link = &netlink.Vrf{LinkAttrs: attrs, Table: l.Vrf.Table}
 	case "":
 		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
 	default:
@@ -254,6 +263,8 @@ func toLinkInfo(link netlink.Link, names map[int]string) LinkInfo {
 		if a.NetNsID < 0 {
 			l.Vlan.Parent = names[a.ParentIndex]
 		}
+	case *netlink.Vrf:
+		l.Vrf = &VrfOptions{Table: t.Table}
 	case *netlink.Veth:
 		if p := names[a.ParentIndex]; p != "" && a.NetNsID < 0 {
 			l.Veth = &VethOptions{PeerName: p}
@@ -267,6 +278,10 @@ func toLinkInfo(link netlink.Link, names map[int]string) LinkInfo {
 	}
 	return l
 }
+
+// validVrfTable: a vrf device may not use RT_TABLE_UNSPEC, nor the
+// default (253), main (254) or local (255) tables.
+func validVrfTable(t uint32) bool { return t != 0 && (t < 253 || t > 255) }
 
 // operStateName is iproute2's operstate word, lowercased (RFC 2863).
 func operStateName(s netlink.LinkOperState) string {

@@ -84,6 +84,7 @@ type LinkInfo struct {
 	Bridge *BridgeOptions // kind "bridge" only
 	Vlan   *VlanOptions   // kind "vlan" only
 	Veth   *VethOptions   // kind "veth" only (Add)
+	Vrf    *VrfOptions    // kind "vrf" only (Add; read back)
 
 	// Read-only state, filled by Get/List/events.
 	OperUp    bool
@@ -103,6 +104,14 @@ type BridgeOptions struct {
 type VlanOptions struct {
 	ID     int
 	Parent string
+}
+
+// VrfOptions are vrf device attributes (ip link add NAME type vrf table T).
+// A vrf device is a routing domain: the links enslaved to it (master
+// NAME) have their connected and local routes in table T, and routes
+// added to T route their traffic.
+type VrfOptions struct {
+	Table uint32 // the routing table, not 0 (RT_TABLE_UNSPEC) nor 255 (local)
 }
 
 // VethOptions name the peer of a new veth pair.
