@@ -178,6 +178,8 @@ func New(opts Options) *Orch {
 		schema.TableVlanMember:    {o.applyMember, o.removeMember},
 		schema.TableInterface:     {o.intfApplier(schema.TableInterface), o.intfRemover(schema.TableInterface)},
 		schema.TableVlanInterface: {o.intfApplier(schema.TableVlanInterface), o.intfRemover(schema.TableVlanInterface)},
+		schema.TableLoopback:      {o.intfApplier(schema.TableLoopback), o.intfRemover(schema.TableLoopback)},
+		schema.TableVRF:           {o.applyVrf, o.removeVrf},
 		schema.TableStaticRoute:   {o.applyRoute, o.removeRoute},
 		schema.TableFDB:           {o.applyFdb, o.removeFdb},
 	}
@@ -190,8 +192,8 @@ func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
 // Tables lists the CONFIG_DB tables orchagent reconciles.
 func Tables() []string {
-	return []string{schema.TablePort, schema.TableVlan, schema.TableVlanMember, schema.TableInterface,
-		schema.TableVlanInterface, schema.TableStaticRoute, schema.TableFDB}
+	return []string{schema.TablePort, schema.TableVRF, schema.TableVlan, schema.TableVlanMember, schema.TableInterface,
+		schema.TableVlanInterface, schema.TableLoopback, schema.TableStaticRoute, schema.TableFDB}
 }
 
 // SetConfig records the current hash of CONFIG_DB key table|key and
