@@ -61,8 +61,11 @@ type Orch struct {
 
 	mu          sync.Mutex
 	results     map[string]schema.Result
-	resultsPeak int      // high-water mark of results (shrink)
-	queued      []string // Enqueue == nil: keys for Drain
+	resultsPeak int // high-water mark of results (shrink)
+	// rtables is the table each VRF route key was last applied in, so its
+	// delete finds the routes when the VRF device is already gone.
+	rtables map[string]int
+	queued  []string // Enqueue == nil: keys for Drain
 
 	// batch, while ReconcileBatch runs, collects the route or FDB writes
 	// of consecutive keys of one table to send together; nil = every
@@ -162,6 +165,7 @@ func New(opts Options) *Orch {
 		idx:     newRefIndex(),
 		view:    newKernelView(),
 		results: map[string]schema.Result{},
+		rtables: map[string]int{},
 	}
 	if o.cfg == nil {
 		o.cfg = engine.NewCache(nil)

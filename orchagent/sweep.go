@@ -11,7 +11,7 @@ import (
 
 // Sweep removes kernel objects orchagent owns that no config key names any
 // more (config deleted while orchagent was down): routes with protocol
-// 201, addresses with protocol 201 (IFA_PROTO), our LoopbackN dummies and
+// 201 (main table, and VRF tables by their VRF's keys), addresses with protocol 201 (IFA_PROTO), our LoopbackN dummies and
 // vrf devices (alias switchyard), bindings to our VRFs, VlanN devices on Bridge,
 // Bridge's own vids, vids of ports on Bridge and the membership of ports
 // that had such a vid, static FDB entries on Bridge. Bridge itself, ports,
@@ -21,8 +21,21 @@ import (
 // itself (Options.ConfigExists) before it goes.
 func (o *Orch) Sweep(ctx context.Context) error {
 	var errs []error
+	vrfs := o.view.ourVrfTables()
 	for _, r := range o.view.allRoutes() {
 		p := normPrefix(r.Dst).String()
+		if !mainTable(&r) {
+			// A VRF's route: stale when its VRF is gone or no key names it.
+			key := p
+			if vrf, ok := vrfs[r.Table]; ok {
+				key = vrf + schema.ConfigSep + p
+				if o.configured(schema.TableStaticRoute, key) {
+					continue
+				}
+			}
+			errs = append(errs, o.delRoute(key, r))
+			continue
+		}
 		if o.configured(schema.TableStaticRoute, p) || o.configured(schema.TableStaticRoute, schema.DefaultVRF+schema.ConfigSep+p) {
 			continue
 		}

@@ -67,8 +67,9 @@ func (o *Orch) applyVrf(key string, f schema.Fields) outcome {
 	return okOut(refs)
 }
 
-// removeVrf deletes our vrf device; the kernel releases its interfaces
-// (their keys, waiting on the VRF key, see it go).
+// removeVrf deletes our routes in the VRF's table and our vrf device; the
+// kernel releases its interfaces (their keys, and the VRF's route keys,
+// waiting on the VRF key, see it go).
 func (o *Orch) removeVrf(key string) outcome {
 	cur, ok, err := o.getLink(key)
 	if err != nil {
@@ -76,6 +77,17 @@ func (o *Orch) removeVrf(key string) outcome {
 	}
 	if !ok || !ownedDev(cur, "vrf") {
 		return okOut(nil)
+	}
+	// Our routes in its table would outlive the device (those through
+	// interfaces of other VRFs, blackholes): they go first.
+	if cur.Vrf != nil {
+		for _, r := range o.view.allRoutes() {
+			if r.Table == int(cur.Vrf.Table) {
+				if err := o.delRoute(key, r); err != nil {
+					return kernelOut(err, nil)
+				}
+			}
+		}
 	}
 	if err := o.act(schema.TableVRF, key, "delete vrf device "+key,
 		func() error { return ignoreNotFound(o.k.Links().Del(key)) }); err != nil {

@@ -67,6 +67,14 @@ var okCases = []okCase{
 	{TableStaticRoute, "10.2.0.0/16", Fields{"nexthop": "10.0.0.2,10.0.0.2", "ifname": "Ethernet0,Ethernet4"},
 		"10.2.0.0/16", Fields{"nexthop": "10.0.0.2,10.0.0.2", "ifname": "Ethernet0,Ethernet4"}},
 	{TableFDB, "Vlan100|00:11:22:33:44:55", Fields{"port": "Ethernet0"}, "Vlan100|00:11:22:33:44:55", Fields{"port": "Ethernet0"}},
+	// Routes in a VRF; nexthop-vrf leaks between VRFs (the route's own VRF
+	// is implied and dropped).
+	{TableStaticRoute, "Vrf_red|10.0.0.0/24", Fields{"nexthop": "10.0.0.2", "nexthop-vrf": "Vrf_red"}, "Vrf_red|10.0.0.0/24", Fields{"nexthop": "10.0.0.2"}},
+	{TableStaticRoute, "Vrf_red|10.5.0.0/16", Fields{"nexthop": "10.1.0.2,10.0.0.2", "nexthop-vrf": "Vrf_blue,"},
+		"Vrf_red|10.5.0.0/16", Fields{"nexthop": "10.1.0.2,10.0.0.2", "nexthop-vrf": "Vrf_blue,"}},
+	{TableStaticRoute, "Vrf_red|10.6.0.0/16", Fields{"ifname": "Ethernet4", "nexthop-vrf": "default"}, "Vrf_red|10.6.0.0/16", Fields{"ifname": "Ethernet4", "nexthop-vrf": "default"}},
+	{TableStaticRoute, "default|10.7.0.0/16", Fields{"nexthop": "10.1.0.2", "nexthop-vrf": "Vrf_blue"}, "10.7.0.0/16", Fields{"nexthop": "10.1.0.2", "nexthop-vrf": "Vrf_blue"}},
+	{TableStaticRoute, "Vrf_red|10.8.0.0/16", Fields{"blackhole": "true", "nexthop-vrf": "Vrf_blue"}, "Vrf_red|10.8.0.0/16", Fields{"blackhole": "true"}},
 	// SONiC's forms: fields the YANG models define are accepted, unknown
 	// ones ignored (UnknownFields names them); STATIC_ROUTE as `config
 	// route add` writes it.

@@ -92,11 +92,15 @@ type VRF struct {
 type NextHop struct {
 	Gateway netip.Addr // invalid when absent
 	Ifname  string     // empty when absent
+	// VRF is the VRF the next hop is reached in when it is not the
+	// route's own (nexthop-vrf: "default" or a VRF name); "" = the
+	// route's VRF.
+	VRF string
 }
 
 // StaticRoute is a STATIC_ROUTE entry "prefix" or "vrf|prefix".
 type StaticRoute struct {
-	VRF       string       // "default" (also when the key has none)
+	VRF       string       // "default" (also when the key has none) or a VRF name
 	Prefix    netip.Prefix // host bits clear (else a FieldError naming the canonical form)
 	NextHops  []NextHop    // parallel nexthop/ifname lists, ECMP
 	Distance  *int         // 0-255; the route metric
