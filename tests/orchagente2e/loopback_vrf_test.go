@@ -283,3 +283,80 @@ func TestVMVrfOverlappingSubnets(t *testing.T) {
 		return slices.Equal(before, after), fmt.Sprintf("before %q after %q", before, after)
 	})
 }
+
+// Two VRFs with the same subnet 10.0.0.0/24 (a host in each, both
+// 10.0.0.2), each with a static route to the same prefix 10.50.0.0/16
+// through its own host, and a subnet each that the other VRF reaches by a
+// leaked static route (nexthop-vrf): the routes land in their VRF's table
+// only, the leak carries traffic both ways, and deleting the keys removes
+// every route of ours.
+func TestVMVrfStaticRoutesAndLeak(t *testing.T) {
+	kernelcap.Require(t, kernelcap.VRF)
+	e := newEnv(t)
+	forwarding(t, e.sw)
+	hosts := map[string]*testns.NS{}
+	for _, h := range []struct{ port, addr, gw string }{
+		{"Ethernet0", "10.0.0.2/24", "10.0.0.1"},  // red
+		{"Ethernet4", "10.0.0.2/24", "10.0.0.1"},  // blue
+		{"Ethernet8", "10.2.0.2/24", "10.2.0.1"},  // blue
+		{"Ethernet12", "10.3.0.2/24", "10.3.0.1"}, // red
+	} {
+		n := testns.New(t)
+		e.sw.Veth(h.port, n, "eth1")
+		n.IP("addr", "add", h.addr, "dev", "eth1")
+		n.IP("route", "add", "default", "via", h.gw)
+		hosts[h.port] = n
+	}
+	e.start()
+	e.initialized()
+	cfg := [][]string{
+		{"VRF|Vrf_red"}, {"VRF|Vrf_blue"},
+		{"INTERFACE|Ethernet0", "vrf_name", "Vrf_red"}, {"INTERFACE|Ethernet0|10.0.0.1/24"},
+		{"INTERFACE|Ethernet12", "vrf_name", "Vrf_red"}, {"INTERFACE|Ethernet12|10.3.0.1/24"},
+		{"INTERFACE|Ethernet4", "vrf_name", "Vrf_blue"}, {"INTERFACE|Ethernet4|10.0.0.1/24"},
+		{"INTERFACE|Ethernet8", "vrf_name", "Vrf_blue"}, {"INTERFACE|Ethernet8|10.2.0.1/24"},
+		{"STATIC_ROUTE|Vrf_red|10.50.0.0/16", "nexthop", "10.0.0.2", "ifname", "Ethernet0"},
+		{"STATIC_ROUTE|Vrf_blue|10.50.0.0/16", "nexthop", "10.0.0.2", "ifname", "Ethernet4"},
+		{"STATIC_ROUTE|Vrf_red|10.2.0.0/24", "nexthop", "10.2.0.2", "nexthop-vrf", "Vrf_blue"},
+		{"STATIC_ROUTE|Vrf_blue|10.3.0.0/24", "nexthop", "10.3.0.2", "nexthop-vrf", "Vrf_red"},
+		{"PORT|Ethernet0", "admin_status", "up"}, {"PORT|Ethernet4", "admin_status", "up"},
+		{"PORT|Ethernet8", "admin_status", "up"}, {"PORT|Ethernet12", "admin_status", "up"},
+	}
+	var keys []string
+	for _, c := range cfg {
+		e.hset(c[0], c[1:]...)
+		keys = append(keys, c[0])
+	}
+	e.waitOK(keys...)
+	want := map[string]map[string]string{ // VRF → prefix → device
+		"Vrf_red":  {"10.50.0.0/16": "Ethernet0", "10.2.0.0/24": "Ethernet8"},
+		"Vrf_blue": {"10.50.0.0/16": "Ethernet4", "10.3.0.0/24": "Ethernet12"},
+	}
+	for vrf, m := range want {
+		for p, dev := range m {
+			var rs []ipRoute
+			e.sw.JSON(&rs, "route", "show", "vrf", vrf, p)
+			if len(rs) != 1 || rs[0].Dev != dev || rs[0].proto() != "201" {
+				t.Errorf("route %s in %s: %+v, want one via dev %s proto 201", p, vrf, rs, dev)
+			}
+		}
+	}
+	if rs := routes(e.sw, "10.50.0.0/16"); len(rs) != 0 {
+		t.Errorf("main table holds 10.50.0.0/16: %+v", rs)
+	}
+	// The leak, both ways: blue's host C and red's host D.
+	e.waitPing(hosts["Ethernet8"], "10.3.0.2")
+	e.waitPing(hosts["Ethernet12"], "10.2.0.2")
+
+	for _, k := range keys {
+		e.del(k)
+	}
+	for _, k := range keys {
+		e.waitGone(k)
+	}
+	var left []ipRoute
+	e.sw.JSON(&left, "route", "show", "table", "all", "proto", "201")
+	if len(left) != 0 {
+		t.Fatalf("routes of ours left after the deletes: %+v", left)
+	}
+}
