@@ -451,6 +451,50 @@ var contractScenarios = []scenario{
 			t.Fatalf("port of a deleted vrf: master %q", *l.Master)
 		}
 	}},
+	{"bond devices", func(t *testing.T, e env) {
+		L := e.k.Links()
+		minL, rate, mii := 1, "fast", 100
+		err := L.Add(LinkInfo{Name: "PortChannel01", Kind: "bond", Alias: ptr("x"),
+			Bond: &BondOptions{Mode: "802.3ad", Miimon: &mii, MinLinks: &minL, LacpRate: &rate}})
+		skipIfLacks(t, err, FeatureBond)
+		must(t, err)
+		b := getLink(t, e.k, "PortChannel01")
+		if b.Kind != "bond" || b.Bond == nil || b.Bond.Mode != "802.3ad" || *b.Bond.MinLinks != 1 ||
+			*b.Bond.LacpRate != "fast" || *b.Bond.Miimon != 100 {
+			t.Fatalf("Get: %+v %+v", b, b.Bond)
+		}
+		for _, p := range []string{"Ethernet0", "Ethernet4"} {
+			e.port(p)
+			must(t, L.Set(LinkInfo{Name: p, Master: ptr("PortChannel01")}))
+			if l := getLink(t, e.k, p); *l.Master != "PortChannel01" || l.MasterIdx != b.Index || l.BondSlave == nil {
+				t.Fatalf("%s enslaved: master %q idx %d slave %+v", p, *l.Master, l.MasterIdx, l.BondSlave)
+			}
+		}
+		must(t, L.Set(LinkInfo{Name: "PortChannel01", MTU: ptr(9000)}))
+		if l := getLink(t, e.k, "Ethernet4"); *l.MTU != 9000 {
+			t.Fatalf("port mtu %d, want the bond's 9000", *l.MTU)
+		}
+		must(t, L.Set(LinkInfo{Name: "PortChannel01", Bond: &BondOptions{MinLinks: ptr(2)}}))
+		if b := getLink(t, e.k, "PortChannel01"); *b.Bond.MinLinks != 2 {
+			t.Fatalf("min_links %d, want 2", *b.Bond.MinLinks)
+		}
+		must(t, L.Set(LinkInfo{Name: "PortChannel01", AdminUp: ptr(true)}))
+		if err := L.Set(LinkInfo{Name: "PortChannel01", Bond: &BondOptions{LacpRate: ptr("slow")}}); err == nil {
+			t.Fatal("lacp_rate changed while the bond is up")
+		}
+		must(t, L.Set(LinkInfo{Name: "PortChannel01", AdminUp: ptr(false), Bond: &BondOptions{LacpRate: ptr("slow")}}))
+		if b := getLink(t, e.k, "PortChannel01"); *b.Bond.LacpRate != "slow" {
+			t.Fatalf("lacp_rate %s, want slow", *b.Bond.LacpRate)
+		}
+		must(t, L.Set(LinkInfo{Name: "Ethernet0", Master: ptr("")}))
+		if l := getLink(t, e.k, "Ethernet0"); *l.Master != "" || l.BondSlave != nil {
+			t.Fatalf("released port: %+v", l)
+		}
+		must(t, L.Del("PortChannel01"))
+		if l := getLink(t, e.k, "Ethernet4"); *l.Master != "" {
+			t.Fatalf("port of a deleted bond: master %q", *l.Master)
+		}
+	}},
 	{"writes count mutating calls", func(t *testing.T, e env) {
 		e.port("Ethernet0")
 		before := e.k.Writes()

@@ -96,8 +96,10 @@ func (f *Fake) Unsupported(names ...string) *Fake {
 }
 
 // HostKernel makes the Fake lack what the CI host kernel lacks: 802.1Q
-// VLAN devices, bridge VLAN filtering, dummy and VRF devices.
-func (f *Fake) HostKernel() *Fake { return f.Unsupported("vlan", "vlan_filtering", "dummy", "vrf") }
+// VLAN devices, bridge VLAN filtering, dummy, VRF and bond devices.
+func (f *Fake) HostKernel() *Fake {
+	return f.Unsupported("vlan", "vlan_filtering", "dummy", "vrf", "bond")
+}
 
 // FailNext makes the next mutation whose op-log line starts with prefix
 // (e.g. "link set Ethernet0", "route replace 10.2.") fail with err.
@@ -237,6 +239,12 @@ func (f *Fake) view(name string) LinkInfo {
 		v := *in.Vrf
 		out.Vrf = &v
 	}
+	if in.Bond != nil {
+		out.Bond = f.bondView(name)
+	}
+	if m := f.links[master]; m != nil && m.info.Kind == "bond" {
+		out.BondSlave = f.bondSlaveView(name)
+	}
 	if in.Vlan != nil {
 		v := *in.Vlan
 		out.Vlan = &v
@@ -277,6 +285,11 @@ func (f *Fake) operState(name string) string {
 			}
 		}
 		return "down"
+	case l.info.Kind == "bond":
+		if f.bondUpPorts(name) < max(1, *l.info.Bond.MinLinks) {
+			return "down"
+		}
+		return "up"
 	}
 	if !l.carrier {
 		return "down"
@@ -337,6 +350,10 @@ func (x fakeLinks) Add(l LinkInfo) error {
 		if l.Vrf == nil || !validVrfTable(l.Vrf.Table) {
 			return opErr("add", obj, fmt.Errorf("vrf needs a table other than 0, 253-255: %w", unix.EINVAL))
 		}
+	case "bond":
+		if err := fakeBondCheck(l.Bond, true); err != nil {
+			return opErr("add", obj, err)
+		}
 	case "":
 		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
 	}
@@ -369,6 +386,8 @@ func (x fakeLinks) Add(l LinkInfo) error {
 		v := *l.Vrf
 		n.info.Vrf = &v
 		*n.info.MTU = 65536 // as the kernel gives a vrf device (64 KiB)
+	case "bond":
+		n.info.Bond = newFakeBond(l.Bond)
 	}
 	f.applySet(l)
 	f.ops = append(f.ops, l.addString())
@@ -392,11 +411,22 @@ func (f *Fake) checkSet(l LinkInfo, exists bool) error {
 		if m == nil {
 			return fmt.Errorf("master %s: %w", *l.Master, notFound(unix.ENODEV))
 		}
-		if (m.info.Kind != "bridge" && m.info.Kind != "vrf") || *l.Master == l.Name {
-			return fmt.Errorf("master %s is not a bridge or vrf: %w", *l.Master, unix.EOPNOTSUPP)
+		if (m.info.Kind != "bridge" && m.info.Kind != "vrf" && m.info.Kind != "bond") || *l.Master == l.Name {
+			return fmt.Errorf("master %s is not a bridge, vrf or bond: %w", *l.Master, unix.EOPNOTSUPP)
 		}
 		if exists && f.links[l.Name].info.Kind == "vrf" {
 			return fmt.Errorf("a vrf device cannot be enslaved: %w", unix.EINVAL)
+		}
+	}
+	if l.Bond != nil && l.Bond.setString() != "" {
+		if exists && f.links[l.Name].info.Kind != "bond" {
+			return fmt.Errorf("bond options on a non-bond: %w", unix.EOPNOTSUPP)
+		}
+		if err := fakeBondCheck(l.Bond, false); err != nil {
+			return err
+		}
+		if exists && l.Bond.LacpRate != nil && *f.links[l.Name].info.AdminUp && (l.AdminUp == nil || *l.AdminUp) {
+			return fmt.Errorf("lacp_rate can be changed only while the bond is down: %w", unix.EBUSY)
 		}
 	}
 	if l.Bridge != nil && (l.Bridge.VlanFiltering != nil || l.Bridge.DefaultPVID != nil) {
@@ -428,6 +458,16 @@ func (f *Fake) applySet(l LinkInfo) {
 	if l.Alias != nil {
 		*n.info.Alias = *l.Alias
 	}
+	if l.Bond != nil && n.info.Bond != nil {
+		setFakeBond(n.info.Bond, l.Bond)
+	}
+	if l.MTU != nil && n.info.Kind == "bond" {
+		for _, p := range f.links {
+			if *p.info.Master == l.Name {
+				*p.info.MTU = *l.MTU // a bond's ports take its MTU
+			}
+		}
+	}
 	if l.Bridge != nil && n.info.Bridge != nil {
 		if l.Bridge.VlanFiltering != nil {
 			*n.info.Bridge.VlanFiltering = *l.Bridge.VlanFiltering
@@ -442,8 +482,13 @@ func (f *Fake) applySet(l LinkInfo) {
 			f.emitLink(old, false)
 		}
 		*n.info.Master = *l.Master
-		if *l.Master != "" && f.links[*l.Master].info.Kind == "bridge" {
-			f.enslave(l.Name, *l.Master)
+		if m := *l.Master; m != "" {
+			switch f.links[m].info.Kind {
+			case "bridge":
+				f.enslave(l.Name, m)
+			case "bond":
+				*n.info.MTU = *f.links[m].info.MTU
+			}
 		}
 	}
 }

@@ -20,8 +20,9 @@ type realLinks struct{ k *kernel }
 //	ip link add link PARENT name NAME type vlan id ID
 //	ip link add NAME type dummy
 //	ip link add NAME type vrf table T
+//	ip link add NAME type bond mode M [miimon N] [min_links N] [lacp_rate R]
 //
-// A link is enslaved to a bridge or a vrf device alike with Master
+// A link is enslaved to a bridge, a vrf device or a bond alike with Master
 // (ip link set NAME master M), at Add or by Set.
 func (x realLinks) Add(l LinkInfo) error {
 	k := x.k
@@ -80,6 +81,12 @@ func (x realLinks) Add(l LinkInfo) error {
 			return opErr("add", obj, fmt.Errorf("vrf needs a table other than 0, 253-255: %w", unix.EINVAL))
 		}
 		link = &netlink.Vrf{LinkAttrs: attrs, Table: l.Vrf.Table}
+	case "bond":
+		b, err := newBond(attrs, l.Bond)
+		if err != nil {
+			return opErr("add", obj, err)
+		}
+		link = b
 	case "":
 		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
 	default:
@@ -108,6 +115,11 @@ func (x realLinks) Add(l LinkInfo) error {
 //
 //	ip link set NAME [down] [mtu N] [address M] [master B|nomaster] [alias A] [up]
 //	ip link set NAME type bridge [vlan_filtering 0|1] [vlan_default_pvid N]
+//	ip link set NAME type bond [miimon N] [min_links N] [lacp_rate slow|fast]
+//
+// Bond options are sent after admin down and before admin up, so a
+// lacp_rate change (which the kernel takes only while the bond is down)
+// can be one Set with AdminUp false then another with AdminUp true.
 func (x realLinks) Set(l LinkInfo) error {
 	k := x.k
 	if !l.hasSet() {
@@ -167,6 +179,14 @@ func (x realLinks) Set(l LinkInfo) error {
 		}
 		if err := k.setBridgeOptions(link.Attrs().Index, b); err != nil {
 			return fail(what, vlanFilteringErr(err, lacksVlanFiltering(link)))
+		}
+	}
+	if b := l.Bond; b != nil && b.setString() != "" {
+		if _, ok := link.(*netlink.Bond); !ok {
+			return fail("type bond", fmt.Errorf("not a bond (kind %s): %w", link.Type(), unix.EOPNOTSUPP))
+		}
+		if err := k.setBondOptions(link.Attrs().Index, b); err != nil {
+			return fail("type bond "+b.setString(), err)
 		}
 	}
 	if l.AdminUp != nil && *l.AdminUp {
@@ -265,10 +285,15 @@ func toLinkInfo(link netlink.Link, names map[int]string) LinkInfo {
 		}
 	case *netlink.Vrf:
 		l.Vrf = &VrfOptions{Table: t.Table}
+	case *netlink.Bond:
+		l.Bond = bondInfo(t)
 	case *netlink.Veth:
 		if p := names[a.ParentIndex]; p != "" && a.NetNsID < 0 {
 			l.Veth = &VethOptions{PeerName: p}
 		}
+	}
+	if bs, ok := a.Slave.(*netlink.BondSlave); ok {
+		l.BondSlave = bondSlaveInfo(bs)
 	}
 	if s := a.Statistics; s != nil {
 		l.Stats = &LinkStats{

@@ -85,6 +85,7 @@ type LinkInfo struct {
 	Vlan   *VlanOptions   // kind "vlan" only
 	Veth   *VethOptions   // kind "veth" only (Add)
 	Vrf    *VrfOptions    // kind "vrf" only (Add; read back)
+	Bond   *BondOptions   // kind "bond" only (Add, Set; read back)
 
 	// Read-only state, filled by Get/List/events.
 	OperUp    bool
@@ -92,6 +93,8 @@ type LinkInfo struct {
 	MasterIdx int
 	ParentIdx int
 	Stats     *LinkStats
+	// BondSlave is the state of a bond's port (its master is a bond).
+	BondSlave *BondSlaveInfo
 }
 
 // BridgeOptions are bridge attributes (ip link ... type bridge ...).

@@ -1,0 +1,102 @@
+package netlinkmgr
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// The Fake's bonds: a bond is up when at least max(1, min_links) of its
+// ports are oper up; every up port is active in aggregator 1, LACP
+// collecting and distributing (the Fake has no LACP partner to wait for).
+
+// fakeBondCheck validates bond options as the kernel would.
+func fakeBondCheck(b *BondOptions, add bool) error {
+	if b == nil {
+		return nil
+	}
+	if add && b.Mode != "" {
+		switch b.Mode {
+		case "balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb":
+		default:
+			return fmt.Errorf("bond mode %q: %w", b.Mode, unix.EINVAL)
+		}
+	}
+	if b.MinLinks != nil && *b.MinLinks < 0 {
+		return fmt.Errorf("min_links %d: %w", *b.MinLinks, unix.EINVAL)
+	}
+	if b.LacpRate != nil && *b.LacpRate != "slow" && *b.LacpRate != "fast" {
+		return fmt.Errorf("lacp_rate %q: %w", *b.LacpRate, unix.EINVAL)
+	}
+	return nil
+}
+
+// newFakeBond is a new bond's stored options, with the kernel's defaults.
+func newFakeBond(o *BondOptions) *BondOptions {
+	mode, miimon, minLinks, rate := "balance-rr", 0, 0, "slow"
+	b := &BondOptions{Mode: mode, Miimon: &miimon, MinLinks: &minLinks, LacpRate: &rate}
+	if o != nil && o.Mode != "" {
+		b.Mode = o.Mode
+	}
+	setFakeBond(b, o)
+	return b
+}
+
+func setFakeBond(b, o *BondOptions) {
+	if o == nil {
+		return
+	}
+	if o.Miimon != nil {
+		*b.Miimon = *o.Miimon
+	}
+	if o.MinLinks != nil {
+		*b.MinLinks = *o.MinLinks
+	}
+	if o.LacpRate != nil {
+		*b.LacpRate = *o.LacpRate
+	}
+}
+
+// bondUpPorts counts the oper-up ports of bond name.
+func (f *Fake) bondUpPorts(name string) int {
+	n := 0
+	for pn, p := range f.links {
+		if *p.info.Master == name && f.portUp(pn) {
+			n++
+		}
+	}
+	return n
+}
+
+// portUp is a bond port's link state: admin up with carrier (a veth: its
+// peer up too).
+func (f *Fake) portUp(name string) bool {
+	l := f.links[name]
+	if !*l.info.AdminUp || !l.carrier {
+		return false
+	}
+	if p := f.links[l.peer]; l.info.Kind == "veth" && (p == nil || !*p.info.AdminUp) {
+		return false
+	}
+	return true
+}
+
+// bondView is a copy of bond name's options with its active aggregator.
+func (f *Fake) bondView(name string) *BondOptions {
+	in := f.links[name].info.Bond
+	miimon, minLinks, rate := *in.Miimon, *in.MinLinks, *in.LacpRate
+	out := &BondOptions{Mode: in.Mode, Miimon: &miimon, MinLinks: &minLinks, LacpRate: &rate}
+	if f.bondUpPorts(name) > 0 {
+		out.ActiveAggregator = 1
+	}
+	return out
+}
+
+// bondSlaveView is the state of bond port name.
+func (f *Fake) bondSlaveView(name string) *BondSlaveInfo {
+	if !f.portUp(name) {
+		return &BondSlaveInfo{State: "backup", MiiStatus: "down"}
+	}
+	return &BondSlaveInfo{State: "active", MiiStatus: "up", AggregatorID: 1,
+		ActorOperPortState: 0x3d, PartnerOperPortState: 0x3d}
+}
