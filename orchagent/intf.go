@@ -37,6 +37,13 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 				return pendingOut("waiting for "+vk, refs)
 			}
 		}
+		if table == schema.TablePortChannelInterface {
+			pk := schema.ConfigKey(schema.TablePortChannel, in.Name)
+			refs = append(refs, pk)
+			if !o.resultOK(pk) {
+				return pendingOut("waiting for "+pk, refs)
+			}
+		}
 		if table == schema.TableLoopback {
 			if out := o.ensureLoopback(key, in.Name, refs); out != nil {
 				return *out

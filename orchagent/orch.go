@@ -177,15 +177,19 @@ func New(opts Options) *Orch {
 		o.log = logrus.NewEntry(l)
 	}
 	o.handlers = map[string]tableHandler{
-		schema.TablePort:          {o.applyPort, o.removePort},
-		schema.TableVlan:          {o.applyVlan, o.removeVlan},
-		schema.TableVlanMember:    {o.applyMember, o.removeMember},
-		schema.TableInterface:     {o.intfApplier(schema.TableInterface), o.intfRemover(schema.TableInterface)},
-		schema.TableVlanInterface: {o.intfApplier(schema.TableVlanInterface), o.intfRemover(schema.TableVlanInterface)},
-		schema.TableLoopback:      {o.intfApplier(schema.TableLoopback), o.intfRemover(schema.TableLoopback)},
-		schema.TableVRF:           {o.applyVrf, o.removeVrf},
-		schema.TableStaticRoute:   {o.applyRoute, o.removeRoute},
-		schema.TableFDB:           {o.applyFdb, o.removeFdb},
+		schema.TablePort:              {o.applyPort, o.removePort},
+		schema.TableVlan:              {o.applyVlan, o.removeVlan},
+		schema.TableVlanMember:        {o.applyMember, o.removeMember},
+		schema.TableInterface:         {o.intfApplier(schema.TableInterface), o.intfRemover(schema.TableInterface)},
+		schema.TableVlanInterface:     {o.intfApplier(schema.TableVlanInterface), o.intfRemover(schema.TableVlanInterface)},
+		schema.TableLoopback:          {o.intfApplier(schema.TableLoopback), o.intfRemover(schema.TableLoopback)},
+		schema.TableVRF:               {o.applyVrf, o.removeVrf},
+		schema.TablePortChannel:       {o.applyPortChannel, o.removePortChannel},
+		schema.TablePortChannelMember: {o.applyPcMember, o.removePcMember},
+		schema.TablePortChannelInterface: {o.intfApplier(schema.TablePortChannelInterface),
+			o.intfRemover(schema.TablePortChannelInterface)},
+		schema.TableStaticRoute: {o.applyRoute, o.removeRoute},
+		schema.TableFDB:         {o.applyFdb, o.removeFdb},
 	}
 	return o
 }
@@ -196,8 +200,9 @@ func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
 // Tables lists the CONFIG_DB tables orchagent reconciles.
 func Tables() []string {
-	return []string{schema.TablePort, schema.TableVRF, schema.TableVlan, schema.TableVlanMember, schema.TableInterface,
-		schema.TableVlanInterface, schema.TableLoopback, schema.TableStaticRoute, schema.TableFDB}
+	return []string{schema.TablePort, schema.TableVRF, schema.TablePortChannel, schema.TablePortChannelMember,
+		schema.TableVlan, schema.TableVlanMember, schema.TableInterface, schema.TableVlanInterface,
+		schema.TablePortChannelInterface, schema.TableLoopback, schema.TableStaticRoute, schema.TableFDB}
 }
 
 // SetConfig records the current hash of CONFIG_DB key table|key and
@@ -467,10 +472,14 @@ func (o *Orch) configured(table, key string) bool {
 }
 
 // waitingForLink is the pending reason for a missing netdev: VLAN devices
-// come from their VLAN key, anything else from the outside (hot-plug).
+// and bonds come from their VLAN / PORTCHANNEL key, anything else from the
+// outside (hot-plug).
 func waitingForLink(name string) string {
 	if isVlanName(name) {
 		return "waiting for " + schema.ConfigKey(schema.TableVlan, name)
+	}
+	if schema.IsPortChannelName(name) {
+		return "waiting for " + schema.ConfigKey(schema.TablePortChannel, name)
 	}
 	return "waiting for netdev " + name
 }

@@ -12,7 +12,8 @@ import (
 // Sweep removes kernel objects orchagent owns that no config key names any
 // more (config deleted while orchagent was down): routes with protocol
 // 201 (main table, and VRF tables by their VRF's keys), addresses with protocol 201 (IFA_PROTO), our LoopbackN dummies and
-// vrf devices (alias switchyard), bindings to our VRFs, VlanN devices on Bridge,
+// vrf devices and bonds (alias switchyard), bindings to our VRFs, ports of
+// our bonds, VlanN devices on Bridge,
 // Bridge's own vids, vids of ports on Bridge and the membership of ports
 // that had such a vid, static FDB entries on Bridge. Bridge itself, ports,
 // unmarked addresses and ports on Bridge without a vid (enslaved by hand)
@@ -56,6 +57,7 @@ func (o *Orch) Sweep(ctx context.Context) error {
 		return errors.Join(append(errs, err)...)
 	}
 	errs = append(errs, o.sweepDevices(links)...)
+	errs = append(errs, o.sweepBonds(links)...)
 	br, ok, err := o.getLink(BridgeName)
 	if err != nil || !ok {
 		return errors.Join(append(errs, err)...)
@@ -130,7 +132,7 @@ func (o *Orch) sweepPort(port string) error {
 // VLAN_INTERFACE key names.
 func (o *Orch) sweepAddrs() []error {
 	named := map[string]bool{}
-	for _, table := range []string{schema.TableInterface, schema.TableVlanInterface, schema.TableLoopback} {
+	for _, table := range []string{schema.TableInterface, schema.TableVlanInterface, schema.TableLoopback, schema.TablePortChannelInterface} {
 		for _, key := range o.cfg.Keys(table) {
 			if in, err := schema.ParseInterface(table, key, nil); err == nil && !in.IsBare() {
 				named[in.Name+"|"+normPrefix(in.Addr).String()] = true
@@ -159,6 +161,8 @@ func intfTable(name string) string {
 		return schema.TableVlanInterface
 	case schema.IsLoopbackName(name):
 		return schema.TableLoopback
+	case schema.IsPortChannelName(name):
+		return schema.TablePortChannelInterface
 	}
 	return schema.TableInterface
 }

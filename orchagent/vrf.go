@@ -209,6 +209,6 @@ func (o *Orch) bareBinding(table, name string) (vrf string, wait bool) {
 // isOurDevName reports whether name is a device orchagent creates from a
 // key of its own table (not a port).
 func isOurDevName(name string) bool {
-	return name == BridgeName || isVlanName(name) || schema.IsLoopbackName(name) ||
+	return name == BridgeName || isVlanName(name) || schema.IsLoopbackName(name) || schema.IsPortChannelName(name) ||
 		strings.HasPrefix(name, "Vrf") && schema.IsVRFName(name)
 }

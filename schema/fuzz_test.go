@@ -159,8 +159,11 @@ func FuzzParseVlanMember(f *testing.F) { fuzzTable(f, TableVlanMember) }
 func FuzzParseInterface(f *testing.F) {
 	fuzzTable(f, TableInterface, TableVlanInterface, TableLoopback)
 }
-func FuzzParseLoopback(f *testing.F)    { fuzzTable(f, TableLoopback) }
-func FuzzParseVRF(f *testing.F)         { fuzzTable(f, TableVRF) }
+func FuzzParseLoopback(f *testing.F) { fuzzTable(f, TableLoopback) }
+func FuzzParseVRF(f *testing.F)      { fuzzTable(f, TableVRF) }
+func FuzzParsePortChannel(f *testing.F) {
+	fuzzTable(f, TablePortChannel, TablePortChannelMember, TablePortChannelInterface)
+}
 func FuzzParseStaticRoute(f *testing.F) { fuzzTable(f, TableStaticRoute) }
 func FuzzParseFDB(f *testing.F)         { fuzzTable(f, TableFDB) }
 

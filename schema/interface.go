@@ -31,8 +31,9 @@ func IsLoopbackName(name string) bool { return loopbackProblem(name) == "" }
 // ParseInterface parses an INTERFACE, VLAN_INTERFACE or
 // LOOPBACK_INTERFACE entry: key "ifname|addr/len" (an address: host bits
 // kept; IPv4 or IPv6 in canonical text form) or a bare "ifname".
-// VLAN_INTERFACE names must be VlanN, LOOPBACK_INTERFACE names LoopbackN;
-// INTERFACE names must be neither (those belong in their own tables).
+// VLAN_INTERFACE names must be VlanN, LOOPBACK_INTERFACE names LoopbackN,
+// PORTCHANNEL_INTERFACE names PortChannelN; INTERFACE names must be none
+// of these (those belong in their own tables).
 //
 // SONiC's fields are accepted: on a bare key, vrf_name binds the interface
 // to that VRF ("" or "default": the default VRF; anything else must be a
@@ -43,9 +44,9 @@ func IsLoopbackName(name string) bool { return loopbackProblem(name) == "" }
 // mpls, …) are not acted on. Unknown fields are ignored (UnknownFields
 // names them).
 func ParseInterface(table, key string, f Fields) (Interface, error) {
-	if table != TableInterface && table != TableVlanInterface && table != TableLoopback {
+	if table != TableInterface && table != TableVlanInterface && table != TableLoopback && table != TablePortChannelInterface {
 		return Interface{}, keyError(table, key, "not an interface table",
-			TableInterface+", "+TableVlanInterface+" or "+TableLoopback)
+			TableInterface+", "+TableVlanInterface+", "+TablePortChannelInterface+" or "+TableLoopback)
 	}
 	parts := SplitKey(key)
 	if len(parts) > 2 {
@@ -60,6 +61,10 @@ func ParseInterface(table, key string, f Fields) (Interface, error) {
 					name+" is not a VLAN: configure its addresses in "+TableInterface+ConfigSep+key, "")
 			}
 			return Interface{}, vlanKeyError(table, key, name, problem)
+		}
+	case TablePortChannelInterface:
+		if p := portChannelProblem(name); p != "" {
+			return Interface{}, keyError(table, key, p, portChannelAllowed)
 		}
 	case TableLoopback:
 		if p := ifnameProblem(name); p != "" {
@@ -79,6 +84,10 @@ func ParseInterface(table, key string, f Fields) (Interface, error) {
 		if IsLoopbackName(name) {
 			return Interface{}, keyError(table, key,
 				name+" is a loopback: configure it in "+TableLoopback+ConfigSep+key, "")
+		}
+		if IsPortChannelName(name) {
+			return Interface{}, keyError(table, key,
+				name+" is a PortChannel: configure its addresses in "+TablePortChannelInterface+ConfigSep+key, "")
 		}
 	}
 	in := Interface{TableName: table, Name: name}

@@ -30,7 +30,14 @@ var (
 		TableLoopback: func(k string, f Fields) (Record, error) {
 			return wrap(ParseInterface(TableLoopback, k, f))
 		},
-		TableVRF: func(k string, f Fields) (Record, error) { return wrap(ParseVRF(k, f)) },
+		TableVRF:         func(k string, f Fields) (Record, error) { return wrap(ParseVRF(k, f)) },
+		TablePortChannel: func(k string, f Fields) (Record, error) { return wrap(ParsePortChannel(k, f)) },
+		TablePortChannelMember: func(k string, f Fields) (Record, error) {
+			return wrap(ParsePortChannelMember(k, f))
+		},
+		TablePortChannelInterface: func(k string, f Fields) (Record, error) {
+			return wrap(ParseInterface(TablePortChannelInterface, k, f))
+		},
 	}
 )
 

@@ -34,7 +34,7 @@ const (
 
 // sonicFields lists, per table, every field name the table takes: the ones
 // switchyard acts on and the ones SONiC's YANG models (sonic-port,
-// sonic-vlan, sonic-interface, sonic-loopback-interface, sonic-vrf,
+// sonic-vlan, sonic-interface, sonic-loopback-interface, sonic-vrf, sonic-portchannel,
 // sonic-static-route) define for it.
 // Leaf-lists appear twice: ConfigDBConnector stores a JSON list as
 // "name@" with the values joined by commas, while SONiC's CLI writes some
@@ -74,6 +74,15 @@ var sonicFields = map[string][]string{
 		FieldFamily, FieldScope,
 	},
 	TableVRF: {FieldVNI, FieldFallback},
+	TablePortChannel: {
+		FieldAdminStatus, FieldMTU, FieldMinLinks, FieldFastRate, FieldLacpKey, FieldFallback, FieldStatic,
+		FieldDescription, "tpid", "system_mac", "mode", "members", "members@",
+	},
+	TablePortChannelMember: {},
+	TablePortChannelInterface: {
+		FieldVRFName, "nat_zone", "mpls", "ipv6_use_link_local_only", "mac_addr", "loopback_action",
+		FieldFamily, FieldScope,
+	},
 	TableStaticRoute: {
 		FieldNexthop, FieldIfname, FieldDistance, FieldBlackhole, FieldNexthopVRF, FieldAdvertise, FieldBFD,
 	},

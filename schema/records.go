@@ -68,7 +68,7 @@ type VlanMember struct {
 // Interface is an INTERFACE, VLAN_INTERFACE or LOOPBACK_INTERFACE entry:
 // "ifname|addr/len" or bare "ifname" (Addr invalid).
 type Interface struct {
-	TableName string       // TableInterface, TableVlanInterface or TableLoopback
+	TableName string       // TableInterface, TableVlanInterface, TablePortChannelInterface or TableLoopback
 	Name      string       // interface name
 	Addr      netip.Prefix // address with its prefix length (host bits kept); invalid for a bare key
 	// VRF is the VRF the interface is bound to (vrf_name, bare keys
