@@ -163,6 +163,9 @@ func (o *Orch) bindVrf(table, key string, cur netlinkmgr.LinkInfo, vrf string, r
 			return &out
 		}
 		if !ok || !ownedDev(m, "vrf") {
+			if vrf == "" {
+				return nil // not in a VRF of ours: nothing to undo (a VLAN member, a bond port)
+			}
 			out := errorOut(fmt.Errorf("%s|%s: %s has master %s, which is not a VRF of switchyard: not moving it", table, key, cur.Name, master), refs)
 			return &out
 		}

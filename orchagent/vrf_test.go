@@ -170,7 +170,7 @@ func TestLoopbackAddressesOnly(t *testing.T) {
 // Devices of our names made by someone else are conflicts, left alone
 // also when their keys go.
 func TestLoopbackVrfConflicts(t *testing.T) {
-	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4", "Ethernet8")
 	for _, l := range []netlinkmgr.LinkInfo{
 		{Name: "Loopback7", Kind: "dummy"},
 		{Name: "Vrf_red", Kind: "vrf", Vrf: &netlinkmgr.VrfOptions{Table: 10}},
@@ -181,8 +181,10 @@ func TestLoopbackVrfConflicts(t *testing.T) {
 		}
 	}
 	br := "br0"
-	if err := k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet4", Master: &br}); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{"Ethernet4", "Ethernet8"} {
+		if err := k.Links().Set(netlinkmgr.LinkInfo{Name: p, Master: &br}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r := newRig(t, k)
 	r.set("LOOPBACK_INTERFACE", "Loopback7|10.1.0.7/32")
@@ -190,17 +192,19 @@ func TestLoopbackVrfConflicts(t *testing.T) {
 	r.set("VRF", "Vrf_blue")
 	r.set("INTERFACE", "Ethernet4", "vrf_name", "Vrf_blue")
 	r.set("INTERFACE", "Ethernet0", "vrf_name", "Vrf_red")
+	r.set("INTERFACE", "Ethernet8") // default VRF: its bridge stays its master
 	r.settle()
 	r.want("LOOPBACK_INTERFACE|Loopback7|10.1.0.7/32", schema.StateError, "netdev Loopback7 exists (kind dummy) and is not a dummy device created by switchyard")
 	r.want("VRF|Vrf_red", schema.StateError, "netdev Vrf_red exists (kind vrf) and is not a vrf device created by switchyard")
 	r.want("VRF|Vrf_blue", schema.StateOK, "")
 	r.want("INTERFACE|Ethernet4", schema.StateError, "Ethernet4 has master br0, which is not a VRF of switchyard: not moving it")
 	r.want("INTERFACE|Ethernet0", schema.StatePending, "waiting for VRF|Vrf_red")
-	if r.hasAddr("Loopback7", "10.1.0.7/32") || r.master("Ethernet4") != "br0" {
+	r.want("INTERFACE|Ethernet8", schema.StateOK, "")
+	if r.hasAddr("Loopback7", "10.1.0.7/32") || r.master("Ethernet4") != "br0" || r.master("Ethernet8") != "br0" {
 		t.Fatal("a conflict changed the kernel")
 	}
 	before := k.Writes()
-	for _, key := range []string{"LOOPBACK_INTERFACE|Loopback7|10.1.0.7/32", "VRF|Vrf_red", "INTERFACE|Ethernet4", "INTERFACE|Ethernet0"} {
+	for _, key := range []string{"LOOPBACK_INTERFACE|Loopback7|10.1.0.7/32", "VRF|Vrf_red", "INTERFACE|Ethernet4", "INTERFACE|Ethernet0", "INTERFACE|Ethernet8"} {
 		table, key, _ := cut(key)
 		r.del(table, key)
 	}
