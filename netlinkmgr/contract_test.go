@@ -495,6 +495,32 @@ var contractScenarios = []scenario{
 			t.Fatalf("port of a deleted bond: master %q", *l.Master)
 		}
 	}},
+	{"vxlan devices", func(t *testing.T, e env) {
+		L := e.k.Links()
+		want := VxlanOptions{VNI: 1000, Local: ip("10.1.0.1"), Remote: ip("10.1.0.2"), Port: 4789, Learning: true}
+		err := L.Add(LinkInfo{Name: "vtep1-100", Kind: "vxlan", Vxlan: &want})
+		skipIfLacks(t, err, FeatureVxlan)
+		must(t, err)
+		l := getLink(t, e.k, "vtep1-100")
+		if l.Kind != "vxlan" || l.Vxlan == nil || *l.Vxlan != want {
+			t.Fatalf("Get: %+v vxlan %+v, want %+v", l, l.Vxlan, want)
+		}
+		err = L.Add(LinkInfo{Name: "vtep1-200", Kind: "vxlan", Vxlan: &VxlanOptions{VNI: 1000, Local: ip("10.1.0.1"), Port: 4789}})
+		if !errors.Is(err, unix.EEXIST) {
+			t.Fatalf("a second device of VNI 1000: %v, want EEXIST", err)
+		}
+		if err := L.Add(LinkInfo{Name: "vtep1-300", Kind: "vxlan", Vxlan: &VxlanOptions{}}); !errors.Is(err, unix.EINVAL) {
+			t.Fatalf("VNI 0: %v, want EINVAL", err)
+		}
+		must(t, L.Add(LinkInfo{Name: "Bridge", Kind: "bridge"}))
+		must(t, L.Set(LinkInfo{Name: "vtep1-100", Master: ptr("Bridge"), AdminUp: ptr(true)}))
+		if l := getLink(t, e.k, "vtep1-100"); *l.Master != "Bridge" || !*l.AdminUp {
+			t.Fatalf("enslaved: %+v", l)
+		}
+		must(t, L.Del("vtep1-100"))
+		_, err = L.Get("vtep1-100")
+		mustNotFound(t, "vxlan after del", err)
+	}},
 	{"writes count mutating calls", func(t *testing.T, e env) {
 		e.port("Ethernet0")
 		before := e.k.Writes()

@@ -150,6 +150,8 @@ func kindFeature(kind string) string {
 		return FeatureVRF
 	case "bond":
 		return FeatureBond
+	case "vxlan":
+		return FeatureVxlan
 	}
 	return ""
 }

@@ -242,6 +242,10 @@ func (f *Fake) view(name string) LinkInfo {
 	if in.Bond != nil {
 		out.Bond = f.bondView(name)
 	}
+	if in.Vxlan != nil {
+		v := *in.Vxlan
+		out.Vxlan = &v
+	}
 	if m := f.links[master]; m != nil && m.info.Kind == "bond" {
 		out.BondSlave = f.bondSlaveView(name)
 	}
@@ -354,6 +358,15 @@ func (x fakeLinks) Add(l LinkInfo) error {
 		if err := fakeBondCheck(l.Bond, true); err != nil {
 			return opErr("add", obj, err)
 		}
+	case "vxlan":
+		if l.Vxlan == nil || l.Vxlan.VNI < 1 || l.Vxlan.VNI > 1<<24-1 {
+			return opErr("add", obj, fmt.Errorf("vxlan needs an id 1-16777215: %w", unix.EINVAL))
+		}
+		for _, o := range f.links {
+			if v := o.info.Vxlan; v != nil && v.VNI == l.Vxlan.VNI && fakeVxlanPort(v) == fakeVxlanPort(l.Vxlan) && v.Local == l.Vxlan.Local {
+				return opErr("add", obj, fmt.Errorf("a vxlan device with vni %d exists (%s): %w", v.VNI, o.info.Name, unix.EEXIST))
+			}
+		}
 	case "":
 		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
 	}
@@ -388,6 +401,11 @@ func (x fakeLinks) Add(l LinkInfo) error {
 		*n.info.MTU = 65536 // as the kernel gives a vrf device (64 KiB)
 	case "bond":
 		n.info.Bond = newFakeBond(l.Bond)
+	case "vxlan":
+		v := *l.Vxlan
+		v.Port = fakeVxlanPort(&v)
+		n.info.Vxlan = &v
+		*n.info.MTU = 1450 // 1500 less the VXLAN encapsulation, as the kernel gives it
 	}
 	f.applySet(l)
 	f.ops = append(f.ops, l.addString())

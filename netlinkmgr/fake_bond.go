@@ -100,3 +100,11 @@ func (f *Fake) bondSlaveView(name string) *BondSlaveInfo {
 	return &BondSlaveInfo{State: "active", MiiStatus: "up", AggregatorID: 1,
 		ActorOperPortState: 0x3d, PartnerOperPortState: 0x3d}
 }
+
+// fakeVxlanPort is a vxlan device's UDP port: the kernel's 8472 when 0.
+func fakeVxlanPort(v *VxlanOptions) int {
+	if v.Port == 0 {
+		return 8472
+	}
+	return v.Port
+}

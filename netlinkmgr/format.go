@@ -77,6 +77,16 @@ func (l LinkInfo) addString() string {
 	if l.Bond != nil && l.Bond.Mode != "" {
 		s += " mode=" + l.Bond.Mode
 	}
+	if v := l.Vxlan; v != nil {
+		s += fmt.Sprintf(" id=%d", v.VNI)
+		if v.Local.IsValid() {
+			s += " local=" + v.Local.String()
+		}
+		if v.Remote.IsValid() {
+			s += " remote=" + v.Remote.String()
+		}
+		s += fmt.Sprintf(" dstport=%d learning=%v", v.Port, v.Learning)
+	}
 	if rest := l.setString(); rest != "" {
 		s += " " + rest
 	}

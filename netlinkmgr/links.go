@@ -21,6 +21,7 @@ type realLinks struct{ k *kernel }
 //	ip link add NAME type dummy
 //	ip link add NAME type vrf table T
 //	ip link add NAME type bond mode M [miimon N] [min_links N] [lacp_rate R]
+//	ip link add NAME type vxlan id VNI [local L] [remote R] dstport P [no]learning
 //
 // A link is enslaved to a bridge, a vrf device or a bond alike with Master
 // (ip link set NAME master M), at Add or by Set.
@@ -87,6 +88,12 @@ func (x realLinks) Add(l LinkInfo) error {
 			return opErr("add", obj, err)
 		}
 		link = b
+	case "vxlan":
+		v, err := newVxlan(attrs, l.Vxlan)
+		if err != nil {
+			return opErr("add", obj, err)
+		}
+		link = v
 	case "":
 		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
 	default:
@@ -287,6 +294,8 @@ func toLinkInfo(link netlink.Link, names map[int]string) LinkInfo {
 		l.Vrf = &VrfOptions{Table: t.Table}
 	case *netlink.Bond:
 		l.Bond = bondInfo(t)
+	case *netlink.Vxlan:
+		l.Vxlan = vxlanInfo(t)
 	case *netlink.Veth:
 		if p := names[a.ParentIndex]; p != "" && a.NetNsID < 0 {
 			l.Veth = &VethOptions{PeerName: p}

@@ -86,6 +86,7 @@ type LinkInfo struct {
 	Veth   *VethOptions   // kind "veth" only (Add)
 	Vrf    *VrfOptions    // kind "vrf" only (Add; read back)
 	Bond   *BondOptions   // kind "bond" only (Add, Set; read back)
+	Vxlan  *VxlanOptions  // kind "vxlan" only (Add; read back)
 
 	// Read-only state, filled by Get/List/events.
 	OperUp    bool
