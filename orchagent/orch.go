@@ -65,7 +65,9 @@ type Orch struct {
 	// rtables is the table each VRF route key was last applied in, so its
 	// delete finds the routes when the VRF device is already gone.
 	rtables map[string]int
-	queued  []string // Enqueue == nil: keys for Drain
+	// vxdevs is the vxlan device each VXLAN_TUNNEL_MAP key last made.
+	vxdevs map[string]string
+	queued []string // Enqueue == nil: keys for Drain
 
 	// batch, while ReconcileBatch runs, collects the route or FDB writes
 	// of consecutive keys of one table to send together; nil = every
@@ -166,6 +168,7 @@ func New(opts Options) *Orch {
 		view:    newKernelView(),
 		results: map[string]schema.Result{},
 		rtables: map[string]int{},
+		vxdevs:  map[string]string{},
 	}
 	if o.cfg == nil {
 		o.cfg = engine.NewCache(nil)
@@ -188,8 +191,10 @@ func New(opts Options) *Orch {
 		schema.TablePortChannelMember: {o.applyPcMember, o.removePcMember},
 		schema.TablePortChannelInterface: {o.intfApplier(schema.TablePortChannelInterface),
 			o.intfRemover(schema.TablePortChannelInterface)},
-		schema.TableStaticRoute: {o.applyRoute, o.removeRoute},
-		schema.TableFDB:         {o.applyFdb, o.removeFdb},
+		schema.TableVxlanTunnel:    {o.applyVxlanTunnel, o.removeVxlanTunnel},
+		schema.TableVxlanTunnelMap: {o.applyVxlanMap, o.removeVxlanMap},
+		schema.TableStaticRoute:    {o.applyRoute, o.removeRoute},
+		schema.TableFDB:            {o.applyFdb, o.removeFdb},
 	}
 	return o
 }
@@ -202,7 +207,8 @@ func (discard) Write(b []byte) (int, error) { return len(b), nil }
 func Tables() []string {
 	return []string{schema.TablePort, schema.TableVRF, schema.TablePortChannel, schema.TablePortChannelMember,
 		schema.TableVlan, schema.TableVlanMember, schema.TableInterface, schema.TableVlanInterface,
-		schema.TablePortChannelInterface, schema.TableLoopback, schema.TableStaticRoute, schema.TableFDB}
+		schema.TablePortChannelInterface, schema.TableLoopback, schema.TableVxlanTunnel, schema.TableVxlanTunnelMap,
+		schema.TableStaticRoute, schema.TableFDB}
 }
 
 // SetConfig records the current hash of CONFIG_DB key table|key and

@@ -58,6 +58,7 @@ func (o *Orch) Sweep(ctx context.Context) error {
 	}
 	errs = append(errs, o.sweepDevices(links)...)
 	errs = append(errs, o.sweepBonds(links)...)
+	errs = append(errs, o.sweepVxlan(links)...)
 	br, ok, err := o.getLink(BridgeName)
 	if err != nil || !ok {
 		return errors.Join(append(errs, err)...)
@@ -69,6 +70,8 @@ func (o *Orch) Sweep(ctx context.Context) error {
 				errs = append(errs, o.act(schema.TableVlan, l.Name, "sweep: delete 802.1Q device "+l.Name,
 					func() error { return ignoreNotFound(o.k.Links().Del(l.Name)) }))
 			}
+		case ownedDev(l, "vxlan"):
+			// A map's device: sweepVxlan's.
 		case l.MasterIdx == br.Index && l.Name != BridgeName:
 			errs = append(errs, o.sweepPort(l.Name))
 		}

@@ -27,6 +27,8 @@ const (
 	TablePortChannel          = "PORTCHANNEL"
 	TablePortChannelMember    = "PORTCHANNEL_MEMBER"
 	TablePortChannelInterface = "PORTCHANNEL_INTERFACE"
+	TableVxlanTunnel          = "VXLAN_TUNNEL"
+	TableVxlanTunnelMap       = "VXLAN_TUNNEL_MAP"
 	TableStaticRoute          = "STATIC_ROUTE"
 	TableFDB                  = "FDB"
 	TableImpairment           = "IMPAIRMENT"
@@ -37,7 +39,8 @@ const (
 // dependency order (parents before children).
 var ConfigTables = []string{
 	TablePort, TableVRF, TablePortChannel, TablePortChannelMember, TableVlan, TableVlanMember,
-	TableInterface, TableVlanInterface, TablePortChannelInterface, TableLoopback, TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
+	TableInterface, TableVlanInterface, TablePortChannelInterface, TableLoopback, TableVxlanTunnel,
+	TableVxlanTunnelMap, TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
 }
 
 // KeyConfigDBInitialized is the plain string key in CONFIG_DB that says the

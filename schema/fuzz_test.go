@@ -161,6 +161,7 @@ func FuzzParseInterface(f *testing.F) {
 }
 func FuzzParseLoopback(f *testing.F) { fuzzTable(f, TableLoopback) }
 func FuzzParseVRF(f *testing.F)      { fuzzTable(f, TableVRF) }
+func FuzzParseVxlan(f *testing.F)    { fuzzTable(f, TableVxlanTunnel, TableVxlanTunnelMap) }
 func FuzzParsePortChannel(f *testing.F) {
 	fuzzTable(f, TablePortChannel, TablePortChannelMember, TablePortChannelInterface)
 }

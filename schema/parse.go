@@ -32,6 +32,10 @@ var (
 		},
 		TableVRF:         func(k string, f Fields) (Record, error) { return wrap(ParseVRF(k, f)) },
 		TablePortChannel: func(k string, f Fields) (Record, error) { return wrap(ParsePortChannel(k, f)) },
+		TableVxlanTunnel: func(k string, f Fields) (Record, error) { return wrap(ParseVxlanTunnel(k, f)) },
+		TableVxlanTunnelMap: func(k string, f Fields) (Record, error) {
+			return wrap(ParseVxlanTunnelMap(k, f))
+		},
 		TablePortChannelMember: func(k string, f Fields) (Record, error) {
 			return wrap(ParsePortChannelMember(k, f))
 		},

@@ -34,7 +34,7 @@ const (
 
 // sonicFields lists, per table, every field name the table takes: the ones
 // switchyard acts on and the ones SONiC's YANG models (sonic-port,
-// sonic-vlan, sonic-interface, sonic-loopback-interface, sonic-vrf, sonic-portchannel,
+// sonic-vlan, sonic-interface, sonic-loopback-interface, sonic-vrf, sonic-portchannel, sonic-vxlan,
 // sonic-static-route) define for it.
 // Leaf-lists appear twice: ConfigDBConnector stores a JSON list as
 // "name@" with the values joined by commas, while SONiC's CLI writes some
@@ -79,6 +79,8 @@ var sonicFields = map[string][]string{
 		FieldDescription, "tpid", "system_mac", "mode", "members", "members@",
 	},
 	TablePortChannelMember: {},
+	TableVxlanTunnel:       {FieldSrcIP, FieldDstIP, FieldTTLMode},
+	TableVxlanTunnelMap:    {FieldVlan, FieldVNI},
 	TablePortChannelInterface: {
 		FieldVRFName, "nat_zone", "mpls", "ipv6_use_link_local_only", "mac_addr", "loopback_action",
 		FieldFamily, FieldScope,
