@@ -350,22 +350,9 @@ func (x fakeLinks) Add(l LinkInfo) error {
 			return opErr("add", obj, fmt.Errorf("parent %s: %w", l.Vlan.Parent, notFound(unix.ENODEV)))
 		}
 		mac = append(net.HardwareAddr(nil), p.info.MAC...)
-	case "vrf":
-		if l.Vrf == nil || !validVrfTable(l.Vrf.Table) {
-			return opErr("add", obj, fmt.Errorf("vrf needs a table other than 0, 253-255: %w", unix.EINVAL))
-		}
-	case "bond":
-		if err := fakeBondCheck(l.Bond, true); err != nil {
+	case "vrf", "bond", "vxlan":
+		if err := f.checkNewKind(l); err != nil {
 			return opErr("add", obj, err)
-		}
-	case "vxlan":
-		if l.Vxlan == nil || l.Vxlan.VNI < 1 || l.Vxlan.VNI > 1<<24-1 {
-			return opErr("add", obj, fmt.Errorf("vxlan needs an id 1-16777215: %w", unix.EINVAL))
-		}
-		for _, o := range f.links {
-			if v := o.info.Vxlan; v != nil && v.VNI == l.Vxlan.VNI && fakeVxlanPort(v) == fakeVxlanPort(l.Vxlan) && v.Local == l.Vxlan.Local {
-				return opErr("add", obj, fmt.Errorf("a vxlan device with vni %d exists (%s): %w", v.VNI, o.info.Name, unix.EEXIST))
-			}
 		}
 	case "":
 		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
@@ -395,17 +382,8 @@ func (x fakeLinks) Add(l LinkInfo) error {
 		v := *l.Vlan
 		n.info.Vlan = &v
 		*n.info.MTU = *f.links[v.Parent].info.MTU
-	case "vrf":
-		v := *l.Vrf
-		n.info.Vrf = &v
-		*n.info.MTU = 65536 // as the kernel gives a vrf device (64 KiB)
-	case "bond":
-		n.info.Bond = newFakeBond(l.Bond)
-	case "vxlan":
-		v := *l.Vxlan
-		v.Port = fakeVxlanPort(&v)
-		n.info.Vxlan = &v
-		*n.info.MTU = 1450 // 1500 less the VXLAN encapsulation, as the kernel gives it
+	case "vrf", "bond", "vxlan":
+		f.initKind(n, l)
 	}
 	f.applySet(l)
 	f.ops = append(f.ops, l.addString())
@@ -436,16 +414,8 @@ func (f *Fake) checkSet(l LinkInfo, exists bool) error {
 			return fmt.Errorf("a vrf device cannot be enslaved: %w", unix.EINVAL)
 		}
 	}
-	if l.Bond != nil && l.Bond.setString() != "" {
-		if exists && f.links[l.Name].info.Kind != "bond" {
-			return fmt.Errorf("bond options on a non-bond: %w", unix.EOPNOTSUPP)
-		}
-		if err := fakeBondCheck(l.Bond, false); err != nil {
-			return err
-		}
-		if exists && l.Bond.LacpRate != nil && *f.links[l.Name].info.AdminUp && (l.AdminUp == nil || *l.AdminUp) {
-			return fmt.Errorf("lacp_rate can be changed only while the bond is down: %w", unix.EBUSY)
-		}
+	if err := f.checkBondSet(l, exists); err != nil {
+		return err
 	}
 	if l.Bridge != nil && (l.Bridge.VlanFiltering != nil || l.Bridge.DefaultPVID != nil) {
 		if exists && f.links[l.Name].info.Kind != "bridge" {
@@ -476,16 +446,7 @@ func (f *Fake) applySet(l LinkInfo) {
 	if l.Alias != nil {
 		*n.info.Alias = *l.Alias
 	}
-	if l.Bond != nil && n.info.Bond != nil {
-		setFakeBond(n.info.Bond, l.Bond)
-	}
-	if l.MTU != nil && n.info.Kind == "bond" {
-		for _, p := range f.links {
-			if *p.info.Master == l.Name {
-				*p.info.MTU = *l.MTU // a bond's ports take its MTU
-			}
-		}
-	}
+	f.applyBondSet(n, l)
 	if l.Bridge != nil && n.info.Bridge != nil {
 		if l.Bridge.VlanFiltering != nil {
 			*n.info.Bridge.VlanFiltering = *l.Bridge.VlanFiltering

@@ -6,9 +6,49 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The Fake's bonds: a bond is up when at least max(1, min_links) of its
-// ports are oper up; every up port is active in aggregator 1, LACP
-// collecting and distributing (the Fake has no LACP partner to wait for).
+// The Fake's vrf, bond and vxlan devices. A bond is up when at least
+// max(1, min_links) of its ports are oper up; every up port is active in
+// aggregator 1, LACP collecting and distributing (the Fake has no LACP
+// partner to wait for).
+
+// checkNewKind validates the options of a new vrf, bond or vxlan device.
+func (f *Fake) checkNewKind(l LinkInfo) error {
+	switch l.Kind {
+	case "vrf":
+		if l.Vrf == nil || !validVrfTable(l.Vrf.Table) {
+			return fmt.Errorf("vrf needs a table other than 0, 253-255: %w", unix.EINVAL)
+		}
+	case "bond":
+		return fakeBondCheck(l.Bond, true)
+	case "vxlan":
+		if l.Vxlan == nil || l.Vxlan.VNI < 1 || l.Vxlan.VNI > 1<<24-1 {
+			return fmt.Errorf("vxlan needs an id 1-16777215: %w", unix.EINVAL)
+		}
+		for _, o := range f.links {
+			if v := o.info.Vxlan; v != nil && v.VNI == l.Vxlan.VNI && fakeVxlanPort(v) == fakeVxlanPort(l.Vxlan) && v.Local == l.Vxlan.Local {
+				return fmt.Errorf("a vxlan device with vni %d exists (%s): %w", v.VNI, o.info.Name, unix.EEXIST)
+			}
+		}
+	}
+	return nil
+}
+
+// initKind stores the options of a new vrf, bond or vxlan device n.
+func (f *Fake) initKind(n *fakeLink, l LinkInfo) {
+	switch l.Kind {
+	case "vrf":
+		v := *l.Vrf
+		n.info.Vrf = &v
+		*n.info.MTU = 65536 // as the kernel gives a vrf device (64 KiB)
+	case "bond":
+		n.info.Bond = newFakeBond(l.Bond)
+	case "vxlan":
+		v := *l.Vxlan
+		v.Port = fakeVxlanPort(&v)
+		n.info.Vxlan = &v
+		*n.info.MTU = 1450 // 1500 less the VXLAN encapsulation, as the kernel gives it
+	}
+}
 
 // fakeBondCheck validates bond options as the kernel would.
 func fakeBondCheck(b *BondOptions, add bool) error {
@@ -107,4 +147,36 @@ func fakeVxlanPort(v *VxlanOptions) int {
 		return 8472
 	}
 	return v.Port
+}
+
+// checkBondSet validates the bond options of a Set (or Add) of l.
+func (f *Fake) checkBondSet(l LinkInfo, exists bool) error {
+	if l.Bond == nil || l.Bond.setString() == "" {
+		return nil
+	}
+	if exists && f.links[l.Name].info.Kind != "bond" {
+		return fmt.Errorf("bond options on a non-bond: %w", unix.EOPNOTSUPP)
+	}
+	if err := fakeBondCheck(l.Bond, false); err != nil {
+		return err
+	}
+	if exists && l.Bond.LacpRate != nil && *f.links[l.Name].info.AdminUp && (l.AdminUp == nil || *l.AdminUp) {
+		return fmt.Errorf("lacp_rate can be changed only while the bond is down: %w", unix.EBUSY)
+	}
+	return nil
+}
+
+// applyBondSet stores the bond options of l on n; a bond's MTU goes to
+// its ports.
+func (f *Fake) applyBondSet(n *fakeLink, l LinkInfo) {
+	if l.Bond != nil && n.info.Bond != nil {
+		setFakeBond(n.info.Bond, l.Bond)
+	}
+	if l.MTU != nil && n.info.Kind == "bond" {
+		for _, p := range f.links {
+			if *p.info.Master == l.Name {
+				*p.info.MTU = *l.MTU
+			}
+		}
+	}
 }
