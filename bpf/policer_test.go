@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"math"
 	"net"
 	"runtime"
 	"sync"
@@ -222,24 +223,35 @@ func TestPolicerTwoCPUs(t *testing.T) {
 			}
 		}(cpu)
 	}
-	// sample reads the counters with a timestamp good to half a millisecond.
-	sample := func() (Counters, time.Time) {
-		for {
+	// sample reads the counters with a timestamp good to half a millisecond,
+	// trying for at most sampleFor; ok is false when no read was that fast.
+	const sampleFor = 10 * time.Second
+	var fastest time.Duration = math.MaxInt64
+	sample := func() (c Counters, at time.Time, ok bool) {
+		for give := time.Now().Add(sampleFor); time.Now().Before(give); {
 			t1 := time.Now()
-			c := counters(t, p, "")
-			if d := time.Since(t1); d < time.Millisecond {
-				return c, t1.Add(d / 2)
+			c = counters(t, p, "")
+			d := time.Since(t1)
+			fastest = min(fastest, d)
+			if d < time.Millisecond {
+				return c, t1.Add(d / 2), true
 			}
 		}
+		return c, at, false
 	}
 	time.Sleep(300 * time.Millisecond) // the initial burst is long gone
-	a, ta := sample()
+	a, ta, okA := sample()
 	measuring.Store(true)
-	time.Sleep(2 * time.Second)
-	b, tb := sample()
+	if okA {
+		time.Sleep(2 * time.Second)
+	}
+	b, tb, okB := sample()
 	measuring.Store(false)
 	close(stop)
 	wg.Wait()
+	if !okA || !okB {
+		t.Fatalf("no counter read took under 1 ms in %v of trying while both CPUs ran the program (fastest %v): the window cannot be timed", sampleFor, fastest)
+	}
 	if t.Failed() {
 		return
 	}

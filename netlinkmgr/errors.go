@@ -11,7 +11,7 @@ package netlinkmgr
 // EOPNOTSUPP / "unknown kind" from link add of kind vlan map to
 // FeatureError{Feature: "802.1Q VLAN support"}; setting vlan_filtering or
 // adding bridge vlans where unsupported maps to "bridge VLAN filtering";
-// dummy → "dummy devices"; vrf → "VRF devices".
+// dummy → "dummy devices"; vrf → "VRF devices"; bond → "bonding".
 
 import (
 	"errors"
@@ -32,6 +32,7 @@ const (
 	FeatureVlanFiltering = "bridge VLAN filtering"
 	FeatureDummy         = "dummy devices"
 	FeatureVRF           = "VRF devices"
+	FeatureBond          = "bonding"
 )
 
 // OpError is a failed operation on one object: "add link Vlan100: ...".
@@ -147,6 +148,10 @@ func kindFeature(kind string) string {
 		return FeatureDummy
 	case "vrf":
 		return FeatureVRF
+	case "bond":
+		return FeatureBond
+	case "vxlan":
+		return FeatureVxlan
 	}
 	return ""
 }

@@ -96,8 +96,10 @@ func (f *Fake) Unsupported(names ...string) *Fake {
 }
 
 // HostKernel makes the Fake lack what the CI host kernel lacks: 802.1Q
-// VLAN devices, bridge VLAN filtering, dummy and VRF devices.
-func (f *Fake) HostKernel() *Fake { return f.Unsupported("vlan", "vlan_filtering", "dummy", "vrf") }
+// VLAN devices, bridge VLAN filtering, dummy, VRF and bond devices.
+func (f *Fake) HostKernel() *Fake {
+	return f.Unsupported("vlan", "vlan_filtering", "dummy", "vrf", "bond")
+}
 
 // FailNext makes the next mutation whose op-log line starts with prefix
 // (e.g. "link set Ethernet0", "route replace 10.2.") fail with err.
@@ -233,6 +235,20 @@ func (f *Fake) view(name string) LinkInfo {
 		out.Veth = &VethOptions{PeerName: l.peer}
 		out.ParentIdx = p.info.Index
 	}
+	if in.Vrf != nil {
+		v := *in.Vrf
+		out.Vrf = &v
+	}
+	if in.Bond != nil {
+		out.Bond = f.bondView(name)
+	}
+	if in.Vxlan != nil {
+		v := *in.Vxlan
+		out.Vxlan = &v
+	}
+	if m := f.links[master]; m != nil && m.info.Kind == "bond" {
+		out.BondSlave = f.bondSlaveView(name)
+	}
 	if in.Vlan != nil {
 		v := *in.Vlan
 		out.Vlan = &v
@@ -273,6 +289,11 @@ func (f *Fake) operState(name string) string {
 			}
 		}
 		return "down"
+	case l.info.Kind == "bond":
+		if f.bondUpPorts(name) < max(1, *l.info.Bond.MinLinks) {
+			return "down"
+		}
+		return "up"
 	}
 	if !l.carrier {
 		return "down"
@@ -329,6 +350,10 @@ func (x fakeLinks) Add(l LinkInfo) error {
 			return opErr("add", obj, fmt.Errorf("parent %s: %w", l.Vlan.Parent, notFound(unix.ENODEV)))
 		}
 		mac = append(net.HardwareAddr(nil), p.info.MAC...)
+	case "vrf", "bond", "vxlan":
+		if err := f.checkNewKind(l); err != nil {
+			return opErr("add", obj, err)
+		}
 	case "":
 		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
 	}
@@ -357,6 +382,8 @@ func (x fakeLinks) Add(l LinkInfo) error {
 		v := *l.Vlan
 		n.info.Vlan = &v
 		*n.info.MTU = *f.links[v.Parent].info.MTU
+	case "vrf", "bond", "vxlan":
+		f.initKind(n, l)
 	}
 	f.applySet(l)
 	f.ops = append(f.ops, l.addString())
@@ -380,9 +407,15 @@ func (f *Fake) checkSet(l LinkInfo, exists bool) error {
 		if m == nil {
 			return fmt.Errorf("master %s: %w", *l.Master, notFound(unix.ENODEV))
 		}
-		if m.info.Kind != "bridge" || *l.Master == l.Name {
-			return fmt.Errorf("master %s is not a bridge: %w", *l.Master, unix.EOPNOTSUPP)
+		if (m.info.Kind != "bridge" && m.info.Kind != "vrf" && m.info.Kind != "bond") || *l.Master == l.Name {
+			return fmt.Errorf("master %s is not a bridge, vrf or bond: %w", *l.Master, unix.EOPNOTSUPP)
 		}
+		if exists && f.links[l.Name].info.Kind == "vrf" {
+			return fmt.Errorf("a vrf device cannot be enslaved: %w", unix.EINVAL)
+		}
+	}
+	if err := f.checkBondSet(l, exists); err != nil {
+		return err
 	}
 	if l.Bridge != nil && (l.Bridge.VlanFiltering != nil || l.Bridge.DefaultPVID != nil) {
 		if exists && f.links[l.Name].info.Kind != "bridge" {
@@ -413,6 +446,7 @@ func (f *Fake) applySet(l LinkInfo) {
 	if l.Alias != nil {
 		*n.info.Alias = *l.Alias
 	}
+	f.applyBondSet(n, l)
 	if l.Bridge != nil && n.info.Bridge != nil {
 		if l.Bridge.VlanFiltering != nil {
 			*n.info.Bridge.VlanFiltering = *l.Bridge.VlanFiltering
@@ -427,8 +461,13 @@ func (f *Fake) applySet(l LinkInfo) {
 			f.emitLink(old, false)
 		}
 		*n.info.Master = *l.Master
-		if *l.Master != "" {
-			f.enslave(l.Name, *l.Master)
+		if m := *l.Master; m != "" {
+			switch f.links[m].info.Kind {
+			case "bridge":
+				f.enslave(l.Name, m)
+			case "bond":
+				*n.info.MTU = *f.links[m].info.MTU
+			}
 		}
 	}
 }

@@ -75,7 +75,7 @@ func TestFakeHostKernelFeatures(t *testing.T) {
 	cases := map[string]error{
 		FeatureVlan:          f.Links().Add(LinkInfo{Name: "Vlan100", Kind: "vlan", Vlan: &VlanOptions{ID: 100, Parent: "Bridge"}}),
 		FeatureDummy:         f.Links().Add(LinkInfo{Name: "d0", Kind: "dummy"}),
-		FeatureVRF:           f.Links().Add(LinkInfo{Name: "Vrf1", Kind: "vrf"}),
+		FeatureVRF:           f.Links().Add(LinkInfo{Name: "Vrf1", Kind: "vrf", Vrf: &VrfOptions{Table: 1001}}),
 		FeatureVlanFiltering: f.Links().Set(LinkInfo{Name: "Bridge", Bridge: &BridgeOptions{VlanFiltering: ptr(true)}}),
 	}
 	for feat, err := range cases {

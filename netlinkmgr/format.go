@@ -36,6 +36,11 @@ func (l LinkInfo) setString() string {
 	if l.Alias != nil {
 		b = append(b, "alias="+strconv.Quote(*l.Alias))
 	}
+	if l.Bond != nil {
+		if bs := l.Bond.setString(); bs != "" {
+			b = append(b, bs)
+		}
+	}
 	if l.Bridge != nil {
 		if l.Bridge.VlanFiltering != nil {
 			b = append(b, "vlan_filtering="+boolDigit(*l.Bridge.VlanFiltering))
@@ -50,7 +55,8 @@ func (l LinkInfo) setString() string {
 // hasSet reports whether any writable field of l is set.
 func (l LinkInfo) hasSet() bool {
 	return l.MTU != nil || l.MAC != nil || l.AdminUp != nil || l.Master != nil || l.Alias != nil ||
-		(l.Bridge != nil && (l.Bridge.VlanFiltering != nil || l.Bridge.DefaultPVID != nil))
+		(l.Bridge != nil && (l.Bridge.VlanFiltering != nil || l.Bridge.DefaultPVID != nil)) ||
+		(l.Bond != nil && l.Bond.setString() != "")
 }
 
 // addString is the op-log form of a link add.
@@ -64,6 +70,22 @@ func (l LinkInfo) addString() string {
 	}
 	if l.Veth != nil {
 		s += " peer=" + l.Veth.PeerName
+	}
+	if l.Vrf != nil {
+		s += fmt.Sprintf(" table=%d", l.Vrf.Table)
+	}
+	if l.Bond != nil && l.Bond.Mode != "" {
+		s += " mode=" + l.Bond.Mode
+	}
+	if v := l.Vxlan; v != nil {
+		s += fmt.Sprintf(" id=%d", v.VNI)
+		if v.Local.IsValid() {
+			s += " local=" + v.Local.String()
+		}
+		if v.Remote.IsValid() {
+			s += " remote=" + v.Remote.String()
+		}
+		s += fmt.Sprintf(" dstport=%d learning=%v", v.Port, v.Learning)
 	}
 	if rest := l.setString(); rest != "" {
 		s += " " + rest

@@ -5,8 +5,10 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/switchyard-net/switchyard/tests/kernelcap"
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
 
@@ -25,12 +27,27 @@ func openReal(t *testing.T) (*testns.NS, Kernel) {
 }
 
 // skipIfMissing skips t when err says the kernel lacks a feature (the CI
-// host kernel); the VM harness with a full kernel runs these for real.
+// host kernel); the VM harness with a full kernel runs these for real, so
+// there a missing feature fails t — except in TestContractFakeHostKernel,
+// whose Fake imitates the host kernel on purpose.
 func skipIfMissing(t *testing.T, err error) {
 	t.Helper()
 	if f, ok := MissingFeature(err); ok {
+		if kernelcap.InVM() && !strings.HasPrefix(t.Name(), "TestContractFakeHostKernel/") {
+			t.Fatalf("the test VM's kernel lacks %s: %v", f, err)
+		}
 		t.Skipf("kernel lacks %s (needs the full-kernel VM): %v", f, err)
 	}
+}
+
+// skipIfLacks is skipIfMissing for an error that may only name feature:
+// a kernel lacking something else is a failure.
+func skipIfLacks(t *testing.T, err error, feature string) {
+	t.Helper()
+	if f, ok := MissingFeature(err); ok && f != feature {
+		t.Fatalf("want a missing %s, got %v", feature, err)
+	}
+	skipIfMissing(t, err)
 }
 
 func must(t *testing.T, err error) {

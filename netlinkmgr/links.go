@@ -19,6 +19,12 @@ type realLinks struct{ k *kernel }
 //	ip link add NAME type veth peer name PEER
 //	ip link add link PARENT name NAME type vlan id ID
 //	ip link add NAME type dummy
+//	ip link add NAME type vrf table T
+//	ip link add NAME type bond mode M [miimon N] [min_links N] [lacp_rate R]
+//	ip link add NAME type vxlan id VNI [local L] [remote R] dstport P [no]learning
+//
+// A link is enslaved to a bridge, a vrf device or a bond alike with Master
+// (ip link set NAME master M), at Add or by Set.
 func (x realLinks) Add(l LinkInfo) error {
 	k := x.k
 	k.writes.Add(1)
@@ -71,6 +77,23 @@ func (x realLinks) Add(l LinkInfo) error {
 		link = &netlink.Vlan{LinkAttrs: attrs, VlanId: l.Vlan.ID, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q}
 	case "dummy":
 		link = &netlink.Dummy{LinkAttrs: attrs}
+	case "vrf":
+		if l.Vrf == nil || !validVrfTable(l.Vrf.Table) {
+			return opErr("add", obj, fmt.Errorf("vrf needs a table other than 0, 253-255: %w", unix.EINVAL))
+		}
+		link = &netlink.Vrf{LinkAttrs: attrs, Table: l.Vrf.Table}
+	case "bond":
+		b, err := newBond(attrs, l.Bond)
+		if err != nil {
+			return opErr("add", obj, err)
+		}
+		link = b
+	case "vxlan":
+		v, err := newVxlan(attrs, l.Vxlan)
+		if err != nil {
+			return opErr("add", obj, err)
+		}
+		link = v
 	case "":
 		return opErr("add", obj, fmt.Errorf("link kind required: %w", unix.EINVAL))
 	default:
@@ -99,6 +122,11 @@ func (x realLinks) Add(l LinkInfo) error {
 //
 //	ip link set NAME [down] [mtu N] [address M] [master B|nomaster] [alias A] [up]
 //	ip link set NAME type bridge [vlan_filtering 0|1] [vlan_default_pvid N]
+//	ip link set NAME type bond [miimon N] [min_links N] [lacp_rate slow|fast]
+//
+// Bond options are sent after admin down and before admin up, so a
+// lacp_rate change (which the kernel takes only while the bond is down)
+// can be one Set with AdminUp false then another with AdminUp true.
 func (x realLinks) Set(l LinkInfo) error {
 	k := x.k
 	if !l.hasSet() {
@@ -158,6 +186,14 @@ func (x realLinks) Set(l LinkInfo) error {
 		}
 		if err := k.setBridgeOptions(link.Attrs().Index, b); err != nil {
 			return fail(what, vlanFilteringErr(err, lacksVlanFiltering(link)))
+		}
+	}
+	if b := l.Bond; b != nil && b.setString() != "" {
+		if _, ok := link.(*netlink.Bond); !ok {
+			return fail("type bond", fmt.Errorf("not a bond (kind %s): %w", link.Type(), unix.EOPNOTSUPP))
+		}
+		if err := k.setBondOptions(link.Attrs().Index, b); err != nil {
+			return fail("type bond "+b.setString(), err)
 		}
 	}
 	if l.AdminUp != nil && *l.AdminUp {
@@ -254,10 +290,19 @@ func toLinkInfo(link netlink.Link, names map[int]string) LinkInfo {
 		if a.NetNsID < 0 {
 			l.Vlan.Parent = names[a.ParentIndex]
 		}
+	case *netlink.Vrf:
+		l.Vrf = &VrfOptions{Table: t.Table}
+	case *netlink.Bond:
+		l.Bond = bondInfo(t)
+	case *netlink.Vxlan:
+		l.Vxlan = vxlanInfo(t)
 	case *netlink.Veth:
 		if p := names[a.ParentIndex]; p != "" && a.NetNsID < 0 {
 			l.Veth = &VethOptions{PeerName: p}
 		}
+	}
+	if bs, ok := a.Slave.(*netlink.BondSlave); ok {
+		l.BondSlave = bondSlaveInfo(bs)
 	}
 	if s := a.Statistics; s != nil {
 		l.Stats = &LinkStats{
@@ -267,6 +312,10 @@ func toLinkInfo(link netlink.Link, names map[int]string) LinkInfo {
 	}
 	return l
 }
+
+// validVrfTable: a vrf device may not use RT_TABLE_UNSPEC, nor the
+// default (253), main (254) or local (255) tables.
+func validVrfTable(t uint32) bool { return t != 0 && (t < 253 || t > 255) }
 
 // operStateName is iproute2's operstate word, lowercased (RFC 2863).
 func operStateName(s netlink.LinkOperState) string {

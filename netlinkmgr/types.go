@@ -84,6 +84,9 @@ type LinkInfo struct {
 	Bridge *BridgeOptions // kind "bridge" only
 	Vlan   *VlanOptions   // kind "vlan" only
 	Veth   *VethOptions   // kind "veth" only (Add)
+	Vrf    *VrfOptions    // kind "vrf" only (Add; read back)
+	Bond   *BondOptions   // kind "bond" only (Add, Set; read back)
+	Vxlan  *VxlanOptions  // kind "vxlan" only (Add; read back)
 
 	// Read-only state, filled by Get/List/events.
 	OperUp    bool
@@ -91,6 +94,8 @@ type LinkInfo struct {
 	MasterIdx int
 	ParentIdx int
 	Stats     *LinkStats
+	// BondSlave is the state of a bond's port (its master is a bond).
+	BondSlave *BondSlaveInfo
 }
 
 // BridgeOptions are bridge attributes (ip link ... type bridge ...).
@@ -103,6 +108,14 @@ type BridgeOptions struct {
 type VlanOptions struct {
 	ID     int
 	Parent string
+}
+
+// VrfOptions are vrf device attributes (ip link add NAME type vrf table T).
+// A vrf device is a routing domain: the links enslaved to it (master
+// NAME) have their connected and local routes in table T, and routes
+// added to T route their traffic.
+type VrfOptions struct {
+	Table uint32 // the routing table, not 0 (RT_TABLE_UNSPEC) nor 255 (local)
 }
 
 // VethOptions name the peer of a new veth pair.

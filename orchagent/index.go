@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/switchyard-net/switchyard/internal/shrink"
+	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -81,7 +82,14 @@ const resReach = "reach" // any address or non-owned route change: gateways may 
 
 func resLink(name string) string   { return "link:" + name }
 func resBrPort(name string) string { return "brport:" + name }
-func resRoute(p string) string     { return "route:" + p }
+
+// resRoute names the routes to prefix p in table (0 = main).
+func resRoute(table int, p string) string {
+	if table == 0 || table == netlinkmgr.MainTable {
+		return "route:" + p
+	}
+	return "route:" + itoa(table) + ":" + p
+}
 func resBrVid(link string, vid uint16) string {
 	return "brvid:" + link + schema.ConfigSep + itoa(int(vid))
 }

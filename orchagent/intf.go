@@ -4,18 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
 	"golang.org/x/sys/unix"
 )
 
-// intfApplier returns the apply function of INTERFACE or VLAN_INTERFACE:
-// the address goes on the netdev once it exists (for a VLAN, once its VLAN
-// key is ok), marked with protocol 201 (IFA_PROTO). An equal address
-// without our mark (added by hand) is a conflict: left alone, the key is
-// an error until that address goes. A bare key ("Ethernet0") only reports
-// whether the interface is there.
+// intfApplier returns the apply function of INTERFACE, VLAN_INTERFACE or
+// LOOPBACK_INTERFACE: the address goes on the netdev once it exists (for a
+// VLAN, once its VLAN key is ok; a loopback is created by its first key,
+// see ensureLoopback), marked with protocol 201 (IFA_PROTO). An equal
+// address without our mark (added by hand) is a conflict: left alone, the
+// key is an error until that address goes. A bare key ("Ethernet0")
+// binds the interface to its vrf_name's VRF (or out of ours), and for a
+// loopback sets its admin state; an address key of an interface whose
+// bare key binds a VRF waits for that binding.
 func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 	return func(key string, f schema.Fields) outcome {
 		in, err := schema.ParseInterface(table, key, f)
@@ -33,11 +37,26 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 				return pendingOut("waiting for "+vk, refs)
 			}
 		}
-		if !o.view.linkExists(in.Name) {
+		if table == schema.TablePortChannelInterface {
+			pk := schema.ConfigKey(schema.TablePortChannel, in.Name)
+			refs = append(refs, pk)
+			if !o.resultOK(pk) {
+				return pendingOut("waiting for "+pk, refs)
+			}
+		}
+		if table == schema.TableLoopback {
+			if out := o.ensureLoopback(key, in.Name, refs); out != nil {
+				return *out
+			}
+		} else if !o.view.linkExists(in.Name) {
 			return pendingOut(waitingForLink(in.Name), refs)
 		}
 		if in.IsBare() {
-			return okOut(refs)
+			return o.applyBare(table, key, in, refs)
+		}
+		if _, wait := o.bareBinding(table, in.Name); wait {
+			bk := schema.ConfigKey(table, in.Name)
+			return pendingOut("waiting for "+bk+" (its VRF binding)", append(refs, bk))
 		}
 		if proto, ok := o.view.addr(in.Name, in.Addr); ok {
 			if proto == netlinkmgr.ProtoSwitchyard {
@@ -49,8 +68,13 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 		if err := o.act(table, key, fmt.Sprintf("add address %s dev %s proto %d", in.Addr, in.Name, netlinkmgr.ProtoSwitchyard),
 			func() error { return o.k.Addrs().Add(a) }); err != nil {
 			if errors.Is(err, unix.EEXIST) {
-				if c, ok := o.readAddr(in.Name, a); ok && c.Protocol != netlinkmgr.ProtoSwitchyard {
-					return errorOut(addrConflict(table, key, c), refs)
+				if c, ok := o.readAddr(in.Name, a); ok {
+					if c.Protocol != netlinkmgr.ProtoSwitchyard {
+						return errorOut(addrConflict(table, key, c), refs)
+					}
+					if c.Prefix == in.Addr {
+						return okOut(refs) // ours already: the view had forgotten it
+					}
 				}
 			}
 			return kernelOut(err, refs)
@@ -61,6 +85,37 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 		o.enqueueRefs(resReach)
 		return okOut(refs)
 	}
+}
+
+// applyBare applies a bare interface key: a loopback's admin state, then
+// the VRF binding (waiting for the VRF key to be ok).
+func (o *Orch) applyBare(table, key string, in schema.Interface, refs []string) outcome {
+	refs = vrfRefs(refs, in.VRF)
+	cur, ok, err := o.getLink(in.Name)
+	if err != nil {
+		return kernelOut(err, refs)
+	}
+	if !ok {
+		return pendingOut(waitingForLink(in.Name), refs)
+	}
+	if table == schema.TableLoopback {
+		up := in.AdminUp == nil || *in.AdminUp
+		if want, changes := linkDiff(cur, &up, nil, nil, nil); len(changes) > 0 {
+			if err := o.act(table, key, "set "+in.Name+" "+strings.Join(changes, " "),
+				func() error { return o.k.Links().Set(want) }); err != nil {
+				return kernelOut(err, refs)
+			}
+		}
+	}
+	if in.VRF != "" {
+		if vk := schema.ConfigKey(schema.TableVRF, in.VRF); !o.resultOK(vk) {
+			return pendingOut("waiting for "+vk, refs)
+		}
+	}
+	if out := o.bindVrf(table, key, cur, in.VRF, refs); out != nil {
+		return *out
+	}
+	return okOut(refs)
 }
 
 // readAddr asks the kernel for the address on link equal to a (for IPv6,
@@ -85,21 +140,51 @@ func (o *Orch) readAddr(link string, a netlinkmgr.AddrInfo) (netlinkmgr.AddrInfo
 
 // intfRemover returns the remove function: the address comes off the
 // netdev only if it is there with our mark. An address added by hand
-// (even one a key once asked for and reported as a conflict) stays.
+// (even one a key once asked for and reported as a conflict) stays. A
+// bare key's removal takes the interface out of our VRF. A loopback goes
+// with the last key naming it.
 func (o *Orch) intfRemover(table string) func(string) outcome {
 	return func(key string) outcome {
 		in, err := schema.ParseInterface(table, key, nil)
-		if err != nil || in.IsBare() {
+		if err != nil {
 			return okOut(nil)
 		}
-		if proto, ok := o.view.addr(in.Name, in.Addr); !ok || proto != netlinkmgr.ProtoSwitchyard {
-			return okOut(nil)
+		if in.IsBare() {
+			if out := o.unbindVrf(table, key, in.Name); out != nil {
+				return *out
+			}
+		} else if proto, ok := o.view.addr(in.Name, in.Addr); ok && proto == netlinkmgr.ProtoSwitchyard {
+			if err := o.delAddr(table, key, "delete address "+in.Addr.String()+" dev "+in.Name, in.Name, in.Addr); err != nil {
+				return kernelOut(err, nil)
+			}
 		}
-		if err := o.delAddr(table, key, "delete address "+in.Addr.String()+" dev "+in.Name, in.Name, in.Addr); err != nil {
-			return kernelOut(err, nil)
+		if table == schema.TableLoopback {
+			return o.dropLoopback(key, in.Name)
 		}
 		return okOut(nil)
 	}
+}
+
+// unbindVrf takes link out of the VRF its deleted bare key put it in,
+// only when its master is one of our vrf devices.
+func (o *Orch) unbindVrf(table, key, link string) *outcome {
+	cur, ok, err := o.getLink(link)
+	if err != nil {
+		out := kernelOut(err, nil)
+		return &out
+	}
+	if !ok || cur.Master == nil || *cur.Master == "" {
+		return nil
+	}
+	m, ok, err := o.getLink(*cur.Master)
+	if err != nil {
+		out := kernelOut(err, nil)
+		return &out
+	}
+	if !ok || !ownedDev(m, "vrf") {
+		return nil
+	}
+	return o.bindVrf(table, key, cur, "", nil)
 }
 
 // delAddr deletes one of our addresses; "not found" counts only when a

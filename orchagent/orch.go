@@ -61,8 +61,13 @@ type Orch struct {
 
 	mu          sync.Mutex
 	results     map[string]schema.Result
-	resultsPeak int      // high-water mark of results (shrink)
-	queued      []string // Enqueue == nil: keys for Drain
+	resultsPeak int // high-water mark of results (shrink)
+	// rtables is the table each VRF route key was last applied in, so its
+	// delete finds the routes when the VRF device is already gone.
+	rtables map[string]int
+	// vxdevs is the vxlan device each VXLAN_TUNNEL_MAP key last made.
+	vxdevs map[string]string
+	queued []string // Enqueue == nil: keys for Drain
 
 	// batch, while ReconcileBatch runs, collects the route or FDB writes
 	// of consecutive keys of one table to send together; nil = every
@@ -162,6 +167,8 @@ func New(opts Options) *Orch {
 		idx:     newRefIndex(),
 		view:    newKernelView(),
 		results: map[string]schema.Result{},
+		rtables: map[string]int{},
+		vxdevs:  map[string]string{},
 	}
 	if o.cfg == nil {
 		o.cfg = engine.NewCache(nil)
@@ -173,13 +180,21 @@ func New(opts Options) *Orch {
 		o.log = logrus.NewEntry(l)
 	}
 	o.handlers = map[string]tableHandler{
-		schema.TablePort:          {o.applyPort, o.removePort},
-		schema.TableVlan:          {o.applyVlan, o.removeVlan},
-		schema.TableVlanMember:    {o.applyMember, o.removeMember},
-		schema.TableInterface:     {o.intfApplier(schema.TableInterface), o.intfRemover(schema.TableInterface)},
-		schema.TableVlanInterface: {o.intfApplier(schema.TableVlanInterface), o.intfRemover(schema.TableVlanInterface)},
-		schema.TableStaticRoute:   {o.applyRoute, o.removeRoute},
-		schema.TableFDB:           {o.applyFdb, o.removeFdb},
+		schema.TablePort:              {o.applyPort, o.removePort},
+		schema.TableVlan:              {o.applyVlan, o.removeVlan},
+		schema.TableVlanMember:        {o.applyMember, o.removeMember},
+		schema.TableInterface:         {o.intfApplier(schema.TableInterface), o.intfRemover(schema.TableInterface)},
+		schema.TableVlanInterface:     {o.intfApplier(schema.TableVlanInterface), o.intfRemover(schema.TableVlanInterface)},
+		schema.TableLoopback:          {o.intfApplier(schema.TableLoopback), o.intfRemover(schema.TableLoopback)},
+		schema.TableVRF:               {o.applyVrf, o.removeVrf},
+		schema.TablePortChannel:       {o.applyPortChannel, o.removePortChannel},
+		schema.TablePortChannelMember: {o.applyPcMember, o.removePcMember},
+		schema.TablePortChannelInterface: {o.intfApplier(schema.TablePortChannelInterface),
+			o.intfRemover(schema.TablePortChannelInterface)},
+		schema.TableVxlanTunnel:    {o.applyVxlanTunnel, o.removeVxlanTunnel},
+		schema.TableVxlanTunnelMap: {o.applyVxlanMap, o.removeVxlanMap},
+		schema.TableStaticRoute:    {o.applyRoute, o.removeRoute},
+		schema.TableFDB:            {o.applyFdb, o.removeFdb},
 	}
 	return o
 }
@@ -190,8 +205,10 @@ func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
 // Tables lists the CONFIG_DB tables orchagent reconciles.
 func Tables() []string {
-	return []string{schema.TablePort, schema.TableVlan, schema.TableVlanMember, schema.TableInterface,
-		schema.TableVlanInterface, schema.TableStaticRoute, schema.TableFDB}
+	return []string{schema.TablePort, schema.TableVRF, schema.TablePortChannel, schema.TablePortChannelMember,
+		schema.TableVlan, schema.TableVlanMember, schema.TableInterface, schema.TableVlanInterface,
+		schema.TablePortChannelInterface, schema.TableLoopback, schema.TableVxlanTunnel, schema.TableVxlanTunnelMap,
+		schema.TableStaticRoute, schema.TableFDB}
 }
 
 // SetConfig records the current hash of CONFIG_DB key table|key and
@@ -461,10 +478,14 @@ func (o *Orch) configured(table, key string) bool {
 }
 
 // waitingForLink is the pending reason for a missing netdev: VLAN devices
-// come from their VLAN key, anything else from the outside (hot-plug).
+// and bonds come from their VLAN / PORTCHANNEL key, anything else from the
+// outside (hot-plug).
 func waitingForLink(name string) string {
 	if isVlanName(name) {
 		return "waiting for " + schema.ConfigKey(schema.TableVlan, name)
+	}
+	if schema.IsPortChannelName(name) {
+		return "waiting for " + schema.ConfigKey(schema.TablePortChannel, name)
 	}
 	return "waiting for netdev " + name
 }

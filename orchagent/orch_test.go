@@ -109,7 +109,8 @@ func (r *rig) settle() {
 }
 
 // linkEchoes feeds the link events the real kernel would have sent for
-// links that appeared or vanished since the view last looked.
+// links that appeared, vanished or changed master since the view last
+// looked.
 func (r *rig) linkEchoes() {
 	ls, err := r.k.Links().List()
 	if err != nil {
@@ -118,7 +119,10 @@ func (r *rig) linkEchoes() {
 	have := map[string]bool{}
 	for i := range ls {
 		have[ls[i].Name] = true
-		if !r.o.view.linkExists(ls[i].Name) {
+		r.o.view.mu.Lock()
+		snap, known := r.o.view.links[ls[i].Name]
+		r.o.view.mu.Unlock()
+		if !known || snap.masterIdx != ls[i].MasterIdx { // appeared, or changed master (a VRF)
 			r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventLink, Link: &ls[i]})
 		}
 	}

@@ -14,12 +14,12 @@ import (
 // of the kernel view that decide whose an object is and whether a next
 // hop can ever work.
 
-// foreignRoute returns the main table's route of another protocol to dst
-// with metric, if any.
-func (v *kernelView) foreignRoute(dst netip.Prefix, metric int) (netlinkmgr.RouteInfo, bool) {
+// foreignRoute returns table's route of another protocol to dst with
+// metric, if any.
+func (v *kernelView) foreignRoute(table int, dst netip.Prefix, metric int) (netlinkmgr.RouteInfo, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for _, r := range v.foreign[normPrefix(dst)] {
+	for _, r := range v.foreign[rdstOf(table, dst)] {
 		if r.Metric == metric {
 			return r, true
 		}
@@ -176,7 +176,10 @@ func broadcast4(p netip.Prefix) netip.Addr {
 // or an address of this switch. Such a route is an error, not pending:
 // nothing can appear that makes it work (until that address goes, which
 // re-examines it).
-func (o *Orch) badGateway(gw netip.Addr, ifname string) string {
+//
+// local says whether to check for an address of this switch and a subnet
+// broadcast (the default VRF only: VRFs may reuse each other's addresses).
+func (o *Orch) badGateway(gw netip.Addr, ifname string, local bool) string {
 	g := gw.Unmap()
 	switch {
 	case g.IsUnspecified():
@@ -187,6 +190,9 @@ func (o *Orch) badGateway(gw netip.Addr, ifname string) string {
 		return fmt.Sprintf("next hop %s is a multicast address", g)
 	case g == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 		return fmt.Sprintf("next hop %s is the limited broadcast address", g)
+	}
+	if !local {
+		return ""
 	}
 	if link, ok := o.view.localAddr(g, ifname); ok {
 		return fmt.Sprintf("next hop %s is an address of this switch (on %s)", g, link)

@@ -17,7 +17,7 @@ func (o *Orch) applyPort(key string, f schema.Fields) outcome {
 	if err != nil {
 		return errorOut(err, refs)
 	}
-	if p.Name == BridgeName || isVlanName(p.Name) {
+	if isOurDevName(p.Name) {
 		return errorOut(fmt.Errorf("PORT|%s: %s is a device orchagent creates, not a port", key, p.Name), refs)
 	}
 	cur, ok, err := o.getLink(p.Name)

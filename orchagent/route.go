@@ -11,28 +11,46 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// applyRoute installs the static route in the main table with protocol
+// applyRoute installs the static route in the main table (or, for
+// "VrfNAME|prefix", in that VRF's table once its key is ok) with protocol
 // 201 and metric = distance. It waits for every next-hop interface to
-// exist, and for a gateway the kernel cannot reach yet (no connected
-// route) until an address or route event says it may be reachable.
+// exist, for the VRFs of leaking next hops (nexthop-vrf), and for a
+// gateway the kernel cannot reach yet (no connected route) until an
+// address or route event says it may be reachable.
 func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	r, err := schema.ParseStaticRoute(key, f)
 	if err != nil {
 		return errorOut(err, nil)
 	}
-	refs := []string{resRoute(r.Prefix.String())}
+	var refs []string
+	table := netlinkmgr.MainTable
+	if inVRF(r.VRF) {
+		refs = vrfRefs(refs, r.VRF)
+		t, ok := o.vrfTableOf(r.VRF)
+		if !ok {
+			return pendingOut("waiting for "+schema.ConfigKey(schema.TableVRF, r.VRF), refs)
+		}
+		table = t
+	}
+	refs = append(refs, resRoute(table, r.Prefix.String()))
 	for _, nh := range r.NextHops {
 		if nh.Ifname != "" {
 			refs = append(refs, resLink(nh.Ifname))
 		}
+		if inVRF(nh.VRF) {
+			refs = vrfRefs(refs, nh.VRF)
+		}
 	}
-	if other := otherRouteKey(key); o.configuredLocal(schema.TableStaticRoute, other) && other < key {
+	if other := otherRouteKey(key); !inVRF(r.VRF) && o.configuredLocal(schema.TableStaticRoute, other) && other < key {
 		return errorOut(fmt.Errorf("STATIC_ROUTE|%s: the same route is configured as STATIC_ROUTE|%s: delete one", key, other),
 			append(refs, schema.ConfigKey(schema.TableStaticRoute, other)))
 	}
 	for _, nh := range r.NextHops {
 		if nh.Gateway.IsValid() {
-			if why := o.badGateway(nh.Gateway, nh.Ifname); why != "" {
+			// Whether the gateway is an address of this switch is known
+			// for the default VRF only (the VRFs may reuse addresses).
+			local := !inVRF(r.VRF) && !inVRF(nh.VRF)
+			if why := o.badGateway(nh.Gateway, nh.Ifname, local); why != "" {
 				// Re-examined when addresses change (an address of ours
 				// that goes away stops being a bad gateway).
 				return errorOut(fmt.Errorf("STATIC_ROUTE|%s: %s", key, why), append(refs, resReach))
@@ -40,6 +58,11 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 		}
 	}
 	for _, nh := range r.NextHops {
+		if inVRF(nh.VRF) {
+			if vk := schema.ConfigKey(schema.TableVRF, nh.VRF); !o.resultOK(vk) {
+				return pendingOut("waiting for "+vk+" (nexthop-vrf)", refs)
+			}
+		}
 		if nh.Ifname == "" {
 			continue
 		}
@@ -47,14 +70,18 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 			return pendingOut(waitingForLink(nh.Ifname), refs)
 		}
 	}
-	want := desiredRoute(r)
-	if c, ok := o.view.foreignRoute(r.Prefix, want.Metric); ok {
+	want, reason := o.desiredRoute(r, table)
+	if reason != "" {
+		return pendingOut(reason, append(refs, resReach))
+	}
+	o.notedRouteTable(key, table)
+	if c, ok := o.view.foreignRoute(table, r.Prefix, want.Metric); ok {
 		// Someone else's route: never replaced. Its deletion (a route
 		// event on this prefix) re-enqueues the key.
 		return errorOut(routeConflict(c), refs)
 	}
 	match, ours := false, false
-	for _, c := range o.view.routesFor(r.Prefix) {
+	for _, c := range o.view.routesFor(table, r.Prefix) {
 		if c.Metric == want.Metric {
 			match, ours = routeMatches(&c, &want), true
 			continue
@@ -84,8 +111,17 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, refs []string, err error) outcome {
 	if err != nil {
 		if want.Create && errors.Is(err, unix.EEXIST) {
-			if c, ok := o.readForeignRoute(want); ok {
+			c, ok := o.readForeignRoute(want)
+			if ok && !ownedRoute(&c) {
 				return errorOut(routeConflict(c), refs)
+			}
+			if ok {
+				// Ours, and the view had lost it (a VRF table relisted
+				// while its device was away): replace it.
+				want.Create = false
+				err = o.act(schema.TableStaticRoute, r.Key(), "replace route "+describeRoute(&want),
+					func() error { return o.k.Routes().Replace(want) })
+				return o.routeWritten(r, want, refs, err)
 			}
 			return kernelOut(err, refs)
 		}
@@ -103,22 +139,34 @@ func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, ref
 	return okOut(refs)
 }
 
-// removeRoute deletes our routes to the key's prefix, unless the other
-// spelling of the same route ("default|P" for "P") is still configured.
+// removeRoute deletes our routes to the key's prefix in its table, unless
+// the other spelling of the same route ("default|P" for "P") is still
+// configured. A VRF route's table is its VRF device's, or (the device gone)
+// the one the key was last applied in; else the sweep finds the route.
 func (o *Orch) removeRoute(key string) outcome {
-	p, ok := routeKeyPrefix(key)
+	vrf, p, ok := routeKeyParts(key)
 	if !ok {
 		return okOut(nil)
 	}
-	if other := otherRouteKey(key); o.configuredLocal(schema.TableStaticRoute, other) {
+	table := netlinkmgr.MainTable
+	if inVRF(vrf) {
+		t, ok := o.vrfTableOf(vrf)
+		if !ok {
+			if t, ok = o.routeTable(key); !ok {
+				return okOut(nil)
+			}
+		}
+		table = t
+	} else if other := otherRouteKey(key); o.configuredLocal(schema.TableStaticRoute, other) {
 		o.enqueue(schema.ConfigKey(schema.TableStaticRoute, other))
 		return okOut(nil)
 	}
-	for _, c := range o.view.routesFor(p) {
+	for _, c := range o.view.routesFor(table, p) {
 		if err := o.delRoute(key, c); err != nil {
 			return kernelOut(err, nil)
 		}
 	}
+	o.forgetRouteTable(key)
 	return okOut(nil)
 }
 
@@ -136,22 +184,26 @@ func (o *Orch) configuredLocal(table, key string) bool {
 	return ok
 }
 
-// routeKeyPrefix returns the prefix of a STATIC_ROUTE key ("P" or
-// "default|P") when it is canonical.
-func routeKeyPrefix(key string) (netip.Prefix, bool) {
-	s := key
-	if vrf, rest, ok := strings.Cut(key, schema.ConfigSep); ok {
-		if vrf != schema.DefaultVRF {
-			return netip.Prefix{}, false
+// routeKeyParts returns the VRF ("default" when the key has none) and
+// prefix of a STATIC_ROUTE key ("P", "default|P" or "VrfNAME|P") when the
+// prefix is canonical.
+func routeKeyParts(key string) (string, netip.Prefix, bool) {
+	vrf, s := schema.DefaultVRF, key
+	if v, rest, ok := strings.Cut(key, schema.ConfigSep); ok {
+		if v != schema.DefaultVRF && !schema.IsVRFName(v) {
+			return "", netip.Prefix{}, false
 		}
-		s = rest
+		vrf, s = v, rest
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil || p.Masked() != p {
-		return netip.Prefix{}, false
+		return "", netip.Prefix{}, false
 	}
-	return p, true
+	return vrf, p, true
 }
+
+// inVRF reports whether vrf names a VRF other than the default one.
+func inVRF(vrf string) bool { return vrf != "" && vrf != schema.DefaultVRF }
 
 // otherRouteKey is the other spelling of the same route key.
 func otherRouteKey(key string) string {
@@ -161,10 +213,13 @@ func otherRouteKey(key string) string {
 	return schema.DefaultVRF + schema.ConfigSep + key
 }
 
-// desiredRoute is the kernel form of r. IPv6 metric 0 is stored by the
-// kernel as 1024, so that is what we ask for and compare with.
-func desiredRoute(r schema.StaticRoute) netlinkmgr.RouteInfo {
-	out := netlinkmgr.RouteInfo{Dst: r.Prefix, Table: netlinkmgr.MainTable,
+// desiredRoute is the kernel form of r in table. IPv6 metric 0 is stored
+// by the kernel as 1024, so that is what we ask for and compare with. A
+// next hop reached in another VRF (nexthop-vrf) goes out of that VRF's
+// interface: given by ifname, or the one whose subnet holds the gateway
+// (as zebra resolves it); reason says what is missing when there is none.
+func (o *Orch) desiredRoute(r schema.StaticRoute, table int) (out netlinkmgr.RouteInfo, reason string) {
+	out = netlinkmgr.RouteInfo{Dst: r.Prefix, Table: table,
 		Protocol: netlinkmgr.ProtoSwitchyard, Blackhole: r.Blackhole}
 	if r.Distance != nil {
 		out.Metric = *r.Distance
@@ -173,9 +228,17 @@ func desiredRoute(r schema.StaticRoute) netlinkmgr.RouteInfo {
 		out.Metric = 1024
 	}
 	for _, nh := range r.NextHops {
-		out.NextHops = append(out.NextHops, netlinkmgr.NextHop{Gateway: nh.Gateway, Link: nh.Ifname})
+		link := nh.Ifname
+		if nh.VRF != "" && link == "" {
+			l, ok := o.view.subnetInVRF(nh.Gateway.Unmap(), nh.VRF)
+			if !ok {
+				return out, fmt.Sprintf("waiting for a connected route to next hop %s in VRF %s", nh.Gateway, nh.VRF)
+			}
+			link = l
+		}
+		out.NextHops = append(out.NextHops, netlinkmgr.NextHop{Gateway: nh.Gateway, Link: link})
 	}
-	return out
+	return out, ""
 }
 
 // routeMatches reports whether kernel route cur already is want: same
@@ -232,20 +295,23 @@ func gatewayError(err error) bool {
 	return errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.EINVAL)
 }
 
-// readForeignRoute asks the kernel for the route of another protocol that
-// made the creation of want fail with EEXIST, and notes it in the view.
+// readForeignRoute asks the kernel for the route (of another protocol, or
+// our own the view did not know) that made the creation of want fail
+// with EEXIST, and notes a foreign one in the view.
 func (o *Orch) readForeignRoute(want netlinkmgr.RouteInfo) (netlinkmgr.RouteInfo, bool) {
 	fam := unix.AF_INET
 	if want.Dst.Addr().Is6() {
 		fam = unix.AF_INET6
 	}
-	rs, err := o.k.Routes().List(netlinkmgr.RouteFilter{Table: netlinkmgr.MainTable, Family: fam})
+	rs, err := o.k.Routes().List(netlinkmgr.RouteFilter{Table: rdstOf(want.Table, want.Dst).table, Family: fam})
 	if err != nil {
 		return netlinkmgr.RouteInfo{}, false
 	}
 	for _, c := range rs {
-		if normPrefix(c.Dst) == normPrefix(want.Dst) && c.Metric == want.Metric && !ownedRoute(&c) {
-			o.view.notedForeign(c)
+		if rdstOf(c.Table, c.Dst) == rdstOf(want.Table, want.Dst) && c.Metric == want.Metric {
+			if !ownedRoute(&c) {
+				o.view.notedForeign(c)
+			}
 			return c, true
 		}
 	}
@@ -267,5 +333,8 @@ func describeRoute(r *netlinkmgr.RouteInfo) string {
 		}
 	}
 	fmt.Fprintf(&b, " proto %d metric %d", r.Protocol, r.Metric)
+	if !mainTable(r) {
+		fmt.Fprintf(&b, " table %d", r.Table)
+	}
 	return b.String()
 }

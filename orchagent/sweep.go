@@ -11,7 +11,9 @@ import (
 
 // Sweep removes kernel objects orchagent owns that no config key names any
 // more (config deleted while orchagent was down): routes with protocol
-// 201, addresses with protocol 201 (IFA_PROTO), VlanN devices on Bridge,
+// 201 (main table, and VRF tables by their VRF's keys), addresses with protocol 201 (IFA_PROTO), our LoopbackN dummies and
+// vrf devices and bonds (alias switchyard), bindings to our VRFs, ports of
+// our bonds, VlanN devices on Bridge,
 // Bridge's own vids, vids of ports on Bridge and the membership of ports
 // that had such a vid, static FDB entries on Bridge. Bridge itself, ports,
 // unmarked addresses and ports on Bridge without a vid (enslaved by hand)
@@ -20,8 +22,21 @@ import (
 // itself (Options.ConfigExists) before it goes.
 func (o *Orch) Sweep(ctx context.Context) error {
 	var errs []error
+	vrfs := o.view.ourVrfTables()
 	for _, r := range o.view.allRoutes() {
 		p := normPrefix(r.Dst).String()
+		if !mainTable(&r) {
+			// A VRF's route: stale when its VRF is gone or no key names it.
+			key := p
+			if vrf, ok := vrfs[r.Table]; ok {
+				key = vrf + schema.ConfigSep + p
+				if o.configured(schema.TableStaticRoute, key) {
+					continue
+				}
+			}
+			errs = append(errs, o.delRoute(key, r))
+			continue
+		}
 		if o.configured(schema.TableStaticRoute, p) || o.configured(schema.TableStaticRoute, schema.DefaultVRF+schema.ConfigSep+p) {
 			continue
 		}
@@ -37,12 +52,15 @@ func (o *Orch) Sweep(ctx context.Context) error {
 			errs = append(errs, o.delFdb(key, f))
 		}
 	}
-	br, ok, err := o.getLink(BridgeName)
-	if err != nil || !ok {
-		return errors.Join(append(errs, err)...)
-	}
 	links, err := o.k.Links().List()
 	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	errs = append(errs, o.sweepDevices(links)...)
+	errs = append(errs, o.sweepBonds(links)...)
+	errs = append(errs, o.sweepVxlan(links)...)
+	br, ok, err := o.getLink(BridgeName)
+	if err != nil || !ok {
 		return errors.Join(append(errs, err)...)
 	}
 	for _, l := range links {
@@ -52,6 +70,8 @@ func (o *Orch) Sweep(ctx context.Context) error {
 				errs = append(errs, o.act(schema.TableVlan, l.Name, "sweep: delete 802.1Q device "+l.Name,
 					func() error { return ignoreNotFound(o.k.Links().Del(l.Name)) }))
 			}
+		case ownedDev(l, "vxlan"):
+			// A map's device: sweepVxlan's.
 		case l.MasterIdx == br.Index && l.Name != BridgeName:
 			errs = append(errs, o.sweepPort(l.Name))
 		}
@@ -115,7 +135,7 @@ func (o *Orch) sweepPort(port string) error {
 // VLAN_INTERFACE key names.
 func (o *Orch) sweepAddrs() []error {
 	named := map[string]bool{}
-	for _, table := range []string{schema.TableInterface, schema.TableVlanInterface} {
+	for _, table := range []string{schema.TableInterface, schema.TableVlanInterface, schema.TableLoopback, schema.TablePortChannelInterface} {
 		for _, key := range o.cfg.Keys(table) {
 			if in, err := schema.ParseInterface(table, key, nil); err == nil && !in.IsBare() {
 				named[in.Name+"|"+normPrefix(in.Addr).String()] = true
@@ -128,14 +148,67 @@ func (o *Orch) sweepAddrs() []error {
 			continue
 		}
 		key := a.Link + schema.ConfigSep + a.Prefix.String()
-		if o.configured(schema.TableInterface, key) || o.configured(schema.TableVlanInterface, key) {
+		table := intfTable(a.Link)
+		if o.configured(table, key) {
 			continue
 		}
-		table := schema.TableInterface
-		if isVlanName(a.Link) {
-			table = schema.TableVlanInterface
-		}
 		errs = append(errs, o.delAddr(table, key, "sweep: delete address "+a.Prefix.String()+" dev "+a.Link, a.Link, a.Prefix))
+	}
+	return errs
+}
+
+// intfTable is the table whose keys configure interface name.
+func intfTable(name string) string {
+	switch {
+	case isVlanName(name):
+		return schema.TableVlanInterface
+	case schema.IsLoopbackName(name):
+		return schema.TableLoopback
+	case schema.IsPortChannelName(name):
+		return schema.TablePortChannelInterface
+	}
+	return schema.TableInterface
+}
+
+// sweepDevices deletes our vrf devices no VRF key names and our loopback
+// dummies no LOOPBACK_INTERFACE key names, and takes out of our VRFs the
+// interfaces whose bare key no longer binds them there.
+func (o *Orch) sweepDevices(links []netlinkmgr.LinkInfo) []error {
+	var errs []error
+	ours := map[int]string{} // index → name of our vrf devices that stay
+	for _, l := range links {
+		switch {
+		case ownedDev(l, "vrf"):
+			if o.configured(schema.TableVRF, l.Name) {
+				ours[l.Index] = l.Name
+				continue
+			}
+			errs = append(errs, o.act(schema.TableVRF, l.Name, "sweep: delete vrf device "+l.Name,
+				func() error { return ignoreNotFound(o.k.Links().Del(l.Name)) }))
+		case ownedDev(l, "dummy") && schema.IsLoopbackName(l.Name):
+			if !o.loopbackNamed(l.Name) {
+				errs = append(errs, o.act(schema.TableLoopback, l.Name, "sweep: delete dummy device "+l.Name,
+					func() error { return ignoreNotFound(o.k.Links().Del(l.Name)) }))
+			}
+		}
+	}
+	for _, l := range links {
+		vrf, ok := ours[l.MasterIdx]
+		if !ok {
+			continue
+		}
+		table := intfTable(l.Name)
+		if f, ok := o.config(table, l.Name); ok {
+			if in, err := schema.ParseInterface(table, l.Name, f); err == nil && in.VRF == vrf {
+				continue
+			}
+		}
+		if o.exists != nil && o.exists(table, l.Name) {
+			continue // config not read yet: its own reconcile decides
+		}
+		none := ""
+		errs = append(errs, o.act(table, l.Name, "sweep: set "+l.Name+" nomaster (leave "+vrf+")",
+			func() error { return o.k.Links().Set(netlinkmgr.LinkInfo{Name: l.Name, Master: &none}) }))
 	}
 	return errs
 }

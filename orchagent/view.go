@@ -20,11 +20,11 @@ type kernelView struct {
 	gen    atomic.Uint64 // bumped by every event that changed the view
 	mu     sync.Mutex
 	links  map[string]linkSnap
-	routes map[netip.Prefix][]netlinkmgr.RouteInfo // proto 201, main table
+	routes map[rdst][]netlinkmgr.RouteInfo // proto 201, main and VRF tables
 	// foreign are the main table's routes of every other protocol: a
 	// STATIC_ROUTE whose table, prefix and metric one of them holds is a
 	// conflict, never replaced.
-	foreign map[netip.Prefix][]netlinkmgr.RouteInfo
+	foreign map[rdst][]netlinkmgr.RouteInfo
 	addrs   map[string]map[netip.Prefix]int // link → address → IFA_PROTO
 	addrVer uint64                          // bumped by every change of addrs (see addrIndex)
 	aidx    addrIndex
@@ -44,6 +44,7 @@ type linkSnap struct {
 	index, mtu, masterIdx int
 	admin                 bool
 	mac, alias, kind      string
+	table                 int // a vrf device's routing table
 }
 
 type fdbKey struct {
@@ -60,8 +61,8 @@ func newKernelView() *kernelView {
 func (v *kernelView) reset() {
 	v.addrVer++
 	v.links = map[string]linkSnap{}
-	v.routes = map[netip.Prefix][]netlinkmgr.RouteInfo{}
-	v.foreign = map[netip.Prefix][]netlinkmgr.RouteInfo{}
+	v.routes = map[rdst][]netlinkmgr.RouteInfo{}
+	v.foreign = map[rdst][]netlinkmgr.RouteInfo{}
 	v.addrs = map[string]map[netip.Prefix]int{}
 	v.fdbs = map[fdbKey]netlinkmgr.FdbInfo{}
 	v.vids = map[string]map[uint16]netlinkmgr.BridgeVlanInfo{}
@@ -79,14 +80,22 @@ func snapOf(l *netlinkmgr.LinkInfo) linkSnap {
 	if l.Alias != nil {
 		s.alias = *l.Alias
 	}
+	if l.Vrf != nil {
+		s.table = int(l.Vrf.Table)
+	}
 	return s
 }
 
 func ownedRoute(r *netlinkmgr.RouteInfo) bool {
-	return r.Protocol == netlinkmgr.ProtoSwitchyard && mainTable(r)
+	return r.Protocol == netlinkmgr.ProtoSwitchyard && trackedTable(r)
 }
 
 func mainTable(r *netlinkmgr.RouteInfo) bool { return r.Table == 0 || r.Table == netlinkmgr.MainTable }
+
+// trackedTable: the main table and the tables orchagent gives its VRFs.
+func trackedTable(r *netlinkmgr.RouteInfo) bool {
+	return mainTable(r) || (r.Table >= vrfTableMin && r.Table <= vrfTableMax)
+}
 
 func normPrefix(p netip.Prefix) netip.Prefix {
 	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-func() int {
@@ -109,6 +118,16 @@ func (o *Orch) Prime() error {
 	if err != nil {
 		return fmt.Errorf("prime kernel view: %w", err)
 	}
+	for i := range links {
+		// The tables of vrf devices in our range: our VRFs' routes.
+		if v := links[i].Vrf; v != nil && v.Table >= vrfTableMin && v.Table <= vrfTableMax {
+			rs, err := o.k.Routes().List(netlinkmgr.RouteFilter{Table: int(v.Table)})
+			if err != nil {
+				return fmt.Errorf("prime kernel view: %w", err)
+			}
+			routes = append(routes, rs...)
+		}
+	}
 	addrs, err := o.k.Addrs().List("")
 	if err != nil {
 		return fmt.Errorf("prime kernel view: %w", err)
@@ -129,7 +148,7 @@ func (o *Orch) Prime() error {
 	for _, r := range routes {
 		if ownedRoute(&r) {
 			v.putRouteLocked(r)
-		} else if mainTable(&r) {
+		} else if trackedTable(&r) {
 			putRouteIn(v.foreign, r)
 		}
 	}
@@ -144,13 +163,13 @@ func (o *Orch) Prime() error {
 
 func (v *kernelView) putRouteLocked(r netlinkmgr.RouteInfo) bool { return putRouteIn(v.routes, r) }
 
-func (v *kernelView) delRouteLocked(dst netip.Prefix, metric int) bool {
-	return delRouteIn(v.routes, dst, metric)
+func (v *kernelView) delRouteLocked(table int, dst netip.Prefix, metric int) bool {
+	return delRouteIn(v.routes, table, dst, metric)
 }
 
-// putRouteIn records r in m (one route per destination and metric).
-func putRouteIn(m map[netip.Prefix][]netlinkmgr.RouteInfo, r netlinkmgr.RouteInfo) bool {
-	d := normPrefix(r.Dst)
+// putRouteIn records r in m (one route per table, destination and metric).
+func putRouteIn(m map[rdst][]netlinkmgr.RouteInfo, r netlinkmgr.RouteInfo) bool {
+	d := rdstOf(r.Table, r.Dst)
 	rs := m[d]
 	for i := range rs {
 		if rs[i].Metric == r.Metric {
@@ -165,8 +184,8 @@ func putRouteIn(m map[netip.Prefix][]netlinkmgr.RouteInfo, r netlinkmgr.RouteInf
 	return true
 }
 
-func delRouteIn(m map[netip.Prefix][]netlinkmgr.RouteInfo, dst netip.Prefix, metric int) bool {
-	d := normPrefix(dst)
+func delRouteIn(m map[rdst][]netlinkmgr.RouteInfo, table int, dst netip.Prefix, metric int) bool {
+	d := rdstOf(table, dst)
 	rs := m[d]
 	for i := range rs {
 		if rs[i].Metric == metric {
@@ -207,11 +226,11 @@ func (v *kernelView) delAddrLocked(link string, p netip.Prefix) bool {
 	return true
 }
 
-// routesFor returns copies of the owned routes to dst.
-func (v *kernelView) routesFor(dst netip.Prefix) []netlinkmgr.RouteInfo {
+// routesFor returns copies of the owned routes to dst in table.
+func (v *kernelView) routesFor(table int, dst netip.Prefix) []netlinkmgr.RouteInfo {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return append([]netlinkmgr.RouteInfo(nil), v.routes[normPrefix(dst)]...)
+	return append([]netlinkmgr.RouteInfo(nil), v.routes[rdstOf(table, dst)]...)
 }
 
 func (v *kernelView) allRoutes() []netlinkmgr.RouteInfo {
@@ -314,7 +333,7 @@ func (v *kernelView) notedRoute(r netlinkmgr.RouteInfo) {
 }
 func (v *kernelView) notedRouteDel(r netlinkmgr.RouteInfo) {
 	v.mu.Lock()
-	v.delRouteLocked(r.Dst, r.Metric)
+	v.delRouteLocked(r.Table, r.Dst, r.Metric)
 	v.mu.Unlock()
 }
 func (v *kernelView) notedAddr(link string, p netip.Prefix, present bool) {
@@ -415,6 +434,11 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 	case old != now:
 		res = append(res, resLink(l.Name))
 	}
+	if had && old.masterIdx != now.masterIdx {
+		// Joining or leaving a VRF moves the link's connected routes to
+		// another table: next hops resolved per VRF may change.
+		res = append(res, resReach)
+	}
 	if had && old.admin && !now.admin {
 		// The kernel drops IPv4 routes through a link set down without
 		// telling anyone: forget them so their keys re-add them.
@@ -432,12 +456,12 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 // ones: the kernel drops IPv4 routes silently) and its addresses.
 func (v *kernelView) purgeLinkLocked(link string) []string {
 	var res []string
-	for _, m := range []map[netip.Prefix][]netlinkmgr.RouteInfo{v.routes, v.foreign} {
+	for _, m := range []map[rdst][]netlinkmgr.RouteInfo{v.routes, v.foreign} {
 		for d, rs := range m {
 			for _, r := range rs {
 				if routeUsesLink(&r, link) {
-					res = append(res, resRoute(d.String()))
-					delRouteIn(m, r.Dst, r.Metric)
+					res = append(res, resRoute(d.table, d.dst.String()))
+					delRouteIn(m, r.Table, r.Dst, r.Metric)
 				}
 			}
 		}
@@ -469,13 +493,13 @@ func (v *kernelView) onAddr(a *netlinkmgr.AddrInfo, deleted bool) []string {
 		}
 		res := []string{resAddr(a.Link, p.String()), resReach}
 		// IPv4 routes via a gateway in the removed subnet vanish silently.
-		for _, m := range []map[netip.Prefix][]netlinkmgr.RouteInfo{v.routes, v.foreign} {
+		for _, m := range []map[rdst][]netlinkmgr.RouteInfo{v.routes, v.foreign} {
 			for d, rs := range m {
 				for _, r := range rs {
 					for _, nh := range r.NextHops {
 						if nh.Gateway.IsValid() && p.Masked().Contains(nh.Gateway.Unmap()) {
-							res = append(res, resRoute(d.String()))
-							delRouteIn(m, r.Dst, r.Metric)
+							res = append(res, resRoute(d.table, d.dst.String()))
+							delRouteIn(m, r.Table, r.Dst, r.Metric)
 							break
 						}
 					}
@@ -491,7 +515,7 @@ func (v *kernelView) onAddr(a *netlinkmgr.AddrInfo, deleted bool) []string {
 }
 
 func (v *kernelView) onRoute(r *netlinkmgr.RouteInfo, deleted bool) []string {
-	if !ownedRoute(r) && !mainTable(r) {
+	if !ownedRoute(r) && !trackedTable(r) {
 		return []string{resReach}
 	}
 	v.mu.Lock()
@@ -503,9 +527,9 @@ func (v *kernelView) onRoute(r *netlinkmgr.RouteInfo, deleted bool) []string {
 	changed := false
 	if deleted {
 		// A delete names the route it removed: only that protocol's.
-		for _, c := range m[normPrefix(r.Dst)] {
+		for _, c := range m[rdstOf(r.Table, r.Dst)] {
 			if c.Metric == r.Metric && c.Protocol == r.Protocol {
-				changed = delRouteIn(m, r.Dst, r.Metric)
+				changed = delRouteIn(m, r.Table, r.Dst, r.Metric)
 			}
 		}
 	} else {
@@ -517,7 +541,7 @@ func (v *kernelView) onRoute(r *netlinkmgr.RouteInfo, deleted bool) []string {
 		}
 		return nil
 	}
-	res := []string{resRoute(normPrefix(r.Dst).String())}
+	res := []string{resRoute(r.Table, normPrefix(r.Dst).String())}
 	if !ownedRoute(r) {
 		res = append(res, resReach)
 	}
@@ -565,27 +589,6 @@ func (v *kernelView) onFdb(f *netlinkmgr.FdbInfo, deleted bool) []string {
 		v.fdbs[k] = *f
 	}
 	return []string{resFdb(f.Vlan, k.mac)}
-}
-
-// routeSame compares two kernel routes (same dst and metric assumed).
-func routeSame(a, b *netlinkmgr.RouteInfo) bool {
-	if a.Blackhole != b.Blackhole || len(a.NextHops) != len(b.NextHops) {
-		return false
-	}
-	for i := range a.NextHops {
-		x, y := a.NextHops[i], b.NextHops[i]
-		if x.Gateway != y.Gateway || x.Link != y.Link || weight(x.Weight) != weight(y.Weight) {
-			return false
-		}
-	}
-	return true
-}
-
-func weight(w int) int {
-	if w <= 0 {
-		return 1
-	}
-	return w
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

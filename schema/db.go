@@ -17,22 +17,30 @@ const (
 
 // CONFIG_DB table names.
 const (
-	TablePort           = "PORT"
-	TableVlan           = "VLAN"
-	TableVlanMember     = "VLAN_MEMBER"
-	TableInterface      = "INTERFACE"
-	TableVlanInterface  = "VLAN_INTERFACE"
-	TableStaticRoute    = "STATIC_ROUTE"
-	TableFDB            = "FDB"
-	TableImpairment     = "IMPAIRMENT"
-	TableImpairmentFlow = "IMPAIRMENT_FLOW"
+	TablePort                 = "PORT"
+	TableVlan                 = "VLAN"
+	TableVlanMember           = "VLAN_MEMBER"
+	TableInterface            = "INTERFACE"
+	TableVlanInterface        = "VLAN_INTERFACE"
+	TableLoopback             = "LOOPBACK_INTERFACE"
+	TableVRF                  = "VRF"
+	TablePortChannel          = "PORTCHANNEL"
+	TablePortChannelMember    = "PORTCHANNEL_MEMBER"
+	TablePortChannelInterface = "PORTCHANNEL_INTERFACE"
+	TableVxlanTunnel          = "VXLAN_TUNNEL"
+	TableVxlanTunnelMap       = "VXLAN_TUNNEL_MAP"
+	TableStaticRoute          = "STATIC_ROUTE"
+	TableFDB                  = "FDB"
+	TableImpairment           = "IMPAIRMENT"
+	TableImpairmentFlow       = "IMPAIRMENT_FLOW"
 )
 
 // ConfigTables lists the CONFIG_DB tables switchyard understands, in
 // dependency order (parents before children).
 var ConfigTables = []string{
-	TablePort, TableVlan, TableVlanMember, TableInterface, TableVlanInterface,
-	TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
+	TablePort, TableVRF, TablePortChannel, TablePortChannelMember, TableVlan, TableVlanMember,
+	TableInterface, TableVlanInterface, TablePortChannelInterface, TableLoopback, TableVxlanTunnel,
+	TableVxlanTunnelMap, TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
 }
 
 // KeyConfigDBInitialized is the plain string key in CONFIG_DB that says the

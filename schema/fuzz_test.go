@@ -153,10 +153,18 @@ func fuzzTable(f *testing.F, tables ...string) {
 	})
 }
 
-func FuzzParsePort(f *testing.F)        { fuzzTable(f, TablePort) }
-func FuzzParseVlan(f *testing.F)        { fuzzTable(f, TableVlan) }
-func FuzzParseVlanMember(f *testing.F)  { fuzzTable(f, TableVlanMember) }
-func FuzzParseInterface(f *testing.F)   { fuzzTable(f, TableInterface, TableVlanInterface) }
+func FuzzParsePort(f *testing.F)       { fuzzTable(f, TablePort) }
+func FuzzParseVlan(f *testing.F)       { fuzzTable(f, TableVlan) }
+func FuzzParseVlanMember(f *testing.F) { fuzzTable(f, TableVlanMember) }
+func FuzzParseInterface(f *testing.F) {
+	fuzzTable(f, TableInterface, TableVlanInterface, TableLoopback)
+}
+func FuzzParseLoopback(f *testing.F) { fuzzTable(f, TableLoopback) }
+func FuzzParseVRF(f *testing.F)      { fuzzTable(f, TableVRF) }
+func FuzzParseVxlan(f *testing.F)    { fuzzTable(f, TableVxlanTunnel, TableVxlanTunnelMap) }
+func FuzzParsePortChannel(f *testing.F) {
+	fuzzTable(f, TablePortChannel, TablePortChannelMember, TablePortChannelInterface)
+}
 func FuzzParseStaticRoute(f *testing.F) { fuzzTable(f, TableStaticRoute) }
 func FuzzParseFDB(f *testing.F)         { fuzzTable(f, TableFDB) }
 

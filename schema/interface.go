@@ -6,25 +6,55 @@ import (
 	"strings"
 )
 
-// ParseInterface parses an INTERFACE or VLAN_INTERFACE entry: key
-// "ifname|addr/len" (an address: host bits kept; IPv4 or IPv6 in canonical
-// text form) or a bare "ifname". VLAN_INTERFACE names must be VlanN;
-// INTERFACE names must not be (those belong in VLAN_INTERFACE). SONiC's
-// fields are accepted: on an address, family (must match it) and scope
-// (global or local) are checked; vrf_name may only name the default VRF and
-// vnet_name must be empty, since the address would otherwise land in a
-// routing table SONiC would not use; the rest (nat_zone, mpls, …) are not
-// acted on. Unknown fields are ignored (UnknownFields names them).
+// loopbackPrefix starts every loopback name: "Loopback0".
+const loopbackPrefix = "Loopback"
+
+// loopbackAllowed describes a valid LOOPBACK_INTERFACE name.
+const loopbackAllowed = "LoopbackN with N a decimal number without leading zeros, at most 15 bytes in all, e.g. Loopback0"
+
+// loopbackProblem says why name is not a canonical loopback name
+// ("Loopback0"), or "".
+func loopbackProblem(name string) string {
+	if !strings.HasPrefix(name, loopbackPrefix) {
+		return "not a loopback name"
+	}
+	digits := name[len(loopbackPrefix):]
+	if _, ok := parseDigits(digits); !ok || (len(digits) > 1 && digits[0] == '0') || len(name) > MaxIfnameLen {
+		return "loopback name is not LoopbackN"
+	}
+	return ""
+}
+
+// IsLoopbackName reports whether name is a loopback name ("Loopback0").
+func IsLoopbackName(name string) bool { return loopbackProblem(name) == "" }
+
+// ParseInterface parses an INTERFACE, VLAN_INTERFACE or
+// LOOPBACK_INTERFACE entry: key "ifname|addr/len" (an address: host bits
+// kept; IPv4 or IPv6 in canonical text form) or a bare "ifname".
+// VLAN_INTERFACE names must be VlanN, LOOPBACK_INTERFACE names LoopbackN,
+// PORTCHANNEL_INTERFACE names PortChannelN; INTERFACE names must be none
+// of these (those belong in their own tables).
+//
+// SONiC's fields are accepted: on a bare key, vrf_name binds the interface
+// to that VRF ("" or "default": the default VRF; anything else must be a
+// VRF name, Vrf...), on LOOPBACK_INTERFACE admin_status (up, the default,
+// or down); vnet_name must be empty; on an address, family (must match
+// it) and scope (global or local) are checked and vrf_name may only be
+// empty or default (the binding is the bare key's); the rest (nat_zone,
+// mpls, …) are not acted on. Unknown fields are ignored (UnknownFields
+// names them).
 func ParseInterface(table, key string, f Fields) (Interface, error) {
-	if table != TableInterface && table != TableVlanInterface {
-		return Interface{}, keyError(table, key, "not an interface table", TableInterface+" or "+TableVlanInterface)
+	if table != TableInterface && table != TableVlanInterface && table != TableLoopback && table != TablePortChannelInterface {
+		return Interface{}, keyError(table, key, "not an interface table",
+			TableInterface+", "+TableVlanInterface+", "+TablePortChannelInterface+" or "+TableLoopback)
 	}
 	parts := SplitKey(key)
 	if len(parts) > 2 {
 		return Interface{}, keyError(table, key, "", "ifname or ifname|addr/len, e.g. Ethernet0|10.0.0.1/24")
 	}
 	name := parts[0]
-	if table == TableVlanInterface {
+	switch table {
+	case TableVlanInterface:
 		if _, problem := vlanName(name); problem != "" {
 			if ifnameProblem(name) == "" && !strings.HasPrefix(strings.ToLower(name), "vlan") {
 				return Interface{}, keyError(table, key,
@@ -32,13 +62,32 @@ func ParseInterface(table, key string, f Fields) (Interface, error) {
 			}
 			return Interface{}, vlanKeyError(table, key, name, problem)
 		}
-	} else {
+	case TablePortChannelInterface:
+		if p := portChannelProblem(name); p != "" {
+			return Interface{}, keyError(table, key, p, portChannelAllowed)
+		}
+	case TableLoopback:
+		if p := ifnameProblem(name); p != "" {
+			return Interface{}, keyError(table, key, p, loopbackAllowed)
+		}
+		if p := loopbackProblem(name); p != "" {
+			return Interface{}, keyError(table, key, strconv.Quote(name)+": "+p, loopbackAllowed)
+		}
+	default:
 		if p := ifnameProblem(name); p != "" {
 			return Interface{}, keyError(table, key, p, ifnameAllowed)
 		}
 		if isVlanName(name) {
 			return Interface{}, keyError(table, key,
 				name+" is a VLAN: configure its addresses in "+TableVlanInterface+ConfigSep+key, "")
+		}
+		if IsLoopbackName(name) {
+			return Interface{}, keyError(table, key,
+				name+" is a loopback: configure it in "+TableLoopback+ConfigSep+key, "")
+		}
+		if IsPortChannelName(name) {
+			return Interface{}, keyError(table, key,
+				name+" is a PortChannel: configure its addresses in "+TablePortChannelInterface+ConfigSep+key, "")
 		}
 	}
 	in := Interface{TableName: table, Name: name}
@@ -52,21 +101,35 @@ func ParseInterface(table, key string, f Fields) (Interface, error) {
 		}
 		in.Addr = p
 	}
-	if err := interfaceFields(table, key, in, f); err != nil {
+	if err := interfaceFields(table, key, &in, f); err != nil {
 		return Interface{}, err
 	}
 	return in, nil
 }
 
 // interfaceFields checks the fields of an interface entry that change
-// what the address means.
-func interfaceFields(table, key string, in Interface, f Fields) error {
+// what the address means, and reads the bare key's VRF binding and a
+// loopback's admin_status into in.
+func interfaceFields(table, key string, in *Interface, f Fields) error {
 	if v, ok := f[FieldVRFName]; ok && v != "" && v != DefaultVRF {
-		return fieldError(table, key, FieldVRFName, v,
-			"VRF "+strconv.Quote(Clip(v))+": only the default VRF is supported", "empty or default")
+		if !in.IsBare() {
+			return fieldError(table, key, FieldVRFName, v,
+				"the VRF binding belongs on the bare key "+table+ConfigSep+in.Name, "empty or default on an address key")
+		}
+		if p := vrfNameProblem(v); p != "" {
+			return fieldError(table, key, FieldVRFName, v, p, "empty, default or "+vrfAllowed)
+		}
+		in.VRF = v
 	}
 	if v, ok := f[FieldVnetName]; ok && v != "" {
 		return fieldError(table, key, FieldVnetName, v, "VNETs are not supported", "no vnet_name")
+	}
+	if table == TableLoopback && in.IsBare() {
+		up, err := optAdmin(table, key, f)
+		if err != nil {
+			return err
+		}
+		in.AdminUp = up
 	}
 	if v, ok := f[FieldFamily]; ok {
 		want := "IPv4"
@@ -89,7 +152,7 @@ func interfaceFields(table, key string, in Interface, f Fields) error {
 	return nil
 }
 
-// Table returns INTERFACE or VLAN_INTERFACE.
+// Table returns INTERFACE, VLAN_INTERFACE or LOOPBACK_INTERFACE.
 func (in Interface) Table() string { return in.TableName }
 
 // Key returns "ifname|addr/len" or the bare "ifname".
@@ -100,8 +163,18 @@ func (in Interface) Key() string {
 	return in.Name + ConfigSep + in.Addr.String()
 }
 
-// Fields returns the NULL placeholder: interface entries have no fields.
-func (in Interface) Fields() Fields { return orNull(nil) }
+// Fields returns vrf_name when the interface is bound to a VRF and a
+// loopback's admin_status when set; else the NULL placeholder.
+func (in Interface) Fields() Fields {
+	f := Fields{}
+	if in.VRF != "" {
+		f[FieldVRFName] = in.VRF
+	}
+	if in.AdminUp != nil {
+		f[FieldAdminStatus] = adminString(*in.AdminUp)
+	}
+	return orNull(f)
+}
 
 // IsBare reports whether the entry is a bare "ifname" key (no address).
 func (in Interface) IsBare() bool { return !in.Addr.IsValid() }

@@ -27,6 +27,21 @@ var (
 		TableVlanInterface: func(k string, f Fields) (Record, error) {
 			return wrap(ParseInterface(TableVlanInterface, k, f))
 		},
+		TableLoopback: func(k string, f Fields) (Record, error) {
+			return wrap(ParseInterface(TableLoopback, k, f))
+		},
+		TableVRF:         func(k string, f Fields) (Record, error) { return wrap(ParseVRF(k, f)) },
+		TablePortChannel: func(k string, f Fields) (Record, error) { return wrap(ParsePortChannel(k, f)) },
+		TableVxlanTunnel: func(k string, f Fields) (Record, error) { return wrap(ParseVxlanTunnel(k, f)) },
+		TableVxlanTunnelMap: func(k string, f Fields) (Record, error) {
+			return wrap(ParseVxlanTunnelMap(k, f))
+		},
+		TablePortChannelMember: func(k string, f Fields) (Record, error) {
+			return wrap(ParsePortChannelMember(k, f))
+		},
+		TablePortChannelInterface: func(k string, f Fields) (Record, error) {
+			return wrap(ParseInterface(TablePortChannelInterface, k, f))
+		},
 	}
 )
 

@@ -24,7 +24,7 @@ import (
 // rest of the accepted names live only in sonicFields).
 const (
 	FieldFamily     = "family"        // INTERFACE / VLAN_INTERFACE address: IPv4 or IPv6 (scope: FieldScope)
-	FieldVRFName    = "vrf_name"      // INTERFACE / VLAN_INTERFACE: only the default VRF
+	FieldVRFName    = "vrf_name"      // INTERFACE / VLAN_INTERFACE / LOOPBACK_INTERFACE bare key: the VRF it is bound to
 	FieldVnetName   = "vnet_name"     // INTERFACE / VLAN_INTERFACE: VNETs are not supported
 	FieldAlias      = "alias"         // PORT / VLAN: SONiC's alternative name
 	FieldAdvertise  = "advertise"     // STATIC_ROUTE: BGP redistribution, per next hop
@@ -34,7 +34,8 @@ const (
 
 // sonicFields lists, per table, every field name the table takes: the ones
 // switchyard acts on and the ones SONiC's YANG models (sonic-port,
-// sonic-vlan, sonic-interface, sonic-static-route) define for it.
+// sonic-vlan, sonic-interface, sonic-loopback-interface, sonic-vrf, sonic-portchannel, sonic-vxlan,
+// sonic-static-route) define for it.
 // Leaf-lists appear twice: ConfigDBConnector stores a JSON list as
 // "name@" with the values joined by commas, while SONiC's CLI writes some
 // of them (adv_speeds) as a plain comma string.
@@ -65,6 +66,24 @@ var sonicFields = map[string][]string{
 		FieldVRFName, FieldVnetName, "nat_zone", "mpls", "ipv6_use_link_local_only", "mac_addr", "loopback_action",
 		"grat_arp", "proxy_arp", "static_anycast_gateway",
 		FieldFamily, FieldScope, "secondary",
+	},
+	TableLoopback: {
+		// bare "LoopbackN" key
+		FieldVRFName, "nat_zone", FieldAdminStatus,
+		// "LoopbackN|addr/len" key
+		FieldFamily, FieldScope,
+	},
+	TableVRF: {FieldVNI, FieldFallback},
+	TablePortChannel: {
+		FieldAdminStatus, FieldMTU, FieldMinLinks, FieldFastRate, FieldLacpKey, FieldFallback, FieldStatic,
+		FieldDescription, "tpid", "system_mac", "mode", "members", "members@",
+	},
+	TablePortChannelMember: {},
+	TableVxlanTunnel:       {FieldSrcIP, FieldDstIP, FieldTTLMode},
+	TableVxlanTunnelMap:    {FieldVlan, FieldVNI},
+	TablePortChannelInterface: {
+		FieldVRFName, "nat_zone", "mpls", "ipv6_use_link_local_only", "mac_addr", "loopback_action",
+		FieldFamily, FieldScope,
 	},
 	TableStaticRoute: {
 		FieldNexthop, FieldIfname, FieldDistance, FieldBlackhole, FieldNexthopVRF, FieldAdvertise, FieldBFD,

@@ -65,23 +65,42 @@ type VlanMember struct {
 	Tagging TaggingMode
 }
 
-// Interface is an INTERFACE or VLAN_INTERFACE entry: "ifname|addr/len" or
-// bare "ifname" (Addr invalid).
+// Interface is an INTERFACE, VLAN_INTERFACE or LOOPBACK_INTERFACE entry:
+// "ifname|addr/len" or bare "ifname" (Addr invalid).
 type Interface struct {
-	TableName string       // TableInterface or TableVlanInterface
+	TableName string       // TableInterface, TableVlanInterface, TablePortChannelInterface or TableLoopback
 	Name      string       // interface name
 	Addr      netip.Prefix // address with its prefix length (host bits kept); invalid for a bare key
+	// VRF is the VRF the interface is bound to (vrf_name, bare keys
+	// only); "" = the default VRF.
+	VRF string
+	// AdminUp is a loopback's admin_status (LOOPBACK_INTERFACE bare key
+	// only); nil = up, SONiC's default.
+	AdminUp *bool
+}
+
+// VRF is a VRF entry "VrfNAME": a Linux vrf device with its own routing
+// table.
+type VRF struct {
+	Name string // "Vrf_blue"
+	// VNI is the L3 VNI mapped to the VRF (EVPN, 1-16777215); 0 = none
+	// (SONiC's default). Validated, not acted on yet.
+	VNI int
 }
 
 // NextHop is one next hop of a static route: a gateway, an interface, or both.
 type NextHop struct {
 	Gateway netip.Addr // invalid when absent
 	Ifname  string     // empty when absent
+	// VRF is the VRF the next hop is reached in when it is not the
+	// route's own (nexthop-vrf: "default" or a VRF name); "" = the
+	// route's VRF.
+	VRF string
 }
 
 // StaticRoute is a STATIC_ROUTE entry "prefix" or "vrf|prefix".
 type StaticRoute struct {
-	VRF       string       // "default" (also when the key has none)
+	VRF       string       // "default" (also when the key has none) or a VRF name
 	Prefix    netip.Prefix // host bits clear (else a FieldError naming the canonical form)
 	NextHops  []NextHop    // parallel nexthop/ifname lists, ECMP
 	Distance  *int         // 0-255; the route metric

@@ -9,14 +9,16 @@ import (
 )
 
 // ParseStaticRoute parses a STATIC_ROUTE entry. Key: "prefix" or
-// "vrf|prefix" (only vrf "default"; both spellings name one route, whose
-// canonical Key is the bare prefix), host bits clear, canonical text form.
+// "vrf|prefix", host bits clear, canonical text form. vrf is "default"
+// (both spellings name one route, whose canonical Key is the bare prefix)
+// or a VRF name ("Vrf_blue|prefix": the route goes in that VRF's table).
 //
 // Fields, as SONiC's `config route add` writes them: nexthop, ifname,
 // distance, blackhole and nexthop-vrf are parallel comma lists, one entry
 // per next hop (an empty entry means "not given"; a list of one entry
 // applies to every next hop). distance is 0-255, blackhole true or false,
-// nexthop-vrf empty or "default". A blackhole next hop has no gateway and
+// nexthop-vrf empty (the route's own VRF), "default" or a VRF name: the
+// VRF the next hop is reached in (route leaking). A blackhole next hop has no gateway and
 // an empty or "null" ifname. As FRR does with SONiC's per-next-hop
 // distances, the route is the next hops of the lowest distance (ECMP when
 // several): the others are backups, validated but not installed. advertise
@@ -34,7 +36,9 @@ func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 		return StaticRoute{}, keyError(t, key, "", "prefix or default|prefix, e.g. 10.2.0.0/16")
 	}
 	if vrf != DefaultVRF {
-		return StaticRoute{}, keyError(t, key, fmt.Sprintf("VRF %q: only the default VRF is supported", vrf), "prefix or default|prefix")
+		if p := vrfNameProblem(vrf); p != "" {
+			return StaticRoute{}, keyError(t, key, p, "prefix, default|prefix or VrfNAME|prefix")
+		}
 	}
 	p, problem, allowed := parseRoutePrefix(pfx)
 	if problem != "" || allowed != "" {
@@ -43,11 +47,11 @@ func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 		}
 		return StaticRoute{}, keyError(t, key, problem, allowed)
 	}
-	hops, err := parseHops(key, p, f)
+	hops, err := parseHops(key, vrf, p, f)
 	if err != nil {
 		return StaticRoute{}, err
 	}
-	r := StaticRoute{VRF: DefaultVRF, Prefix: p}
+	r := StaticRoute{VRF: vrf, Prefix: p}
 	best := bestHops(hops)
 	if len(best) == 0 {
 		return StaticRoute{}, fieldError(t, key, FieldNexthop, f[FieldNexthop],
@@ -111,7 +115,7 @@ func splitList(v string) []string {
 const nullIfname = "null"
 
 // parseHops zips the parallel lists of route key into validated hops.
-func parseHops(key string, p netip.Prefix, f Fields) ([]hop, error) {
+func parseHops(key, vrf string, p netip.Prefix, f Fields) ([]hop, error) {
 	const t = TableStaticRoute
 	gws, ifs := splitList(f[FieldNexthop]), splitList(f[FieldIfname])
 	if gws != nil && ifs != nil && len(gws) != len(ifs) {
@@ -160,12 +164,19 @@ func parseHops(key string, p netip.Prefix, f Fields) ([]hop, error) {
 			}
 			h.distance = d
 		}
-		if v := at(vrfs, i); v != "" && v != DefaultVRF {
-			return nil, fieldError(t, key, FieldNexthopVRF, f[FieldNexthopVRF],
-				fmt.Sprintf("VRF %q: only the default VRF is supported", Clip(v)), "empty or default")
+		hopVRF := ""
+		if v := at(vrfs, i); v != "" && v != vrf {
+			if v != DefaultVRF {
+				if problem := vrfNameProblem(v); problem != "" {
+					return nil, fieldError(t, key, FieldNexthopVRF, f[FieldNexthopVRF],
+						fmt.Sprintf("entry %d: %s", i+1, problem), "empty, default or "+vrfAllowed)
+				}
+			}
+			hopVRF = v
 		}
 		gw, ifn := at(gws, i), at(ifs, i)
 		if h.blackhole {
+			hopVRF = "" // a blackhole is reached nowhere
 			if gw != "" || (ifn != "" && ifn != nullIfname) {
 				field := FieldNexthop
 				if gw == "" {
@@ -181,6 +192,7 @@ func parseHops(key string, p netip.Prefix, f Fields) ([]hop, error) {
 		if err != nil {
 			return nil, err
 		}
+		nh.VRF = hopVRF
 		for _, prev := range hops {
 			if !prev.blackhole && prev.NextHop == nh {
 				return nil, fieldError(t, key, FieldNexthop, f[FieldNexthop],
@@ -239,7 +251,8 @@ func parseNextHop(key string, p netip.Prefix, i int, gw, ifn string, f Fields) (
 	return nh, nil
 }
 
-// String renders a next hop as "via GW dev IF" (either part may be absent).
+// String renders a next hop as "via GW dev IF nexthop-vrf V" (any part
+// may be absent).
 func (nh NextHop) String() string {
 	var s []string
 	if nh.Gateway.IsValid() {
@@ -248,15 +261,24 @@ func (nh NextHop) String() string {
 	if nh.Ifname != "" {
 		s = append(s, "dev "+nh.Ifname)
 	}
+	if nh.VRF != "" {
+		s = append(s, "nexthop-vrf "+nh.VRF)
+	}
 	return strings.Join(s, " ")
 }
 
 // Table returns "STATIC_ROUTE".
 func (r StaticRoute) Table() string { return TableStaticRoute }
 
-// Key returns the prefix: the default VRF is implied, so "default|p" and
-// "p" have the same canonical Key.
-func (r StaticRoute) Key() string { return r.Prefix.String() }
+// Key returns the prefix, or "VrfNAME|prefix" for a route in a VRF: the
+// default VRF is implied, so "default|p" and "p" have the same canonical
+// Key.
+func (r StaticRoute) Key() string {
+	if r.VRF != "" && r.VRF != DefaultVRF {
+		return r.VRF + ConfigSep + r.Prefix.String()
+	}
+	return r.Prefix.String()
+}
 
 // Fields renders the route: nexthop and ifname as parallel lists (each
 // omitted when all its entries are empty), distance when set, blackhole
@@ -268,8 +290,8 @@ func (r StaticRoute) Fields() Fields {
 		f[FieldBlackhole] = ValueTrue
 		return f
 	}
-	gws, ifs := make([]string, len(r.NextHops)), make([]string, len(r.NextHops))
-	var anyGW, anyIf bool
+	gws, ifs, vrfs := make([]string, len(r.NextHops)), make([]string, len(r.NextHops)), make([]string, len(r.NextHops))
+	var anyGW, anyIf, anyVRF bool
 	for i, nh := range r.NextHops {
 		if nh.Gateway.IsValid() {
 			gws[i], anyGW = nh.Gateway.String(), true
@@ -277,6 +299,12 @@ func (r StaticRoute) Fields() Fields {
 		if nh.Ifname != "" {
 			ifs[i], anyIf = nh.Ifname, true
 		}
+		if nh.VRF != "" {
+			vrfs[i], anyVRF = nh.VRF, true
+		}
+	}
+	if anyVRF {
+		f[FieldNexthopVRF] = strings.Join(vrfs, ",")
 	}
 	if anyGW {
 		f[FieldNexthop] = strings.Join(gws, ",")

@@ -32,6 +32,9 @@ func load(t testing.TB) *Objects {
 	o, err := Load()
 	if err != nil {
 		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EPERM) {
+			if os.Getenv("SWITCHYARD_VM") == "1" { // kernelcap.InVM: the VM's kernel has them all
+				t.Fatalf("the test VM's kernel lacks a BPF feature the program needs: %v", err)
+			}
 			t.Skipf("kernel lacks a BPF feature the program needs: %v", err)
 		}
 		t.Fatal(err)
@@ -175,7 +178,30 @@ func TestFlowOrderKept(t *testing.T) {
 // TestShapingPaces: back-to-back 1000-byte packets at 800 kbit/s depart
 // exactly 10 ms apart (the virtual clock), and beyond the 50 ms queue
 // limit they are tail-dropped and counted.
+//
+// Every attempt, however slow the machine, must show no two departures
+// closer than 10 ms and counters that match what passed and what was
+// dropped. The exact figures (6 of 20 pass, gaps of exactly 10 ms) need
+// the 20 runs to take less than one packet time; the attempt is repeated
+// (on a fresh program) until one does, and the test skips only if none of
+// shapeAttempts did, after the load-independent checks passed each time.
 func TestShapingPaces(t *testing.T) {
+	const shapeAttempts = 10
+	for attempt := 1; attempt <= shapeAttempts; attempt++ {
+		if shapeOnce(t) {
+			return
+		}
+		t.Logf("attempt %d of %d: 20 runs took longer than one packet time (10 ms)", attempt, shapeAttempts)
+	}
+	t.Skipf("%d times 20 test runs took more than one packet time (10 ms): the machine is too loaded to check the exact pacing "+
+		"(checked every time: no departure closer than 10 ms, counters consistent)", shapeAttempts)
+}
+
+// shapeOnce sends 20 back-to-back packets through a fresh program and
+// checks them; fast reports whether they went out within one packet time,
+// so that the exact figures were checked too.
+func shapeOnce(t *testing.T) (fast bool) {
+	t.Helper()
 	o := load(t)
 	k := PortKey(loIfindex)
 	if err := o.Set(k, Config{RateBps: 8e5, QueueLimit: 50 * time.Millisecond}); err != nil {
@@ -190,21 +216,20 @@ func TestShapingPaces(t *testing.T) {
 		}
 		stamps = append(stamps, r.tstamp)
 	}
-	if monoNow()-start > 10e6 {
-		t.Skip("20 test runs took more than one packet time (10 ms): the machine is too loaded to send back to back")
-	}
-	if len(stamps) != 6 {
-		t.Fatalf("%d of 20 passed; want 6 (the one on the wire and a 50 ms queue of 10 ms packets)", len(stamps))
-	}
+	fast = monoNow()-start <= 10e6
 	for i := 1; i < len(stamps); i++ {
-		if d := stamps[i] - stamps[i-1]; d != 10e6 {
-			t.Fatalf("departure gap %d = %dns; want exactly 10ms (1000 B at 800 kbit/s)", i, d)
+		if d := stamps[i] - stamps[i-1]; d < 10e6 || (fast && d != 10e6) {
+			t.Fatalf("departure gap %d = %dns; want exactly 10ms (1000 B at 800 kbit/s), never less", i, d)
 		}
 	}
 	st, _ := o.Stats(k)
 	if st.Packets != uint64(len(stamps)) || st.DroppedLimit != uint64(20-len(stamps)) {
 		t.Fatalf("stats %+v; want %d passed, %d dropped_limit", st, len(stamps), 20-len(stamps))
 	}
+	if fast && len(stamps) != 6 {
+		t.Fatalf("%d of 20 passed; want 6 (the one on the wire and a 50 ms queue of 10 ms packets)", len(stamps))
+	}
+	return fast
 }
 
 func TestChannelLossAfterShaping(t *testing.T) {

@@ -175,8 +175,10 @@ func TestEDTJitter(t *testing.T) {
 // TestEDTShaping: 100 Mbit/s with the sender offering more (UDP GSO, 44
 // datagrams of 1400 bytes per send) for 2 s. The delivered rate is at
 // most the rate (1% slack for receive-timestamp noise; the pacing itself
-// is exact to the nanosecond in bpf/edt's tests) and at least 80% of it;
-// the program's tail drop counts the excess.
+// is exact to the nanosecond in bpf/edt's tests) and at least 80% of it.
+// When the sender did overload the shaper (offered at least 110% of the
+// rate) the program must have tail-dropped and counted packets; when the
+// VM was too slow to offer that much, that part is not checked (logged).
 func TestEDTShaping(t *testing.T) {
 	requireKernel(t)
 	const rate, payload, segs = 100e6, 1400, 44
@@ -230,7 +232,9 @@ func TestEDTShaping(t *testing.T) {
 		t.Logf("shape 100mbit: offered %.1f Mbit/s; delivered %.3f Mbit/s (fit, %.3f%% of the rate), %.3f Mbit/s (first to last) over %.2fs; program: %d passed, %d tail-dropped",
 			offered/1e6, fit/1e6, 100*fit/rate, endToEnd/1e6, ys[len(ys)-1]-ys[0], st.Packets, st.DroppedLimit)
 		if offered < 1.1*rate {
-			t.Logf("the sender offered only %.1f Mbit/s: the VM is too slow to overload the shaper", offered/1e6)
+			t.Logf("the sender offered only %.1f Mbit/s: the VM is too slow to overload the shaper; the tail drop is not checked", offered/1e6)
+		} else if st.DroppedLimit == 0 {
+			t.Fatalf("offered %.1f Mbit/s to a 100 Mbit/s shaper for 2 s and the program counted no tail drop (%d passed)", offered/1e6, st.Packets)
 		}
 		if fit > 1.01*rate || fit < 0.8*rate {
 			return fmt.Sprintf("delivered %.3f Mbit/s; want at most 101 (1%% slack for receive timestamps) and at least 80", fit/1e6)
@@ -256,9 +260,11 @@ func slope(xs, ys []float64) float64 {
 	return sxy / sxx
 }
 
-// TestEDTManyInFlight: 15,000 packets in flight at once in one flow
-// (3 s delay) all arrive: fq's limit and flow_limit are sized from the
-// profile (fq's defaults, 10,000 and 100, would drop most of them).
+// TestEDTManyInFlight: 15,000 packets sent in one flow with a 3 s delay
+// all arrive, and more than 10,000 of them were in flight at once (sent
+// before the first one arrived): fq's limit and flow_limit are sized from
+// the profile (fq's defaults, 10,000 and 100, would drop the excess). How
+// many were in flight depends on the sender's speed: logged.
 func TestEDTManyInFlight(t *testing.T) {
 	requireKernel(t)
 	const n, delay = 15000, 3 * time.Second
@@ -289,12 +295,26 @@ func TestEDTManyInFlight(t *testing.T) {
 	if err := json.Unmarshal([]byte(p.A.Run("tc", "-n", p.A.Name, "-s", "-j", "qdisc", "show", "dev", "a0", "root")), &q); err != nil || len(q) != 1 {
 		t.Fatalf("tc qdisc show: %v %v", q, err)
 	}
-	t.Logf("sent %d in %v; received %d; fq limit %d flow_limit %d drops %d", n, sendTime, len(got), q[0].Options.Limit, q[0].Options.FlowLimit, q[0].Drops)
-	if sendTime > delay {
-		t.Logf("sending took longer than the delay: fewer than %d were in flight at once", n)
+	inFlight := 0 // sent before the first arrival
+	if len(got) > 0 {
+		first := got[0].rx
+		for _, g := range got {
+			first = min(first, g.rx)
+		}
+		for _, g := range got {
+			if g.tx < first {
+				inFlight++
+			}
+		}
 	}
+	t.Logf("sent %d in %v; received %d, %d in flight at once; fq limit %d flow_limit %d drops %d",
+		n, sendTime, len(got), inFlight, q[0].Options.Limit, q[0].Options.FlowLimit, q[0].Drops)
 	if len(got) != n || q[0].Drops != 0 {
 		t.Fatalf("received %d of %d, fq dropped %d; want all, none", len(got), n, q[0].Drops)
+	}
+	if inFlight <= 10000 {
+		t.Fatalf("only %d packets were in flight at once (sending took %v of the %v delay); want more than fq's default limit of 10,000",
+			inFlight, sendTime, delay)
 	}
 }
 

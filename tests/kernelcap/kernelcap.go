@@ -28,10 +28,11 @@ const (
 	Netem         Feature = "netem qdisc"
 	FQ            Feature = "fq qdisc"
 	Clsact        Feature = "clsact qdisc"
+	Bonding       Feature = "bonding"
 )
 
 // All lists every known feature, in a stable order.
-var All = []Feature{VLAN8021Q, VlanFiltering, Dummy, VRF, Netem, FQ, Clsact}
+var All = []Feature{VLAN8021Q, VlanFiltering, Dummy, VRF, Netem, FQ, Clsact, Bonding}
 
 // modules are loaded (best effort) before a feature is probed; the kernel
 // autoloads most of them on first use too, but not from inside every
@@ -44,6 +45,7 @@ var modules = map[Feature][]string{
 	Netem:         {"sch_netem"},
 	FQ:            {"sch_fq"},
 	Clsact:        {"sch_ingress"},
+	Bonding:       {"bonding"},
 }
 
 type result struct {
@@ -141,6 +143,8 @@ func probeInNewNS(f Feature) error {
 		return addLink(h, &netlink.Vrf{LinkAttrs: netlink.LinkAttrs{Name: "kcap0"}, Table: 1001}, "vrf", "vrf")
 	case Netem, FQ, Clsact:
 		return probeQdisc(h, f)
+	case Bonding:
+		return addLink(h, netlink.NewLinkBond(netlink.LinkAttrs{Name: "kcap0"}), "bond", "bonding")
 	}
 	return fmt.Errorf("unknown feature %q", f)
 }

@@ -4,10 +4,30 @@
 #
 # MANIFEST lines are tab-separated: binary, package directory, package
 # name, flags (space-separated). Each run is limited to
-# SWITCHYARD_VM_TEST_TIMEOUT seconds (default 300). A line that runs no
-# test at all fails: a renamed test must not silently drop out of the suite.
+# SWITCHYARD_VM_TEST_TIMEOUT seconds (default 300). A line that passes no
+# test at all fails: a renamed test must not silently drop out of the
+# suite, and a line of skips must not pass for one that ran. A skip is a
+# failure unless the test is listed in allowed-skips.txt beside this
+# script (the VM exists to run what the host cannot).
 set -u
 manifest=${1:?usage: guest-suite.sh MANIFEST}
+allowed=${SWITCHYARD_VM_ALLOWED_SKIPS:-$(dirname "$(readlink -f "$0")")/allowed-skips.txt}
+[ -r "$allowed" ] || { echo "guest-suite: cannot read $allowed" >&2; exit 1; }
+# The allowed names, one anchored regexp per line.
+allow_re=$(grep -v -E '^[[:space:]]*(#|$)' "$allowed" | cut -f1 | sed 's/^/^(/; s/$/)$/')
+
+# skipped_names LOG: the name of every skipped test (and subtest).
+skipped_names() { sed -n -E 's/^ *--- SKIP: ([^ ]+) .*/\1/p' "$1"; }
+
+# disallowed NAMES...: the names no line of allowed-skips.txt matches.
+disallowed() {
+	local n
+	for n in "$@"; do
+		if [ -z "$allow_re" ] || ! grep -q -E -f <(printf '%s\n' "$allow_re") <<<"$n"; then
+			echo "$n"
+		fi
+	done
+}
 per=${SWITCHYARD_VM_TEST_TIMEOUT:-300}
 failed=()
 summary=()
@@ -21,11 +41,18 @@ while IFS=$'\t' read -r bin dir pkg flags; do
 	secs=$(($(date +%s) - start))
 	pass=$(grep -c -E '^ *--- PASS' "$log")
 	skip=$(grep -c -E '^ *--- SKIP' "$log")
+	mapfile -t bad < <(disallowed $(skipped_names "$log"))
 	rm -f "$log"
 	counts="$pass passed, $skip skipped"
 	if [ $rc = 0 ] && [ $((pass + skip)) = 0 ]; then
 		rc=1
 		status="FAIL (no test matched: check tests/vm/suite.txt)"
+	elif [ $rc = 0 ] && [ "$pass" = 0 ]; then
+		rc=1
+		status="FAIL (every test skipped: $counts)"
+	elif [ $rc = 0 ] && [ ${#bad[@]} -gt 0 ]; then
+		rc=1
+		status="FAIL (skipped in the VM, not in tests/vm/allowed-skips.txt: ${bad[*]})"
 	elif [ $rc = 0 ]; then
 		status="ok ($counts)"
 	elif [ $rc = 124 ] || [ $rc = 137 ]; then

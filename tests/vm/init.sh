@@ -71,7 +71,7 @@ hostname switchyard-vm
 ip link set lo up
 # Modules the kernel-dependent tests need; modprobe (and the modules) come
 # from the host root, which has /lib/modules for this kernel.
-chroot $R /sbin/modprobe -a 8021q bridge veth dummy vrf sch_netem sch_fq sch_ingress cls_bpf ||
+chroot $R /sbin/modprobe -a 8021q bridge veth dummy vrf bonding vxlan sch_netem sch_fq sch_ingress cls_bpf ||
 	echo "vm-init: some modules did not load (the tests' kernelcap probes will say which)"
 
 cut -d' ' -f1 /proc/uptime >$V/boot-uptime

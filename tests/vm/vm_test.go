@@ -21,7 +21,7 @@ func TestVMHasFullKernel(t *testing.T) {
 	}
 	for _, f := range []kernelcap.Feature{
 		kernelcap.VLAN8021Q, kernelcap.VlanFiltering, kernelcap.Dummy,
-		kernelcap.VRF, kernelcap.Netem, kernelcap.FQ, kernelcap.Clsact,
+		kernelcap.VRF, kernelcap.Netem, kernelcap.FQ, kernelcap.Clsact, kernelcap.Bonding,
 	} {
 		if ok, reason := kernelcap.Has(f); !ok {
 			t.Errorf("VM kernel lacks %s: %s", f, reason)

@@ -1,0 +1,158 @@
+package orchagent
+
+import (
+	"context"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+func pcConfig(r *rig) {
+	r.set("PORTCHANNEL_INTERFACE", "PortChannel01|10.0.0.56/31")
+	r.set("PORTCHANNEL_MEMBER", "PortChannel01|Ethernet0")
+	r.set("PORTCHANNEL_MEMBER", "PortChannel01|Ethernet4")
+	r.set("PORTCHANNEL_INTERFACE", "PortChannel01")
+	r.set("PORTCHANNEL", "PortChannel01", "admin_status", "up", "mtu", "9100", "min_links", "1", "lacp_key", "auto")
+}
+
+var pcKeys = []string{"PORTCHANNEL|PortChannel01", "PORTCHANNEL_MEMBER|PortChannel01|Ethernet0",
+	"PORTCHANNEL_MEMBER|PortChannel01|Ethernet4", "PORTCHANNEL_INTERFACE|PortChannel01", "PORTCHANNEL_INTERFACE|PortChannel01|10.0.0.56/31"}
+
+func TestPortChannel(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4", "Ethernet8")
+	r := newRig(t, k)
+	r.set("PORTCHANNEL_MEMBER", "PortChannel01|Ethernet0")
+	r.settle()
+	r.want("PORTCHANNEL_MEMBER|PortChannel01|Ethernet0", schema.StatePending, "waiting for PORTCHANNEL|PortChannel01")
+	pcConfig(r)
+	r.set("PORT", "Ethernet0", "admin_status", "up")
+	r.settle()
+	for _, key := range pcKeys {
+		r.want(key, schema.StateOK, "")
+	}
+	b := r.link("PortChannel01")
+	if b.Kind != "bond" || b.Bond.Mode != "802.3ad" || *b.Bond.MinLinks != 1 || *b.Bond.LacpRate != "slow" ||
+		*b.Bond.Miimon != bondMiimon || *b.MTU != 9100 || !*b.AdminUp || *b.Alias != ownerAlias {
+		t.Fatalf("PortChannel01: %+v %+v", b, b.Bond)
+	}
+	for _, p := range []string{"Ethernet0", "Ethernet4"} {
+		if l := r.link(p); *l.Master != "PortChannel01" || *l.MTU != 9100 {
+			t.Fatalf("%s: master %q mtu %d", p, *l.Master, *l.MTU)
+		}
+	}
+	if !r.hasAddr("PortChannel01", "10.0.0.56/31") {
+		t.Fatal("no address on PortChannel01")
+	}
+	r.noWrites()
+
+	// fast_rate and min_links change; the bond comes back up.
+	r.set("PORTCHANNEL", "PortChannel01", "admin_status", "up", "mtu", "9100", "min_links", "2", "fast_rate", "true")
+	r.settle()
+	b = r.link("PortChannel01")
+	if *b.Bond.MinLinks != 2 || *b.Bond.LacpRate != "fast" || !*b.AdminUp {
+		t.Fatalf("after change: %+v %+v", b, b.Bond)
+	}
+	r.noWrites()
+
+	// Drift: a member released by hand comes back.
+	none := ""
+	if err := k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet4", Master: &none}); err != nil {
+		t.Fatal(err)
+	}
+	r.linkEvent("Ethernet4", false)
+	r.settle()
+	if *r.link("Ethernet4").Master != "PortChannel01" {
+		t.Fatal("member drift not repaired")
+	}
+
+	// A PortChannel as a VLAN member is in VLAN_MEMBER's hands; a port of
+	// a bridge cannot join.
+	br := "Bridge0"
+	if err := k.Links().Add(netlinkmgr.LinkInfo{Name: br, Kind: "bridge"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet8", Master: &br}); err != nil {
+		t.Fatal(err)
+	}
+	r.set("PORTCHANNEL_MEMBER", "PortChannel01|Ethernet8")
+	r.settle()
+	r.want("PORTCHANNEL_MEMBER|PortChannel01|Ethernet8", schema.StateError, "Ethernet8 is enslaved to another master (Bridge0), not PortChannel01")
+	r.del("PORTCHANNEL_MEMBER", "PortChannel01|Ethernet8")
+
+	// Member deleted: released, and its PORT key brings it back up.
+	r.del("PORTCHANNEL_MEMBER", "PortChannel01|Ethernet0")
+	r.settle()
+	if l := r.link("Ethernet0"); *l.Master != "" || !*l.AdminUp {
+		t.Fatalf("released member: master %q up %v", *l.Master, *l.AdminUp)
+	}
+	// The PortChannel goes: its members wait.
+	r.del("PORTCHANNEL", "PortChannel01")
+	r.settle()
+	if _, err := k.Links().Get("PortChannel01"); !netlinkmgr.IsNotFound(err) {
+		t.Fatal("bond not deleted")
+	}
+	r.want("PORTCHANNEL_MEMBER|PortChannel01|Ethernet4", schema.StatePending, "waiting for PORTCHANNEL|PortChannel01")
+	r.want("PORTCHANNEL_INTERFACE|PortChannel01|10.0.0.56/31", schema.StatePending, "waiting for PORTCHANNEL|PortChannel01")
+	if *r.link("Ethernet4").Master != "" {
+		t.Fatal("port of a deleted bond still enslaved")
+	}
+}
+
+func TestPortChannelConflictsAndHostKernel(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0")
+	if err := k.Links().Add(netlinkmgr.LinkInfo{Name: "PortChannel09", Kind: "bond"}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, k)
+	r.set("PORTCHANNEL", "PortChannel09", "admin_status", "up")
+	r.set("PORTCHANNEL", "PortChannel02", "fallback", "true")
+	r.settle()
+	r.want("PORTCHANNEL|PortChannel09", schema.StateError, "netdev PortChannel09 exists (kind bond) and is not a bond device created by switchyard")
+	r.want("PORTCHANNEL|PortChannel02", schema.StateError, "LACP fallback is not supported")
+	before := k.Writes()
+	r.del("PORTCHANNEL", "PortChannel09")
+	r.settle()
+	if k.Writes() != before {
+		t.Fatalf("deleting a conflicting key wrote: %v", k.Ops())
+	}
+
+	h := newRig(t, netlinkmgr.NewFake().HostKernel().AddPort("Ethernet0"))
+	h.set("PORTCHANNEL", "PortChannel01", "admin_status", "up")
+	h.set("PORTCHANNEL_MEMBER", "PortChannel01|Ethernet0")
+	h.settle()
+	h.want("PORTCHANNEL|PortChannel01", schema.StateError, "kernel lacks bonding")
+	h.want("PORTCHANNEL_MEMBER|PortChannel01|Ethernet0", schema.StatePending, "waiting for PORTCHANNEL|PortChannel01")
+	if len(h.errs) != 0 {
+		t.Fatalf("missing feature retried as transient: %v", h.errs)
+	}
+}
+
+func TestPortChannelRestartAndSweep(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4", "Ethernet8")
+	first := newRig(t, k)
+	pcConfig(first)
+	first.set("PORTCHANNEL", "PortChannel02", "admin_status", "up")
+	first.set("PORTCHANNEL_MEMBER", "PortChannel02|Ethernet8")
+	first.settle()
+	before := k.Writes()
+	second := newRig(t, k)
+	pcConfig(second)
+	second.del("PORTCHANNEL_MEMBER", "PortChannel01|Ethernet4")
+	second.settle()
+	for _, key := range []string{"PORTCHANNEL|PortChannel01", "PORTCHANNEL_MEMBER|PortChannel01|Ethernet0"} {
+		second.want(key, schema.StateOK, "")
+	}
+	if n := k.Writes() - before; n != 1 { // releasing Ethernet4
+		t.Fatalf("restart made %d writes, want 1: %v", n, k.Ops())
+	}
+	if err := second.o.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Links().Get("PortChannel02"); !netlinkmgr.IsNotFound(err) {
+		t.Fatal("stale PortChannel02 not swept")
+	}
+	if *second.link("Ethernet0").Master != "PortChannel01" || *second.link("Ethernet8").Master != "" {
+		t.Fatal("sweep: wrong members")
+	}
+}

@@ -1,0 +1,135 @@
+package orchagent
+
+import (
+	"net/netip"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// rdst is a route's table (MainTable for 0) and destination.
+type rdst struct {
+	table int
+	dst   netip.Prefix
+}
+
+func rdstOf(table int, dst netip.Prefix) rdst {
+	if table == 0 {
+		table = netlinkmgr.MainTable
+	}
+	return rdst{table, normPrefix(dst)}
+}
+
+// Static routes in VRFs (STATIC_ROUTE|VrfNAME|prefix) and next hops in
+// other VRFs (nexthop-vrf): the view's lookups by VRF.
+
+// vrfTableOf returns the routing table of VRF vrf: its key is ok and the
+// view holds our vrf device with its table.
+func (o *Orch) vrfTableOf(vrf string) (int, bool) {
+	if !o.resultOK(schema.ConfigKey(schema.TableVRF, vrf)) {
+		return 0, false
+	}
+	v := o.view
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s, ok := v.links[vrf]
+	if !ok || s.kind != "vrf" || s.alias != ownerAlias || s.table == 0 {
+		return 0, false
+	}
+	return s.table, true
+}
+
+// ourVrfTables maps the tables of our vrf devices in the view to their
+// names.
+func (v *kernelView) ourVrfTables() map[int]string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := map[int]string{}
+	for name, s := range v.links {
+		if s.kind == "vrf" && s.alias == ownerAlias && s.table != 0 {
+			out[s.table] = name
+		}
+	}
+	return out
+}
+
+// subnetInVRF returns an up link of VRF vrf ("default": a link in no vrf
+// device) holding an address whose subnet contains ip: where a next hop
+// reached in that VRF goes out.
+func (v *kernelView) subnetInVRF(ip netip.Addr, vrf string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	want := 0
+	if inVRF(vrf) {
+		s, ok := v.links[vrf]
+		if !ok || s.kind != "vrf" {
+			return "", false
+		}
+		want = s.index
+	}
+	vrfIdx := map[int]bool{}
+	for _, s := range v.links {
+		if s.kind == "vrf" {
+			vrfIdx[s.index] = true
+		}
+	}
+	for l, m := range v.addrs {
+		s, ok := v.links[l]
+		if !ok || !s.admin {
+			continue
+		}
+		if in := s.masterIdx; (want != 0 && in != want) || (want == 0 && vrfIdx[in]) {
+			continue
+		}
+		for p := range m {
+			if p.Bits() < p.Addr().BitLen() && p.Masked().Contains(ip) {
+				return l, true
+			}
+		}
+	}
+	return "", false
+}
+
+// notedRouteTable records the table route key was applied in.
+func (o *Orch) notedRouteTable(key string, table int) {
+	if vrf, _, ok := routeKeyParts(key); !ok || !inVRF(vrf) {
+		return
+	}
+	o.mu.Lock()
+	o.rtables[key] = table
+	o.mu.Unlock()
+}
+
+func (o *Orch) routeTable(key string) (int, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, ok := o.rtables[key]
+	return t, ok
+}
+
+func (o *Orch) forgetRouteTable(key string) {
+	o.mu.Lock()
+	delete(o.rtables, key)
+	o.mu.Unlock()
+}
+
+// routeSame compares two kernel routes (same dst and metric assumed).
+func routeSame(a, b *netlinkmgr.RouteInfo) bool {
+	if a.Blackhole != b.Blackhole || len(a.NextHops) != len(b.NextHops) {
+		return false
+	}
+	for i := range a.NextHops {
+		x, y := a.NextHops[i], b.NextHops[i]
+		if x.Gateway != y.Gateway || x.Link != y.Link || weight(x.Weight) != weight(y.Weight) {
+			return false
+		}
+	}
+	return true
+}
+
+func weight(w int) int {
+	if w <= 0 {
+		return 1
+	}
+	return w
+}

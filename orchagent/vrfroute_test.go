@@ -1,0 +1,150 @@
+package orchagent
+
+import (
+	"context"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// tableRoutes returns our routes in table as iproute2-like strings.
+func (r *rig) tableRoutes(table int) map[string]bool {
+	r.t.Helper()
+	rs, err := r.k.Routes().List(netlinkmgr.RouteFilter{Table: table, Protocol: netlinkmgr.ProtoSwitchyard})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, x := range rs {
+		out[x.String()] = true
+	}
+	return out
+}
+
+func vrfRouteConfig(r *rig) {
+	r.set("STATIC_ROUTE", "Vrf_red|10.9.0.0/16", "nexthop", "10.0.0.2")
+	r.set("STATIC_ROUTE", "Vrf_red|10.1.0.0/24", "nexthop", "10.1.0.2", "nexthop-vrf", "Vrf_blue")
+	r.set("STATIC_ROUTE", "Vrf_red|10.8.0.0/16", "blackhole", "true")
+	r.set("STATIC_ROUTE", "Vrf_blue|10.0.0.0/24", "ifname", "Ethernet0", "nexthop-vrf", "Vrf_red")
+	r.set("INTERFACE", "Ethernet0", "vrf_name", "Vrf_red")
+	r.set("INTERFACE", "Ethernet0|10.0.0.1/24")
+	r.set("INTERFACE", "Ethernet4", "vrf_name", "Vrf_blue")
+	r.set("INTERFACE", "Ethernet4|10.1.0.1/24")
+	r.set("VRF", "Vrf_red")
+	r.set("VRF", "Vrf_blue")
+}
+
+var vrfRouteKeys = []string{"STATIC_ROUTE|Vrf_red|10.9.0.0/16", "STATIC_ROUTE|Vrf_red|10.1.0.0/24",
+	"STATIC_ROUTE|Vrf_red|10.8.0.0/16", "STATIC_ROUTE|Vrf_blue|10.0.0.0/24"}
+
+// Routes in VRF tables: waiting for their VRF, in its table only, leaking
+// through nexthop-vrf out of the other VRF's interface; deleted with their
+// keys; back when the VRF is re-created; no writes when right.
+func TestVrfStaticRoutes(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
+	up(t, k, "Ethernet0", "Ethernet4")
+	r := newRig(t, k)
+	r.set("STATIC_ROUTE", "Vrf_red|10.9.0.0/16", "nexthop", "10.0.0.2")
+	r.settle()
+	r.want("STATIC_ROUTE|Vrf_red|10.9.0.0/16", schema.StatePending, "waiting for VRF|Vrf_red")
+	vrfRouteConfig(r)
+	r.settle()
+	for _, key := range vrfRouteKeys {
+		r.want(key, schema.StateOK, "")
+	}
+	red, blue := int(r.link("Vrf_red").Vrf.Table), int(r.link("Vrf_blue").Vrf.Table)
+	got := r.tableRoutes(red)
+	for _, w := range []string{
+		"10.9.0.0/16 proto 201 metric 0 table " + itoa(red) + " nexthop via 10.0.0.2 dev Ethernet0",
+		"10.1.0.0/24 proto 201 metric 0 table " + itoa(red) + " nexthop via 10.1.0.2 dev Ethernet4",
+		"blackhole 10.8.0.0/16 proto 201 metric 0 table " + itoa(red),
+	} {
+		if !got[w] {
+			t.Errorf("table %d lacks %q: %v", red, w, got)
+		}
+	}
+	if b := r.tableRoutes(blue); len(b) != 1 || !b["10.0.0.0/24 proto 201 metric 0 table "+itoa(blue)+" nexthop dev Ethernet0"] {
+		t.Errorf("table %d: %v", blue, b)
+	}
+	if m := r.tableRoutes(netlinkmgr.MainTable); len(m) != 0 {
+		t.Fatalf("main table holds VRF routes: %v", m)
+	}
+	r.noWrites()
+
+	r.del("STATIC_ROUTE", "Vrf_red|10.8.0.0/16")
+	r.settle()
+	if r.tableRoutes(red)["blackhole 10.8.0.0/16 proto 201 metric 0 table "+itoa(red)] {
+		t.Fatal("deleted VRF route still there")
+	}
+	r.noResult("STATIC_ROUTE|Vrf_red|10.8.0.0/16")
+
+	// The leak's VRF goes: the leaking route waits for it.
+	r.del("VRF", "Vrf_blue")
+	r.settle()
+	r.want("STATIC_ROUTE|Vrf_red|10.1.0.0/24", schema.StatePending, "waiting for VRF|Vrf_blue")
+	r.want("STATIC_ROUTE|Vrf_blue|10.0.0.0/24", schema.StatePending, "waiting for VRF|Vrf_blue")
+	r.set("VRF", "Vrf_blue")
+	r.settle()
+	for _, key := range []string{"STATIC_ROUTE|Vrf_red|10.9.0.0/16", "STATIC_ROUTE|Vrf_red|10.1.0.0/24", "STATIC_ROUTE|Vrf_blue|10.0.0.0/24"} {
+		r.want(key, schema.StateOK, "")
+	}
+
+	// Everything deleted: no route of ours in any table.
+	for _, key := range append(vrfRouteKeys, "VRF|Vrf_red", "VRF|Vrf_blue", "INTERFACE|Ethernet0", "INTERFACE|Ethernet0|10.0.0.1/24",
+		"INTERFACE|Ethernet4", "INTERFACE|Ethernet4|10.1.0.1/24") {
+		table, k, _ := cut(key)
+		r.del(table, k)
+	}
+	r.settle()
+	for _, tb := range []int{red, blue, netlinkmgr.MainTable} {
+		if rs := r.tableRoutes(tb); len(rs) != 0 {
+			t.Errorf("table %d keeps %v", tb, rs)
+		}
+	}
+}
+
+// A next hop in another VRF whose gateway no interface of that VRF can
+// reach waits for one.
+func TestVrfLeakWaitsForConnectedRoute(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
+	up(t, k, "Ethernet0", "Ethernet4")
+	r := newRig(t, k)
+	r.set("VRF", "Vrf_red")
+	r.set("VRF", "Vrf_blue")
+	r.set("STATIC_ROUTE", "Vrf_red|10.1.0.0/24", "nexthop", "10.1.0.2", "nexthop-vrf", "Vrf_blue")
+	r.settle()
+	r.want("STATIC_ROUTE|Vrf_red|10.1.0.0/24", schema.StatePending, "waiting for a connected route to next hop 10.1.0.2 in VRF Vrf_blue")
+	r.set("INTERFACE", "Ethernet4", "vrf_name", "Vrf_blue")
+	r.set("INTERFACE", "Ethernet4|10.1.0.1/24")
+	r.settle()
+	r.want("STATIC_ROUTE|Vrf_red|10.1.0.0/24", schema.StateOK, "")
+}
+
+// The sweep removes our VRF routes no key names, and those of a VRF that
+// is gone; configured ones and the main table's stay.
+func TestVrfRouteSweep(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
+	up(t, k, "Ethernet0", "Ethernet4")
+	first := newRig(t, k)
+	vrfRouteConfig(first)
+	first.set("STATIC_ROUTE", "10.7.0.0/16", "blackhole", "true")
+	first.settle()
+	red := int(first.link("Vrf_red").Vrf.Table)
+
+	second := newRig(t, k)
+	vrfRouteConfig(second)
+	second.del("STATIC_ROUTE", "Vrf_red|10.8.0.0/16")
+	second.set("STATIC_ROUTE", "10.7.0.0/16", "blackhole", "true")
+	second.settle()
+	if err := second.o.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := second.tableRoutes(red)
+	if got["blackhole 10.8.0.0/16 proto 201 metric 0 table "+itoa(red)] || len(got) != 2 {
+		t.Fatalf("after sweep, table %d: %v", red, got)
+	}
+	if len(second.routes("10.7.0.0/16")) != 1 {
+		t.Fatal("main table route swept")
+	}
+}
