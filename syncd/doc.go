@@ -13,6 +13,8 @@
 //   - sonic.go: the shapes SONiC's readers use (PORT_TABLE netdev_oper_status,
 //     INTERFACE_TABLE of VlanN addresses, COUNTERS_PORT_NAME_MAP and the SAI
 //     port counters of COUNTERS:<oid>) and the ownership split with orchagent;
+//     interfaces.go reads syncd's INTERFACE_TABLE keys back (orchagent's
+//     engine removes them when it starts);
 //   - view.go, view_routes.go: the View, syncd's picture of the kernel,
 //     updated event by event; it records which STATE_DB keys a change may
 //     have touched and answers "what should key K hold now"

@@ -192,6 +192,10 @@ func TestDaemonSonicShapes(t *testing.T) {
 	h.hashIs(h.state, "INTERFACE_TABLE|Vlan100|10.1.0.1/24", map[string]string{"state": "ok"})
 	h.hashIs(h.state, "INTERFACE_TABLE|Vlan100|10.7.0.1/24", nil)
 	h.hashIs(h.state, orchResult, map[string]string{"state": "ok"})
+	// orchagent's engine, starting, removes results of no CONFIG_DB key —
+	// syncd's VlanN keys among them: syncd notices and writes them back.
+	h.state.HDel(ctx, "INTERFACE_TABLE|Vlan100|10.1.0.1/24", "state")
+	h.hashIs(h.state, "INTERFACE_TABLE|Vlan100|10.1.0.1/24", map[string]string{"state": "ok"})
 	h.eventually("netdev_oper_status", func() (bool, string) {
 		v := h.state.HGet(ctx, "PORT_TABLE|Ethernet0", "netdev_oper_status").Val()
 		return v == "up", "netdev_oper_status " + v

@@ -178,6 +178,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 					d.log.WithError(err).Warn("write counters")
 					d.needResync = true
 				}
+				d.checkInterfaces(ctx)
 			}
 		case <-retry.C:
 		}

@@ -1,6 +1,8 @@
 package syncd
 
 import (
+	"sort"
+
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 )
 
@@ -58,4 +60,15 @@ func (v *View) renameAddrs(old, name string) {
 			v.touch(StateInterfaceTable, nk)
 		}
 	}
+}
+
+// AddrKeys returns the INTERFACE_TABLE keys ("INTERFACE_TABLE|if|prefix")
+// the mirror should hold now.
+func (v *View) AddrKeys() []string {
+	out := make([]string, 0, len(v.addrs))
+	for k := range v.addrs {
+		out = append(out, StateKey(StateInterfaceTable, k))
+	}
+	sort.Strings(out)
+	return out
 }
