@@ -39,3 +39,33 @@ func (d *Daemon) checkInterfaces(ctx context.Context) {
 		}
 	}
 }
+
+// notOurs returns, of the stale INTERFACE_TABLE keys a resync is about to
+// remove, those whose state is not "ok": syncd only ever writes "ok", so
+// another value is orchagent's result of an invalid INTERFACE|VlanN|… key
+// and stays. An unreadable key is kept too (removed on the next resync).
+func (d *Daemon) notOurs(ctx context.Context, stale []string) map[string]bool {
+	var keys []string
+	for _, k := range stale {
+		if t, _ := SplitStateKey(k); t == StateInterfaceTable {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	cmds := make([]*redis.StringCmd, len(keys))
+	d.cfg.State.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HGet(ctx, k, FieldInterfaceState)
+		}
+		return nil
+	})
+	out := map[string]bool{}
+	for i, c := range cmds {
+		if v, err := c.Result(); err == nil && v != "ok" || err != nil && !errors.Is(err, redis.Nil) {
+			out[keys[i]] = true
+		}
+	}
+	return out
+}

@@ -169,6 +169,7 @@ func TestViewInterfaceAddresses(t *testing.T) {
 func TestDaemonSonicShapes(t *testing.T) {
 	ctx := context.Background()
 	orchResult := "INTERFACE_TABLE|Ethernet0|10.0.0.1/24"
+	orchError := "INTERFACE_TABLE|Vlan100|10.6.0.1/24"
 	h := newHarness(t, func(h *harness) {
 		h.k.AddPort("Ethernet0", "Ethernet4")
 		h.k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet0", AdminUp: ptr(true)})
@@ -178,10 +179,11 @@ func TestDaemonSonicShapes(t *testing.T) {
 		h.k.SetStats("Ethernet0", netlinkmgr.LinkStats{RxPackets: 10, TxPackets: 4, RxBytes: 1000, Multicast: 3})
 		h.config.HSet(ctx, "PORT|Ethernet0", "admin_status", "up")
 		h.config.HSet(ctx, "PORT|Ethernet4", "admin_status", "up")
-		h.state.HSet(ctx, orchResult, "state", "ok")                              // orchagent's
-		h.state.HSet(ctx, "INTERFACE_TABLE|Vlan100|10.7.0.1/24", "state", "ok")   // stale, ours
-		h.cnt.HSet(ctx, "COUNTERS:oid:0x1000000000bad", SAIInOctets, "5")         // stale, ours
-		h.cnt.HSet(ctx, CountersPortNameMap, "Ethernet99", "oid:0x1000000000bad") // stale, ours
+		h.state.HSet(ctx, orchResult, "state", "ok")                                  // orchagent's
+		h.state.HSet(ctx, "INTERFACE_TABLE|Vlan100|10.7.0.1/24", "state", "ok")       // stale, ours
+		h.state.HSet(ctx, orchError, "state", "error", "reason", "Vlan100 is a VLAN") // orchagent's, invalid INTERFACE key
+		h.cnt.HSet(ctx, "COUNTERS:oid:0x1000000000bad", SAIInOctets, "5")             // stale, ours
+		h.cnt.HSet(ctx, CountersPortNameMap, "Ethernet99", "oid:0x1000000000bad")     // stale, ours
 	})
 	oid0, oid4 := PortOID("Ethernet0"), PortOID("Ethernet4")
 	h.hashIs(h.cnt, CountersPortNameMap, map[string]string{"Ethernet0": oid0, "Ethernet4": oid4})
@@ -192,6 +194,7 @@ func TestDaemonSonicShapes(t *testing.T) {
 	h.hashIs(h.state, "INTERFACE_TABLE|Vlan100|10.1.0.1/24", map[string]string{"state": "ok"})
 	h.hashIs(h.state, "INTERFACE_TABLE|Vlan100|10.7.0.1/24", nil)
 	h.hashIs(h.state, orchResult, map[string]string{"state": "ok"})
+	h.hashIs(h.state, orchError, map[string]string{"state": "error", "reason": "Vlan100 is a VLAN"})
 	// orchagent's engine, starting, removes results of no CONFIG_DB key —
 	// syncd's VlanN keys among them: syncd notices and writes them back.
 	h.state.HDel(ctx, "INTERFACE_TABLE|Vlan100|10.1.0.1/24", "state")

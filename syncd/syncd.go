@@ -354,9 +354,16 @@ func (d *Daemon) resync(ctx context.Context) error {
 		f, _ := d.view.Want(k)
 		d.batch.Set(k, f)
 	}
-	stale := 0
+	var gone []string
 	for _, k := range d.state.Keys() {
 		if _, ok := keep[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	foreign := d.notOurs(ctx, gone)
+	stale := 0
+	for _, k := range gone {
+		if !foreign[k] {
 			d.batch.Delete(k)
 			stale++
 		}
