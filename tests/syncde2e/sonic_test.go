@@ -160,6 +160,12 @@ func TestSonicReaderSeesLiveCounters(t *testing.T) {
 	e.eventually("INTERFACE_TABLE|Vlan10|10.10.0.1/24 state ok", func() (bool, string) {
 		return r.interfaceReady(ctx, "Vlan10", "10.10.0.1/24"), "not ready"
 	})
+	// orchagent's engine removes it when it starts (a result of no
+	// CONFIG_DB key, to its eyes): syncd writes it back.
+	e.state.HDel(ctx, "INTERFACE_TABLE|Vlan10|10.10.0.1/24", "state")
+	e.eventually("INTERFACE_TABLE|Vlan10|10.10.0.1/24 back after HDEL", func() (bool, string) {
+		return r.interfaceReady(ctx, "Vlan10", "10.10.0.1/24"), "not ready"
+	})
 
 	// COUNTERS_DB flushed: the reader's path is back, with values.
 	if err := e.cnt.FlushDB(ctx).Err(); err != nil {
