@@ -308,6 +308,7 @@ func toLinkInfo(link netlink.Link, names map[int]string) LinkInfo {
 		l.Stats = &LinkStats{
 			RxPackets: s.RxPackets, TxPackets: s.TxPackets, RxBytes: s.RxBytes, TxBytes: s.TxBytes,
 			RxErrors: s.RxErrors, TxErrors: s.TxErrors, RxDropped: s.RxDropped, TxDropped: s.TxDropped,
+			Multicast: s.Multicast,
 		}
 	}
 	return l

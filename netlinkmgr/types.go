@@ -127,6 +127,11 @@ type VethOptions struct {
 type LinkStats struct {
 	RxPackets, TxPackets, RxBytes, TxBytes   uint64
 	RxErrors, TxErrors, RxDropped, TxDropped uint64
+	// Multicast is the kernel's "multicast" counter: multicast (and, in
+	// most drivers, broadcast) packets received — counted by the driver;
+	// veth and bridge devices leave it 0. The kernel has no transmit
+	// equivalent.
+	Multicast uint64
 }
 
 // AddrInfo is an address on a link: Prefix keeps host bits (10.0.0.1/24).

@@ -205,6 +205,11 @@ func showInterfaces(ctx context.Context, db *DB, o showOpts) (*View, error) {
 		if err != nil {
 			return nil, err
 		}
+		for k := range ctrs { // COUNTERS:oid:0x… are SAI-named copies for SONiC's tools (docs/syncd.md)
+			if strings.HasPrefix(k, "oid:") {
+				delete(ctrs, k)
+			}
+		}
 		return genericView(Column{"INTERFACE", "interface"}, ctrs, counterOrder), nil
 	}
 	cfg, err := readAll(ctx, readCfg, db, schema.TablePort, schema.TableInterface, schema.TableVlanMember)

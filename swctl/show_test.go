@@ -32,6 +32,7 @@ func TestShow(t *testing.T) {
 	h.setState("IMPAIRMENT_TABLE|Ethernet1", "state", "ok", "xdp_mode", "generic", "prog_id", "42")
 	h.setState("IMPAIRMENT_FLOW_TABLE|Ethernet1|dns", "state", "ok")
 	h.ctr.HSet(t.Context(), "COUNTERS:Ethernet2", "rx_packets", "10", "tx_packets", "12", "rx_bytes", "1000")
+	h.ctr.HSet(t.Context(), "COUNTERS:oid:0x163a1249b5d5a", "SAI_PORT_STAT_IF_IN_OCTETS", "1000") // SONiC's copy: not a row
 	h.ctr.HSet(t.Context(), "IMPAIRMENT_COUNTERS:Ethernet1", "rx_packets", "200", "passed", "160", "dropped_loss", "40", "dropped_rate", "0", "corrupted", "0")
 	h.ctr.HSet(t.Context(), "IMPAIRMENT_COUNTERS:Ethernet1|dns", "rx_packets", "0", "passed", "0", "dropped_loss", "0")
 

@@ -51,9 +51,11 @@ const (
 // OwnedFields lists, per STATE_DB table, the fields syncd owns: the only
 // fields it writes or removes there. NEIGH_TABLE's "state" is syncd's (the
 // neighbour state); in PORT_TABLE and VLAN_TABLE "state"/"reason" belong to
-// orchagent and are never touched.
+// orchagent and are never touched. INTERFACE_TABLE's "state" is syncd's
+// only in the keys of VlanN interfaces (StateOwnership, InterfaceKeyOurs).
 var OwnedFields = map[string][]string{
-	schema.StatePortTable:  {FieldOperStatus, FieldAdminStatus, FieldMTU, FieldMAC},
+	schema.StatePortTable:  {FieldOperStatus, FieldNetdevOperStatus, FieldAdminStatus, FieldMTU, FieldMAC},
+	StateInterfaceTable:    {FieldInterfaceState},
 	schema.StateVlanTable:  {FieldOperStatus, FieldAdminStatus, FieldMTU, FieldMAC},
 	schema.StateFDBTable:   {FieldPort, FieldType},
 	schema.StateNeighTable: {FieldNeigh, FieldFamily, FieldNeighState},
@@ -69,7 +71,7 @@ var CounterFields = []string{
 // StateTables are the STATE_DB tables syncd mirrors, in a fixed order.
 var StateTables = []string{
 	schema.StatePortTable, schema.StateVlanTable, schema.StateFDBTable,
-	schema.StateNeighTable, schema.StateRouteTable,
+	schema.StateNeighTable, schema.StateRouteTable, StateInterfaceTable,
 }
 
 // StateKey joins a STATE_DB table and key: "PORT_TABLE|Ethernet0".

@@ -41,12 +41,6 @@ const retryDelay = 500 * time.Millisecond
 // within this plus one rewrite (the issue asks for 2 s).
 const DefaultSentinelInterval = 500 * time.Millisecond
 
-// StateOwnership is what syncd owns in STATE_DB: OwnedFields per table.
-var StateOwnership = redisx.OwnTables(schema.StateSep, OwnedFields)
-
-// CountersOwnership is what syncd owns in COUNTERS_DB: CounterFields.
-var CountersOwnership = redisx.OwnFields(CounterFields...)
-
 // Config configures a Daemon.
 type Config struct {
 	Kernel   netlinkmgr.Kernel
@@ -184,6 +178,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 					d.log.WithError(err).Warn("write counters")
 					d.needResync = true
 				}
+				d.checkInterfaces(ctx)
 			}
 		case <-retry.C:
 		}
@@ -346,8 +341,10 @@ func (d *Daemon) resync(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := d.counters.Load(ctx, schema.CountersKey(schema.CountersTable, "*")); err != nil {
-		return err
+	for _, p := range []string{schema.CountersKey(schema.CountersTable, "*"), CountersPortNameMap} {
+		if err := d.counters.Load(ctx, p); err != nil {
+			return err
+		}
 	}
 	d.view.TakeDirty()
 	want := d.view.Keys()
@@ -357,9 +354,16 @@ func (d *Daemon) resync(ctx context.Context) error {
 		f, _ := d.view.Want(k)
 		d.batch.Set(k, f)
 	}
-	stale := 0
+	var gone []string
 	for _, k := range d.state.Keys() {
 		if _, ok := keep[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	foreign := d.notOurs(ctx, gone)
+	stale := 0
+	for _, k := range gone {
+		if !foreign[k] {
 			d.batch.Delete(k)
 			stale++
 		}
@@ -380,8 +384,9 @@ func (d *Daemon) resync(ctx context.Context) error {
 	return nil
 }
 
-// writeCounters refreshes COUNTERS:<port> for every configured port from
-// one link dump, in one pipeline, and removes counters of ports gone.
+// writeCounters refreshes, for every configured port, COUNTERS:<port>,
+// its SAI form COUNTERS:<oid> and COUNTERS_PORT_NAME_MAP from one link
+// dump, in one pipeline, and removes the counters of ports gone.
 func (d *Daemon) writeCounters(ctx context.Context) error {
 	links, err := d.cfg.Kernel.Links().List()
 	if err != nil {
@@ -389,6 +394,7 @@ func (d *Daemon) writeCounters(ctx context.Context) error {
 		return nil
 	}
 	keep := map[string]struct{}{}
+	names := schema.Fields{}
 	b := d.counters.Batch()
 	for _, l := range links {
 		if !d.view.IsConfigured(l.Name) || l.Stats == nil {
@@ -397,6 +403,15 @@ func (d *Daemon) writeCounters(ctx context.Context) error {
 		k := schema.CountersKey(schema.CountersTable, l.Name)
 		keep[k] = struct{}{}
 		b.Set(k, CounterFieldsOf(*l.Stats))
+		oid := PortOID(l.Name)
+		names[l.Name] = oid
+		k = schema.CountersKey(schema.CountersTable, oid)
+		keep[k] = struct{}{}
+		b.Set(k, SAICountersOf(*l.Stats))
+	}
+	if len(names) > 0 {
+		keep[CountersPortNameMap] = struct{}{}
+		b.Set(CountersPortNameMap, names)
 	}
 	for _, k := range d.counters.Keys() {
 		if _, ok := keep[k]; !ok {

@@ -105,7 +105,7 @@ func TestDaemonMirrorsAndOwnsFields(t *testing.T) {
 	})
 	l, _ := h.k.Links().Get("Ethernet0")
 	h.hashIs(h.state, "PORT_TABLE|Ethernet0", map[string]string{"state": "ok", "oper_status": "up",
-		"admin_status": "up", "mtu": "1500", "mac": l.MAC.String()})
+		"netdev_oper_status": "up", "admin_status": "up", "mtu": "1500", "mac": l.MAC.String()})
 	if got := h.keys("PORT_TABLE|*"); !reflect.DeepEqual(got, []string{"PORT_TABLE|Ethernet0"}) {
 		t.Errorf("PORT_TABLE keys = %v, want only the configured port", got)
 	}

@@ -27,6 +27,8 @@ type View struct {
 	routes    map[routeID]netlinkmgr.RouteInfo
 	routeKeys map[string]map[routeID]struct{} // ROUTE_TABLE key -> routes
 
+	addrs map[string]netlinkmgr.AddrInfo // INTERFACE_TABLE key -> address (AddrMirrored only)
+
 	dirty map[string]struct{} // full STATE_DB keys "TABLE|key"
 
 	// Listing state: between BeginListing and EndListing every object
@@ -36,6 +38,7 @@ type View struct {
 	seenFdb    map[fdbID]struct{}
 	seenNeigh  map[string]struct{}
 	seenRoutes map[routeID]struct{}
+	seenAddrs  map[string]struct{}
 
 	// routesSuspect is set when a link went admin-down or away: the kernel
 	// flushes IPv4 routes through it without RTM_DELROUTE, so the caller
@@ -55,6 +58,7 @@ func NewView() *View {
 		neigh:     map[string]netlinkmgr.NeighInfo{},
 		routes:    map[routeID]netlinkmgr.RouteInfo{},
 		routeKeys: map[string]map[routeID]struct{}{},
+		addrs:     map[string]netlinkmgr.AddrInfo{},
 		dirty:     map[string]struct{}{},
 	}
 }
@@ -97,6 +101,7 @@ func (v *View) BeginListing() {
 	v.seenFdb = map[fdbID]struct{}{}
 	v.seenNeigh = map[string]struct{}{}
 	v.seenRoutes = map[routeID]struct{}{}
+	v.seenAddrs = map[string]struct{}{}
 }
 
 // Listing reports whether a listing is in progress.
@@ -129,7 +134,12 @@ func (v *View) EndListing() {
 			v.removeRoute(id)
 		}
 	}
-	v.seenLinks, v.seenFdb, v.seenNeigh, v.seenRoutes = nil, nil, nil, nil
+	for k := range v.addrs {
+		if _, ok := v.seenAddrs[k]; !ok {
+			v.removeAddr(k)
+		}
+	}
+	v.seenLinks, v.seenFdb, v.seenNeigh, v.seenRoutes, v.seenAddrs = nil, nil, nil, nil, nil
 }
 
 // Apply folds one kernel event into the View. EventResync and EventSynced
@@ -156,6 +166,10 @@ func (v *View) Apply(ev netlinkmgr.Event) {
 		if ev.Route != nil {
 			v.applyRoute(*ev.Route, ev.Deleted)
 		}
+	case netlinkmgr.EventAddr:
+		if ev.Addr != nil {
+			v.applyAddr(*ev.Addr, ev.Deleted)
+		}
 	}
 }
 
@@ -180,6 +194,7 @@ func (v *View) applyLink(l netlinkmgr.LinkInfo, deleted bool) {
 		return
 	}
 	if old, ok := v.linkName[l.Index]; ok && l.Index != 0 && old != l.Name {
+		v.renameAddrs(old, l.Name) // before removeLink drops them
 		v.removeLink(old)
 		v.renamed(old, l.Name)
 	}
@@ -220,6 +235,7 @@ func (v *View) removeLink(name string) {
 	}
 	v.routesSuspect = true
 	v.touchLink(name)
+	v.dropAddrsOf(name)
 }
 
 // renamed moves FDB entries and neighbours of a renamed link to its new
@@ -356,7 +372,7 @@ func (v *View) Want(k string) (schema.Fields, bool) {
 		if !ok {
 			return nil, false
 		}
-		return LinkFields(l), true
+		return PortFields(l), true
 	case schema.StateVlanTable:
 		l, ok := v.links[key]
 		if !ok || !IsVlanName(key) {
@@ -377,6 +393,11 @@ func (v *View) Want(k string) (schema.Fields, bool) {
 		return NeighFields(n), true
 	case schema.StateRouteTable:
 		return v.wantRoute(key)
+	case StateInterfaceTable:
+		if _, ok := v.addrs[key]; !ok {
+			return nil, false
+		}
+		return schema.Fields{FieldInterfaceState: "ok"}, true
 	}
 	return nil, false
 }
@@ -415,6 +436,9 @@ func (v *View) Keys() []string {
 	}
 	for k := range v.routeKeys {
 		out = append(out, StateKey(schema.StateRouteTable, k))
+	}
+	for k := range v.addrs {
+		out = append(out, StateKey(StateInterfaceTable, k))
 	}
 	sort.Strings(out)
 	return out
