@@ -3,6 +3,7 @@ package orchagent
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -99,6 +100,18 @@ type sink struct{ h *engine.Handle }
 
 func (s sink) SetResult(table, key string, r schema.Result) { s.h.SetResult(table, key, r, nil) }
 func (s sink) DeleteResult(table, key string)               { s.h.DeleteResult(table, key) }
+
+// OwnsResult: INTERFACE_TABLE|VlanN|prefix is syncd's mirror of VLAN
+// interface addresses (SONiC's reader shape; CONFIG_DB INTERFACE never
+// names a VLAN — its results are VLAN_INTERFACE_TABLE's), so a stale one
+// is not orchagent's to remove.
+func (c *controller) OwnsResult(table, key string) bool {
+	if table != schema.TableInterface {
+		return true
+	}
+	ifname, _, _ := strings.Cut(key, schema.ConfigSep)
+	return !isVlanName(ifname)
+}
 
 // Tables are orchagent's CONFIG_DB tables.
 func (c *controller) Tables() []string { return Tables() }

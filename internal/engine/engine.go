@@ -43,6 +43,14 @@ type BatchController interface {
 	ReconcileBatch(ctx context.Context, items []string) (errs []error)
 }
 
+// ResultOwner is a controller that shares a result table with another
+// writer (orchagent's INTERFACE_TABLE holds syncd's VlanN address mirror,
+// as SONiC's intfmgrd does): results it does not own are never removed as
+// stale.
+type ResultOwner interface {
+	OwnsResult(table, key string) bool
+}
+
 // Starter is a controller with work of its own (kernel event watches,
 // counters): Start runs once before the first scan; goroutines it starts
 // through Handle.Go end with ctx.

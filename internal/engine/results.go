@@ -48,6 +48,7 @@ type results struct {
 	cache  *Cache
 	tables []string
 	item   func(table, key string) string
+	owns   func(table, key string) bool // nil: every result key of tables
 	m      *metrics
 
 	mu      sync.Mutex
@@ -245,7 +246,7 @@ func (r *results) cleanStale() int {
 				continue
 			}
 			ck := t + schema.ConfigSep + k
-			if _, bad := r.bad[ck]; bad || r.cache.Has(t, k) {
+			if _, bad := r.bad[ck]; bad || r.cache.Has(t, k) || (r.owns != nil && !r.owns(t, k)) {
 				break
 			}
 			if _, queued := r.pending[sk]; !queued {

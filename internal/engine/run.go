@@ -81,6 +81,9 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 		}
 	}
 	e.res = newResults(sw, log, e.cache, tables, ctrl.Item, e.m)
+	if o, ok := ctrl.(ResultOwner); ok {
+		e.res.owns = o.OwnsResult
+	}
 	defer e.wg.Wait()
 	defer cancel()
 	if s, ok := ctrl.(Starter); ok {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 )
 
 // sonicReader reads Redis the way SONiC's own tools do, written from
@@ -78,9 +80,9 @@ func (e *env) kernelStats(dev string) (rxPackets, txPackets, rxBytes uint64) {
 			} `json:"tx"`
 		} `json:"stats64"`
 	}
-	e.sw.JSON(&ls, "-s", "link", "show", "dev", dev)
+	e.NS.JSON(&ls, "-s", "link", "show", "dev", dev)
 	if len(ls) != 1 {
-		e.t.Fatalf("ip -s link show %s: %d links", dev, len(ls))
+		e.T.Fatalf("ip -s link show %s: %d links", dev, len(ls))
 	}
 	s := ls[0].Stats
 	return s.RX.Packets, s.TX.Packets, s.RX.Bytes
@@ -96,17 +98,17 @@ func (e *env) kernelStats(dev string) (rxPackets, txPackets, rxBytes uint64) {
 func TestSonicReaderSeesLiveCounters(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	r := sonicReader{counters: e.cnt, state: e.state}
+	r := sonicReader{counters: e.Counters, state: e.State}
 	orchResult := "INTERFACE_TABLE|Ethernet8|10.8.0.1/24" // orchagent's result of CONFIG_DB INTERFACE
-	e.state.HSet(ctx, orchResult, "state", "ok")
-	e.sw.IP("link", "add", "Vlan10", "type", "bridge") // a VlanN device (no 802.1Q on the host kernel)
-	e.sw.IP("addr", "add", "10.10.0.1/24", "dev", "Vlan10")
-	e.sw.IP("link", "set", "Vlan10", "up")
+	e.State.HSet(ctx, orchResult, "state", "ok")
+	e.NS.IP("link", "add", "Vlan10", "type", "bridge") // a VlanN device (no 802.1Q on the host kernel)
+	e.NS.IP("addr", "add", "10.10.0.1/24", "dev", "Vlan10")
+	e.NS.IP("link", "set", "Vlan10", "up")
 	e.configurePorts("Ethernet0", "Ethernet4")
 	e.start()
 
 	var before portStats
-	e.eventually("Ethernet0 in COUNTERS_PORT_NAME_MAP with SAI counters", func() (bool, string) {
+	e.Eventually("Ethernet0 in COUNTERS_PORT_NAME_MAP with SAI counters", func() (bool, string) {
 		s, err := r.port(ctx, "Ethernet0")
 		before = s
 		return err == nil, fmt.Sprint(err)
@@ -118,8 +120,8 @@ func TestSonicReaderSeesLiveCounters(t *testing.T) {
 
 	// Real traffic: h1's echo requests enter the switch on Ethernet0 (RX),
 	// h2's replies leave through it (TX); 98-byte frames.
-	ping(t, e.h1, "10.0.0.2", 10)
-	e.eventually("Ethernet0 counters moved by the pings", func() (bool, string) {
+	e2eutil.Ping(t, e.h1, "10.0.0.2", 10)
+	e.Eventually("Ethernet0 counters moved by the pings", func() (bool, string) {
 		s, err := r.port(ctx, "Ethernet0")
 		if err != nil {
 			return false, err.Error()
@@ -128,7 +130,7 @@ func TestSonicReaderSeesLiveCounters(t *testing.T) {
 			s.txBytes >= before.txBytes+10*98
 		return ok, fmt.Sprintf("%+v", s)
 	})
-	e.eventually("reader's RX/TX equal the kernel's", func() (bool, string) {
+	e.Eventually("reader's RX/TX equal the kernel's", func() (bool, string) {
 		rx, tx, rxb := e.kernelStats("Ethernet0")
 		s, err := r.port(ctx, "Ethernet0")
 		if err != nil {
@@ -142,36 +144,36 @@ func TestSonicReaderSeesLiveCounters(t *testing.T) {
 	})
 
 	// netdev_oper_status follows the link: the far end down, then this end.
-	e.eventually("netdev_oper_status up", func() (bool, string) {
+	e.Eventually("netdev_oper_status up", func() (bool, string) {
 		v := r.netdevOperStatus(ctx, "Ethernet0")
 		return v == "up", v
 	})
 	e.h1.IP("link", "set", "eth0", "down")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "netdev_oper_status", "down")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "netdev_oper_status", "down")
 	e.h1.IP("link", "set", "eth0", "up")
-	e.field(e.state, "PORT_TABLE|Ethernet0", "netdev_oper_status", "up")
-	e.sw.IP("link", "set", "Ethernet4", "down")
-	e.field(e.state, "PORT_TABLE|Ethernet4", "netdev_oper_status", "down")
-	e.field(e.state, "PORT_TABLE|Ethernet4", "admin_status", "down")
-	e.sw.IP("link", "set", "Ethernet4", "up")
-	e.field(e.state, "PORT_TABLE|Ethernet4", "netdev_oper_status", "up")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet0", "netdev_oper_status", "up")
+	e.NS.IP("link", "set", "Ethernet4", "down")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet4", "netdev_oper_status", "down")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet4", "admin_status", "down")
+	e.NS.IP("link", "set", "Ethernet4", "up")
+	e.WaitField(e.State, "PORT_TABLE|Ethernet4", "netdev_oper_status", "up")
 
 	// wait_for_intf.sh's check on a VLAN interface address.
-	e.eventually("INTERFACE_TABLE|Vlan10|10.10.0.1/24 state ok", func() (bool, string) {
+	e.Eventually("INTERFACE_TABLE|Vlan10|10.10.0.1/24 state ok", func() (bool, string) {
 		return r.interfaceReady(ctx, "Vlan10", "10.10.0.1/24"), "not ready"
 	})
 	// orchagent's engine removes it when it starts (a result of no
 	// CONFIG_DB key, to its eyes): syncd writes it back.
-	e.state.HDel(ctx, "INTERFACE_TABLE|Vlan10|10.10.0.1/24", "state")
-	e.eventually("INTERFACE_TABLE|Vlan10|10.10.0.1/24 back after HDEL", func() (bool, string) {
+	e.State.HDel(ctx, "INTERFACE_TABLE|Vlan10|10.10.0.1/24", "state")
+	e.Eventually("INTERFACE_TABLE|Vlan10|10.10.0.1/24 back after HDEL", func() (bool, string) {
 		return r.interfaceReady(ctx, "Vlan10", "10.10.0.1/24"), "not ready"
 	})
 
 	// COUNTERS_DB flushed: the reader's path is back, with values.
-	if err := e.cnt.FlushDB(ctx).Err(); err != nil {
+	if err := e.Counters.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("name map and counters back after FLUSHDB", func() (bool, string) {
+	e.Eventually("name map and counters back after FLUSHDB", func() (bool, string) {
 		s, err := r.port(ctx, "Ethernet0")
 		return err == nil && s.oid == before.oid && s.rxOK >= before.rxOK+10, fmt.Sprintf("%+v %v", s, err)
 	})
@@ -179,28 +181,28 @@ func TestSonicReaderSeesLiveCounters(t *testing.T) {
 	// kill -9 and restart: same ids, orchagent's key untouched, and an
 	// address gone while syncd was away is gone from INTERFACE_TABLE.
 	e.syncd.Kill()
-	e.sw.IP("addr", "del", "10.10.0.1/24", "dev", "Vlan10")
-	e.sw.IP("addr", "add", "10.10.1.1/24", "dev", "Vlan10")
+	e.NS.IP("addr", "del", "10.10.0.1/24", "dev", "Vlan10")
+	e.NS.IP("addr", "add", "10.10.1.1/24", "dev", "Vlan10")
 	e.start()
-	e.field(e.state, "INTERFACE_TABLE|Vlan10|10.10.1.1/24", "state", "ok")
-	e.field(e.state, "INTERFACE_TABLE|Vlan10|10.10.0.1/24", "state", "")
+	e.WaitField(e.State, "INTERFACE_TABLE|Vlan10|10.10.1.1/24", "state", "ok")
+	e.WaitField(e.State, "INTERFACE_TABLE|Vlan10|10.10.0.1/24", "state", "")
 	if s, err := r.port(ctx, "Ethernet0"); err != nil || s.oid != before.oid {
 		t.Errorf("after restart Ethernet0 is %+v, %v; want the same id %s", s, err, before.oid)
 	}
 
 	// A port leaving CONFIG_DB leaves the name map and its counters go.
-	oid4 := e.cnt.HGet(ctx, "COUNTERS_PORT_NAME_MAP", "Ethernet4").Val()
-	if oid4 == "" || e.cnt.Exists(ctx, "COUNTERS:"+oid4).Val() != 1 {
+	oid4 := e.Counters.HGet(ctx, "COUNTERS_PORT_NAME_MAP", "Ethernet4").Val()
+	if oid4 == "" || e.Counters.Exists(ctx, "COUNTERS:"+oid4).Val() != 1 {
 		t.Fatalf("Ethernet4's counters missing before its removal (oid %q)", oid4)
 	}
-	e.conf.Del(ctx, "PORT|Ethernet4")
-	e.field(e.cnt, "COUNTERS_PORT_NAME_MAP", "Ethernet4", "")
-	e.eventually("COUNTERS:"+oid4+" removed", func() (bool, string) {
-		n := e.cnt.Exists(ctx, "COUNTERS:"+oid4).Val()
+	e.Config.Del(ctx, "PORT|Ethernet4")
+	e.WaitField(e.Counters, "COUNTERS_PORT_NAME_MAP", "Ethernet4", "")
+	e.Eventually("COUNTERS:"+oid4+" removed", func() (bool, string) {
+		n := e.Counters.Exists(ctx, "COUNTERS:"+oid4).Val()
 		return n == 0, fmt.Sprint(n, " key")
 	})
-	e.field(e.cnt, "COUNTERS_PORT_NAME_MAP", "Ethernet0", before.oid)
-	if got := e.state.HGetAll(ctx, orchResult).Val(); len(got) != 1 || got["state"] != "ok" {
+	e.WaitField(e.Counters, "COUNTERS_PORT_NAME_MAP", "Ethernet0", before.oid)
+	if got := e.State.HGetAll(ctx, orchResult).Val(); len(got) != 1 || got["state"] != "ok" {
 		t.Errorf("%s = %v, want orchagent's state=ok untouched", orchResult, got)
 	}
 }
