@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
 
@@ -26,10 +27,10 @@ import (
 func BenchmarkSingleChangeLatency(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		e := newEnv(b)
+		e := e2eutil.NewSwitch(b)
 		peer := testns.New(b)
-		e.sw.Veth("Ethernet0", peer, "eth1")
-		k, err := netlinkmgr.Open(netlinkmgr.Options{NetNS: e.sw.Name})
+		e.NS.Veth("Ethernet0", peer, "eth1")
+		k, err := netlinkmgr.Open(netlinkmgr.Options{NetNS: e.NS.Name})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -38,26 +39,26 @@ func BenchmarkSingleChangeLatency(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e.startLevel("warn")
-		e.hset("PORT|Ethernet0", "mtu", "1500")
-		e.waitOK("PORT|Ethernet0")
+		e.Start("orchagent", "--log-level", "warn")
+		e.HSet("PORT|Ethernet0", "mtu", "1500")
+		e.WaitOK("PORT|Ethernet0")
 		const n = 1000
 		lat := make([]time.Duration, 0, n)
 		b.StartTimer()
 		for j := 0; j < n; j++ {
 			mtu := 1400 + (j%2)*100
 			t0 := time.Now()
-			if err := e.cfg.HSet(ctx, "PORT|Ethernet0", "mtu", fmt.Sprint(mtu)).Err(); err != nil {
+			if err := e.Config.HSet(ctx, "PORT|Ethernet0", "mtu", fmt.Sprint(mtu)).Err(); err != nil {
 				b.Fatal(err)
 			}
-			deadline := time.After(wait)
+			deadline := time.After(e2eutil.Wait)
 			for done := false; !done; {
 				select {
 				case ev := <-evs:
 					done = ev.Kind == netlinkmgr.EventLink && ev.Link != nil && ev.Link.Name == "Ethernet0" &&
 						ev.Link.MTU != nil && *ev.Link.MTU == mtu
 				case <-deadline:
-					b.Fatalf("change %d (mtu %d) not applied within %v", j, mtu, wait)
+					b.Fatalf("change %d (mtu %d) not applied within %v", j, mtu, e2eutil.Wait)
 				}
 			}
 			lat = append(lat, time.Since(t0))
@@ -80,22 +81,22 @@ func BenchmarkSingleChangeLatency(b *testing.B) {
 func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb time.Duration) {
 	b.Helper()
 	ctx := context.Background()
-	e := newEnv(b)
+	e := e2eutil.NewSwitch(b)
 	peer := testns.New(b)
-	e.sw.Veth("Ethernet0", peer, "eth1")
-	e.startLevel("warn")
-	e.initialized()
-	e.hset("INTERFACE|Ethernet0|10.0.0.1/24")
-	e.waitOK("INTERFACE|Ethernet0|10.0.0.1/24")
+	e.NS.Veth("Ethernet0", peer, "eth1")
+	e.Start("orchagent", "--log-level", "warn")
+	e.SetInitialized()
+	e.HSet("INTERFACE|Ethernet0|10.0.0.1/24")
+	e.WaitOK("INTERFACE|Ethernet0|10.0.0.1/24")
 
 	table, _, _ := strings.Cut(keys[0], "|")
-	ps := e.state.PSubscribe(ctx, "__keyspace@6__:"+table+"_TABLE|*")
+	ps := e.State.PSubscribe(ctx, "__keyspace@6__:"+table+"_TABLE|*")
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		b.Fatal(err)
 	}
 	ch := ps.Channel()
-	pipe := e.cfg.Pipeline()
+	pipe := e.Config.Pipeline()
 	for _, k := range keys {
 		pipe.HSet(ctx, k, fields...)
 	}
@@ -114,9 +115,9 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 		}
 	}
 	for {
-		p := e.state.Pipeline()
+		p := e.State.Pipeline()
 		for _, k := range keys {
-			p.HGet(ctx, stateKey(k), "state")
+			p.HGet(ctx, e2eutil.ResultKey(k), "state")
 		}
 		cmds, _ := p.Exec(ctx)
 		ok := 0
@@ -134,7 +135,7 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 		time.Sleep(5 * time.Millisecond)
 	}
 	orch = time.Since(t0)
-	e.proc.Stop()
+	e.Procs["orchagent"].Stop()
 
 	ns := testns.New(b)
 	ns.Veth("Ethernet0", nil, "p0")

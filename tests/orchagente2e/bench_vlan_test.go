@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
 
@@ -28,7 +29,7 @@ type cfgEntry struct {
 
 // bulkAllOK writes entries in one pipeline and returns the time until every
 // one of them has state ok in STATE_DB.
-func bulkAllOK(b *testing.B, e *env, entries []cfgEntry) time.Duration {
+func bulkAllOK(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration {
 	b.Helper()
 	ctx := context.Background()
 	tables := map[string]bool{}
@@ -40,7 +41,7 @@ func bulkAllOK(b *testing.B, e *env, entries []cfgEntry) time.Duration {
 	for t := range tables {
 		pats = append(pats, "__keyspace@6__:"+t+"_TABLE|*")
 	}
-	ps := e.state.PSubscribe(ctx, pats...)
+	ps := e.State.PSubscribe(ctx, pats...)
 	defer ps.Close()
 	for range pats {
 		if _, err := ps.Receive(ctx); err != nil {
@@ -48,7 +49,7 @@ func bulkAllOK(b *testing.B, e *env, entries []cfgEntry) time.Duration {
 		}
 	}
 	ch := ps.Channel(redis.WithChannelSize(4096))
-	pipe := e.cfg.Pipeline()
+	pipe := e.Config.Pipeline()
 	for _, en := range entries {
 		pipe.HSet(ctx, en.key, en.fields...)
 	}
@@ -68,9 +69,9 @@ func bulkAllOK(b *testing.B, e *env, entries []cfgEntry) time.Duration {
 		}
 	}
 	for {
-		p := e.state.Pipeline()
+		p := e.State.Pipeline()
 		for _, en := range entries {
-			p.HGet(ctx, stateKey(en.key), "state")
+			p.HGet(ctx, e2eutil.ResultKey(en.key), "state")
 		}
 		cmds, _ := p.Exec(ctx)
 		ok, bad := 0, ""
@@ -78,7 +79,7 @@ func bulkAllOK(b *testing.B, e *env, entries []cfgEntry) time.Duration {
 			if v, _ := c.(interface{ Val() string }); v != nil && v.Val() == "ok" {
 				ok++
 			} else if bad == "" {
-				h, _ := e.state.HGetAll(ctx, stateKey(entries[i].key)).Result()
+				h, _ := e.State.HGetAll(ctx, e2eutil.ResultKey(entries[i].key)).Result()
 				bad = fmt.Sprintf("%s: %v", entries[i].key, h)
 			}
 		}
@@ -152,11 +153,11 @@ func BenchmarkVLAN4094TwoTaggedMembers(b *testing.B) {
 			fmt.Sprintf("vlan add dev Ethernet0 vid %d", v), fmt.Sprintf("vlan add dev Ethernet4 vid %d", v))
 	}
 	for i := 0; i < b.N; i++ {
-		e := newEnv(b)
-		twoPorts(b, e.sw)
-		e.startLevel("warn")
+		e := e2eutil.NewSwitch(b)
+		twoPorts(b, e.NS)
+		e.Start("orchagent", "--log-level", "warn")
 		orch := bulkAllOK(b, e, entries)
-		e.proc.Stop()
+		e.Procs["orchagent"].Stop()
 		ns := testns.New(b)
 		twoPorts(b, ns)
 		raw := rawBatch(b, ns, ipCmds, brCmds)
@@ -180,14 +181,14 @@ func BenchmarkVLANFdb10k(b *testing.B) {
 		brCmds = append(brCmds, "fdb replace "+mac+" dev Ethernet0 master static vlan 100")
 	}
 	for i := 0; i < b.N; i++ {
-		e := newEnv(b)
-		twoPorts(b, e.sw)
-		e.startLevel("warn")
-		e.hset("VLAN|Vlan100", "vlanid", "100")
-		e.hset("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
-		e.waitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|Ethernet0")
+		e := e2eutil.NewSwitch(b)
+		twoPorts(b, e.NS)
+		e.Start("orchagent", "--log-level", "warn")
+		e.HSet("VLAN|Vlan100", "vlanid", "100")
+		e.HSet("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
+		e.WaitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|Ethernet0")
 		orch := bulkAllOK(b, e, entries)
-		e.proc.Stop()
+		e.Procs["orchagent"].Stop()
 		ns := testns.New(b)
 		twoPorts(b, ns)
 		setup := append(append([]string(nil), rawBridge...), "link add link Bridge name Vlan100 up type vlan id 100")

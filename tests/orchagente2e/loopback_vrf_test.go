@@ -66,11 +66,11 @@ func TestLoopbackVrfMissingKernelFeature(t *testing.T) {
 	if dummy && vrf {
 		t.Skip("this kernel has dummy and VRF devices: nothing is missing (TestVMLoopback*/TestVMVrf* run here)")
 	}
-	e := newEnv(t)
+	e := e2eutil.NewSwitch(t)
 	peer := testns.New(t)
-	e.sw.Veth("Ethernet0", peer, "eth1")
-	before := linkNames(t, e.sw)
-	e.start()
+	e.NS.Veth("Ethernet0", peer, "eth1")
+	before := linkNames(t, e.NS)
+	e.Start("orchagent", "--log-level", "debug")
 	keys := map[string][]string{
 		"VRF|Vrf_blue":                             nil,
 		"LOOPBACK_INTERFACE|Loopback0":             nil,
@@ -82,33 +82,33 @@ func TestLoopbackVrfMissingKernelFeature(t *testing.T) {
 		"INTERFACE|Ethernet0|10.0.0.1/24":          {"vrf_name", "Vrf_blue"},
 	}
 	for k, kv := range keys {
-		e.hset(k, kv...)
+		e.HSet(k, kv...)
 	}
 	if !vrf {
-		e.waitState("VRF|Vrf_blue", "error", "kernel lacks VRF devices")
-		e.waitState("INTERFACE|Ethernet0", "pending", "waiting for VRF|Vrf_blue")
+		e.WaitState("VRF|Vrf_blue", "error", "kernel lacks VRF devices")
+		e.WaitState("INTERFACE|Ethernet0", "pending", "waiting for VRF|Vrf_blue")
 	}
 	if !dummy {
-		e.waitState("LOOPBACK_INTERFACE|Loopback0", "error", "kernel lacks dummy devices")
-		e.waitState("LOOPBACK_INTERFACE|Loopback0|10.1.0.1/32", "error", "kernel lacks dummy devices")
+		e.WaitState("LOOPBACK_INTERFACE|Loopback0", "error", "kernel lacks dummy devices")
+		e.WaitState("LOOPBACK_INTERFACE|Loopback0|10.1.0.1/32", "error", "kernel lacks dummy devices")
 	}
-	e.waitState("VRF|blue", "error", `VRF name "blue" does not start with Vrf`)
-	e.waitState("LOOPBACK_INTERFACE|Loop0", "error", "not a loopback name: want LoopbackN")
-	e.waitState("LOOPBACK_INTERFACE|Loopback1", "error", `field "admin_status": "sideways" is not valid: want up or down`)
-	e.waitState("INTERFACE|Ethernet0|10.0.0.1/24", "error", "the VRF binding belongs on the bare key INTERFACE|Ethernet0")
-	if after := linkNames(t, e.sw); !slices.Equal(before, after) {
+	e.WaitState("VRF|blue", "error", `VRF name "blue" does not start with Vrf`)
+	e.WaitState("LOOPBACK_INTERFACE|Loop0", "error", "not a loopback name: want LoopbackN")
+	e.WaitState("LOOPBACK_INTERFACE|Loopback1", "error", `field "admin_status": "sideways" is not valid: want up or down`)
+	e.WaitState("INTERFACE|Ethernet0|10.0.0.1/24", "error", "the VRF binding belongs on the bare key INTERFACE|Ethernet0")
+	if after := linkNames(t, e.NS); !slices.Equal(before, after) {
 		t.Fatalf("links changed:\nbefore %q\nafter  %q", before, after)
 	}
-	if a := addrs(e.sw, "Ethernet0"); slices.Contains(a, "10.0.0.1/24") {
+	if a := e2eutil.Addrs(e.NS, "Ethernet0"); slices.Contains(a, "10.0.0.1/24") {
 		t.Fatalf("an erroneous key added an address: %v", a)
 	}
 	for k := range keys {
-		e.del(k)
+		e.Del(k)
 	}
 	for k := range keys {
-		e.waitGone(k)
+		e.WaitGone(k)
 	}
-	if after := linkNames(t, e.sw); !slices.Equal(before, after) {
+	if after := linkNames(t, e.NS); !slices.Equal(before, after) {
 		t.Fatalf("links changed after the deletes:\nbefore %q\nafter  %q", before, after)
 	}
 }
@@ -119,78 +119,78 @@ func TestLoopbackVrfMissingKernelFeature(t *testing.T) {
 // as they were.
 func TestVMLoopbackReachable(t *testing.T) {
 	kernelcap.Require(t, kernelcap.Dummy)
-	e := newEnv(t)
+	e := e2eutil.NewSwitch(t)
 	h := testns.New(t)
-	e.sw.Veth("Ethernet0", h, "eth1")
+	e.NS.Veth("Ethernet0", h, "eth1")
 	h.IP("addr", "add", "10.0.0.2/24", "dev", "eth1")
 	h.IP("route", "add", "10.1.0.1/32", "via", "10.0.0.1")
 	h.IP("-6", "addr", "add", "2001:db8::2/64", "dev", "eth1", "nodad")
 	h.IP("-6", "route", "add", "fc00:1::1/128", "via", "2001:db8::1")
-	before := linkNames(t, e.sw)
-	e.start()
-	e.initialized()
+	before := linkNames(t, e.NS)
+	e.Start("orchagent", "--log-level", "debug")
+	e.SetInitialized()
 	cfgKeys := []string{"PORT|Ethernet0", "INTERFACE|Ethernet0|10.0.0.1/24", "INTERFACE|Ethernet0|2001:db8::1/64",
 		"LOOPBACK_INTERFACE|Loopback0", "LOOPBACK_INTERFACE|Loopback0|10.1.0.1/32", "LOOPBACK_INTERFACE|Loopback0|fc00:1::1/128"}
-	e.hset("PORT|Ethernet0", "admin_status", "up")
-	e.hset("INTERFACE|Ethernet0|10.0.0.1/24")
-	e.hset("INTERFACE|Ethernet0|2001:db8::1/64")
-	e.hset("LOOPBACK_INTERFACE|Loopback0|10.1.0.1/32")
-	e.hset("LOOPBACK_INTERFACE|Loopback0|fc00:1::1/128")
-	e.hset("LOOPBACK_INTERFACE|Loopback0")
-	e.waitOK(cfgKeys...)
-	lo, ok := link(e.sw, "Loopback0")
-	if !ok || !lo.up() || lo.Alias != "switchyard" {
+	e.HSet("PORT|Ethernet0", "admin_status", "up")
+	e.HSet("INTERFACE|Ethernet0|10.0.0.1/24")
+	e.HSet("INTERFACE|Ethernet0|2001:db8::1/64")
+	e.HSet("LOOPBACK_INTERFACE|Loopback0|10.1.0.1/32")
+	e.HSet("LOOPBACK_INTERFACE|Loopback0|fc00:1::1/128")
+	e.HSet("LOOPBACK_INTERFACE|Loopback0")
+	e.WaitOK(cfgKeys...)
+	lo, ok := e2eutil.Link(e.NS, "Loopback0")
+	if !ok || !lo.Up() || lo.Alias != "switchyard" {
 		t.Fatalf("Loopback0: %+v (exists %v), want up with alias switchyard", lo, ok)
 	}
-	if a := addrs(e.sw, "Loopback0"); !slices.Contains(a, "10.1.0.1/32") || !slices.Contains(a, "fc00:1::1/128") {
+	if a := e2eutil.Addrs(e.NS, "Loopback0"); !slices.Contains(a, "10.1.0.1/32") || !slices.Contains(a, "fc00:1::1/128") {
 		t.Fatalf("Loopback0 addresses %v", a)
 	}
-	e.waitPing(h, "10.1.0.1")
-	e.waitPing(h, "fc00:1::1")
+	e2eutil.WaitReachable(t, h, "10.1.0.1")
+	e2eutil.WaitReachable(t, h, "fc00:1::1")
 
 	// Restart: nothing changes in the kernel.
-	e.kill()
-	settled(t, e.sw)
-	mon := startMonitor(t, e.sw)
-	mon.ready(t, e.sw)
+	e.Procs["orchagent"].Kill()
+	settled(t, e.NS)
+	mon := startMonitor(t, e.NS)
+	mon.ready(t, e.NS)
 	ctx := context.Background()
-	if keys, _ := e.state.Keys(ctx, "*_TABLE|*").Result(); len(keys) > 0 {
-		e.state.Del(ctx, keys...)
+	if keys, _ := e.State.Keys(ctx, "*_TABLE|*").Result(); len(keys) > 0 {
+		e.State.Del(ctx, keys...)
 	}
-	e.start()
-	e.waitOK(cfgKeys...)
-	e.hset("PORT|Ethernet99", "mtu", "1400") // a marker that writes nothing
-	e.waitState("PORT|Ethernet99", "pending", "waiting for netdev")
+	e.Start("orchagent", "--log-level", "debug")
+	e.WaitOK(cfgKeys...)
+	e.HSet("PORT|Ethernet99", "mtu", "1400") // a marker that writes nothing
+	e.WaitState("PORT|Ethernet99", "pending", "waiting for netdev")
 	if lines := mon.seen(); len(lines) != 0 {
 		t.Fatalf("restart over a right kernel made netlink changes:\n%s", strings.Join(lines, "\n"))
 	}
-	if l, _ := link(e.sw, "Loopback0"); l.Index != lo.Index {
+	if l, _ := e2eutil.Link(e.NS, "Loopback0"); l.Index != lo.Index {
 		t.Fatal("Loopback0 was recreated")
 	}
-	e.del("PORT|Ethernet99")
+	e.Del("PORT|Ethernet99")
 
 	// admin_status down, then up again.
-	e.hset("LOOPBACK_INTERFACE|Loopback0", "admin_status", "down")
-	e2eutil.Eventually(t, wait, "Loopback0 down", func() (bool, string) {
-		l, _ := link(e.sw, "Loopback0")
-		return !l.up(), fmt.Sprint(l.Flags)
+	e.HSet("LOOPBACK_INTERFACE|Loopback0", "admin_status", "down")
+	e.Eventually("Loopback0 down", func() (bool, string) {
+		l, _ := e2eutil.Link(e.NS, "Loopback0")
+		return !l.Up(), fmt.Sprint(l.Flags)
 	})
-	e.hset("LOOPBACK_INTERFACE|Loopback0", "admin_status", "up")
-	e.waitPing(h, "10.1.0.1")
+	e.HSet("LOOPBACK_INTERFACE|Loopback0", "admin_status", "up")
+	e2eutil.WaitReachable(t, h, "10.1.0.1")
 
 	// Deleting every key: the links are as before (the port keeps its
 	// admin state: PORT never resets a port).
 	for _, k := range cfgKeys {
-		e.del(k)
+		e.Del(k)
 	}
 	for _, k := range cfgKeys {
-		e.waitGone(k)
+		e.WaitGone(k)
 	}
-	e2eutil.Eventually(t, wait, "Loopback0 deleted", func() (bool, string) {
-		_, ok := link(e.sw, "Loopback0")
+	e.Eventually("Loopback0 deleted", func() (bool, string) {
+		_, ok := e2eutil.Link(e.NS, "Loopback0")
 		return !ok, ""
 	})
-	if after := linkNames(t, e.sw); !slices.Equal(before, after) {
+	if after := linkNames(t, e.NS); !slices.Equal(before, after) {
 		t.Fatalf("links after the deletes:\nbefore %q\nafter  %q", before, after)
 	}
 }
@@ -202,17 +202,17 @@ func TestVMLoopbackReachable(t *testing.T) {
 // links.
 func TestVMVrfOverlappingSubnets(t *testing.T) {
 	kernelcap.Require(t, kernelcap.Dummy, kernelcap.VRF)
-	e := newEnv(t)
+	e := e2eutil.NewSwitch(t)
 	red, blue := testns.New(t), testns.New(t)
 	for port, h := range map[string]*testns.NS{"Ethernet0": red, "Ethernet4": blue} {
-		e.sw.Veth(port, h, "eth1")
+		e.NS.Veth(port, h, "eth1")
 		h.IP("addr", "add", "10.0.0.2/24", "dev", "eth1")
 		h.IP("route", "add", "10.9.0.0/16", "via", "10.0.0.1")
 	}
-	e.sw.IP("link", "add", "Vrf_hand", "type", "vrf", "table", "77")
-	before := linkNames(t, e.sw)
-	e.start()
-	e.initialized()
+	e.NS.IP("link", "add", "Vrf_hand", "type", "vrf", "table", "77")
+	before := linkNames(t, e.NS)
+	e.Start("orchagent", "--log-level", "debug")
+	e.SetInitialized()
 	cfg := [][]string{
 		{"VRF|Vrf_red"}, {"VRF|Vrf_blue", "vni", "0"}, {"VRF|Vrf_hand"},
 		{"PORT|Ethernet0", "admin_status", "up"}, {"PORT|Ethernet4", "admin_status", "up"},
@@ -223,63 +223,63 @@ func TestVMVrfOverlappingSubnets(t *testing.T) {
 	}
 	var okKeys []string
 	for _, c := range cfg {
-		e.hset(c[0], c[1:]...)
+		e.HSet(c[0], c[1:]...)
 		if c[0] != "VRF|Vrf_hand" {
 			okKeys = append(okKeys, c[0])
 		}
 	}
-	e.waitOK(okKeys...)
-	e.waitState("VRF|Vrf_hand", "error", "netdev Vrf_hand exists (kind vrf) and is not a vrf device created by switchyard")
+	e.WaitOK(okKeys...)
+	e.WaitState("VRF|Vrf_hand", "error", "netdev Vrf_hand exists (kind vrf) and is not a vrf device created by switchyard")
 	for name, master := range map[string]string{"Ethernet0": "Vrf_red", "Loopback1": "Vrf_red", "Ethernet4": "Vrf_blue", "Loopback2": "Vrf_blue"} {
-		if l, _ := link(e.sw, name); l.Master != master {
+		if l, _ := e2eutil.Link(e.NS, name); l.Master != master {
 			t.Errorf("%s: master %q, want %q", name, l.Master, master)
 		}
 	}
-	tRed, tBlue := vrfTable(t, e.sw, "Vrf_red"), vrfTable(t, e.sw, "Vrf_blue")
+	tRed, tBlue := vrfTable(t, e.NS, "Vrf_red"), vrfTable(t, e.NS, "Vrf_blue")
 	if tRed == tBlue || tRed < 1001 || tRed > 2000 || tBlue < 1001 || tBlue > 2000 {
 		t.Fatalf("VRF tables %d and %d, want two distinct tables in 1001-2000", tRed, tBlue)
 	}
 	for _, c := range []struct{ vrf, dev string }{{"Vrf_red", "Ethernet0"}, {"Vrf_blue", "Ethernet4"}} {
-		var rs []ipRoute
-		e.sw.JSON(&rs, "route", "show", "vrf", c.vrf, "10.0.0.0/24")
+		var rs []e2eutil.IPRoute
+		e.NS.JSON(&rs, "route", "show", "vrf", c.vrf, "10.0.0.0/24")
 		if len(rs) != 1 || rs[0].Dev != c.dev {
 			t.Errorf("route 10.0.0.0/24 in %s: %+v, want dev %s", c.vrf, rs, c.dev)
 		}
 	}
-	if rs := routes(e.sw, "10.0.0.0/24"); len(rs) != 0 {
+	if rs := e2eutil.Routes(e.NS, "10.0.0.0/24"); len(rs) != 0 {
 		t.Errorf("main table holds 10.0.0.0/24: %+v", rs)
 	}
-	e.waitPing(red, "10.9.0.1")
-	e.waitPing(blue, "10.9.0.2")
-	if ok, _ := ping(red, "10.9.0.2"); ok {
+	e2eutil.WaitReachable(t, red, "10.9.0.1")
+	e2eutil.WaitReachable(t, blue, "10.9.0.2")
+	if ok, _ := e2eutil.Reachable(red, "10.9.0.2"); ok {
 		t.Error("red reaches blue's loopback")
 	}
-	if ok, _ := ping(blue, "10.9.0.1"); ok {
+	if ok, _ := e2eutil.Reachable(blue, "10.9.0.1"); ok {
 		t.Error("blue reaches red's loopback")
 	}
 
 	// Restart: same tables, the same devices.
-	idx, _ := link(e.sw, "Vrf_red")
-	e.kill()
+	idx, _ := e2eutil.Link(e.NS, "Vrf_red")
+	e.Procs["orchagent"].Kill()
 	ctx := context.Background()
-	if keys, _ := e.state.Keys(ctx, "*_TABLE|*").Result(); len(keys) > 0 {
-		e.state.Del(ctx, keys...)
+	if keys, _ := e.State.Keys(ctx, "*_TABLE|*").Result(); len(keys) > 0 {
+		e.State.Del(ctx, keys...)
 	}
-	e.start()
-	e.waitOK(okKeys...)
-	if l, _ := link(e.sw, "Vrf_red"); l.Index != idx.Index || vrfTable(t, e.sw, "Vrf_red") != tRed {
+	e.Start("orchagent", "--log-level", "debug")
+	e.WaitOK(okKeys...)
+	if l, _ := e2eutil.Link(e.NS, "Vrf_red"); l.Index != idx.Index || vrfTable(t, e.NS, "Vrf_red") != tRed {
 		t.Fatal("Vrf_red recreated or its table changed across a restart")
 	}
 
 	// Deleting every key: the links are as before, Vrf_hand untouched.
 	for _, c := range cfg {
-		e.del(c[0])
+		e.Del(c[0])
 	}
 	for _, c := range cfg {
-		e.waitGone(c[0])
+		e.WaitGone(c[0])
 	}
-	e2eutil.Eventually(t, wait, "links back as before", func() (bool, string) {
-		after := linkNames(t, e.sw)
+	e.Eventually("links back as before", func() (bool, string) {
+		after := linkNames(t, e.NS)
 		return slices.Equal(before, after), fmt.Sprintf("before %q after %q", before, after)
 	})
 }
@@ -292,8 +292,8 @@ func TestVMVrfOverlappingSubnets(t *testing.T) {
 // every route of ours.
 func TestVMVrfStaticRoutesAndLeak(t *testing.T) {
 	kernelcap.Require(t, kernelcap.VRF)
-	e := newEnv(t)
-	forwarding(t, e.sw)
+	e := e2eutil.NewSwitch(t)
+	e2eutil.Sysctl(t, e.NS, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
 	hosts := map[string]*testns.NS{}
 	for _, h := range []struct{ port, addr, gw string }{
 		{"Ethernet0", "10.0.0.2/24", "10.0.0.1"},  // red
@@ -302,13 +302,13 @@ func TestVMVrfStaticRoutesAndLeak(t *testing.T) {
 		{"Ethernet12", "10.3.0.2/24", "10.3.0.1"}, // red
 	} {
 		n := testns.New(t)
-		e.sw.Veth(h.port, n, "eth1")
+		e.NS.Veth(h.port, n, "eth1")
 		n.IP("addr", "add", h.addr, "dev", "eth1")
 		n.IP("route", "add", "default", "via", h.gw)
 		hosts[h.port] = n
 	}
-	e.start()
-	e.initialized()
+	e.Start("orchagent", "--log-level", "debug")
+	e.SetInitialized()
 	cfg := [][]string{
 		{"VRF|Vrf_red"}, {"VRF|Vrf_blue"},
 		{"INTERFACE|Ethernet0", "vrf_name", "Vrf_red"}, {"INTERFACE|Ethernet0|10.0.0.1/24"},
@@ -324,38 +324,38 @@ func TestVMVrfStaticRoutesAndLeak(t *testing.T) {
 	}
 	var keys []string
 	for _, c := range cfg {
-		e.hset(c[0], c[1:]...)
+		e.HSet(c[0], c[1:]...)
 		keys = append(keys, c[0])
 	}
-	e.waitOK(keys...)
+	e.WaitOK(keys...)
 	want := map[string]map[string]string{ // VRF → prefix → device
 		"Vrf_red":  {"10.50.0.0/16": "Ethernet0", "10.2.0.0/24": "Ethernet8"},
 		"Vrf_blue": {"10.50.0.0/16": "Ethernet4", "10.3.0.0/24": "Ethernet12"},
 	}
 	for vrf, m := range want {
 		for p, dev := range m {
-			var rs []ipRoute
-			e.sw.JSON(&rs, "route", "show", "vrf", vrf, p)
-			if len(rs) != 1 || rs[0].Dev != dev || rs[0].proto() != "201" {
+			var rs []e2eutil.IPRoute
+			e.NS.JSON(&rs, "route", "show", "vrf", vrf, p)
+			if len(rs) != 1 || rs[0].Dev != dev || rs[0].Proto() != "201" {
 				t.Errorf("route %s in %s: %+v, want one via dev %s proto 201", p, vrf, rs, dev)
 			}
 		}
 	}
-	if rs := routes(e.sw, "10.50.0.0/16"); len(rs) != 0 {
+	if rs := e2eutil.Routes(e.NS, "10.50.0.0/16"); len(rs) != 0 {
 		t.Errorf("main table holds 10.50.0.0/16: %+v", rs)
 	}
 	// The leak, both ways: blue's host C and red's host D.
-	e.waitPing(hosts["Ethernet8"], "10.3.0.2")
-	e.waitPing(hosts["Ethernet12"], "10.2.0.2")
+	e2eutil.WaitReachable(t, hosts["Ethernet8"], "10.3.0.2")
+	e2eutil.WaitReachable(t, hosts["Ethernet12"], "10.2.0.2")
 
 	for _, k := range keys {
-		e.del(k)
+		e.Del(k)
 	}
 	for _, k := range keys {
-		e.waitGone(k)
+		e.WaitGone(k)
 	}
-	var left []ipRoute
-	e.sw.JSON(&left, "route", "show", "table", "all", "proto", "201")
+	var left []e2eutil.IPRoute
+	e.NS.JSON(&left, "route", "show", "table", "all", "proto", "201")
 	if len(left) != 0 {
 		t.Fatalf("routes of ours left after the deletes: %+v", left)
 	}

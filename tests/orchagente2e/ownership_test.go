@@ -48,51 +48,51 @@ func addrProto(t testing.TB, ns *testns.NS, link, prefix string) (int, bool) {
 // conflict: error naming its owner, theirs untouched (also by DEL), ours
 // applied by itself once theirs goes. Another distance coexists.
 func TestRouteConflictWithForeignRoute(t *testing.T) {
-	boot := func(r ipRoute) bool { return r.Protocol == nil || r.proto() == "boot" } // ip -j omits boot
+	boot := func(r e2eutil.IPRoute) bool { return r.Protocol == nil || r.Proto() == "boot" } // ip -j omits boot
 	e, h1, _ := routed(t)
-	e.sw.IP("route", "add", "10.77.0.0/16", "via", "10.0.2.2") // proto boot
-	e.hset("STATIC_ROUTE|10.77.0.0/16", "nexthop", "10.0.1.2")
-	e.waitState("STATIC_ROUTE|10.77.0.0/16", "error", "route 10.77.0.0/16 metric 0 exists with protocol boot; not replacing it")
-	if rs := routes(e.sw, "10.77.0.0/16"); len(rs) != 1 || !boot(rs[0]) || rs[0].Gateway != "10.0.2.2" {
+	e.NS.IP("route", "add", "10.77.0.0/16", "via", "10.0.2.2") // proto boot
+	e.HSet("STATIC_ROUTE|10.77.0.0/16", "nexthop", "10.0.1.2")
+	e.WaitState("STATIC_ROUTE|10.77.0.0/16", "error", "route 10.77.0.0/16 metric 0 exists with protocol boot; not replacing it")
+	if rs := e2eutil.Routes(e.NS, "10.77.0.0/16"); len(rs) != 1 || !boot(rs[0]) || rs[0].Gateway != "10.0.2.2" {
 		t.Fatalf("foreign route changed: %+v", rs)
 	}
-	e.del("STATIC_ROUTE|10.77.0.0/16")
-	e.waitGone("STATIC_ROUTE|10.77.0.0/16")
-	if rs := routes(e.sw, "10.77.0.0/16"); len(rs) != 1 || !boot(rs[0]) {
+	e.Del("STATIC_ROUTE|10.77.0.0/16")
+	e.WaitGone("STATIC_ROUTE|10.77.0.0/16")
+	if rs := e2eutil.Routes(e.NS, "10.77.0.0/16"); len(rs) != 1 || !boot(rs[0]) {
 		t.Fatalf("DEL of a key that never applied removed the foreign route: %+v", rs)
 	}
 
 	// Another metric coexists, as routing daemons do.
-	e.hset("STATIC_ROUTE|10.77.0.0/16", "nexthop", "10.0.1.2", "distance", "20")
-	e.waitOK("STATIC_ROUTE|10.77.0.0/16")
-	if rs := routes(e.sw, "10.77.0.0/16"); len(rs) != 2 {
+	e.HSet("STATIC_ROUTE|10.77.0.0/16", "nexthop", "10.0.1.2", "distance", "20")
+	e.WaitOK("STATIC_ROUTE|10.77.0.0/16")
+	if rs := e2eutil.Routes(e.NS, "10.77.0.0/16"); len(rs) != 2 {
 		t.Fatalf("want the boot route and ours at metric 20: %+v", rs)
 	}
-	e.del("STATIC_ROUTE|10.77.0.0/16")
-	e.waitGone("STATIC_ROUTE|10.77.0.0/16")
-	e2eutil.Eventually(t, wait, "only our metric-20 route removed", func() (bool, string) {
-		rs := routes(e.sw, "10.77.0.0/16")
+	e.Del("STATIC_ROUTE|10.77.0.0/16")
+	e.WaitGone("STATIC_ROUTE|10.77.0.0/16")
+	e.Eventually("only our metric-20 route removed", func() (bool, string) {
+		rs := e2eutil.Routes(e.NS, "10.77.0.0/16")
 		return len(rs) == 1 && boot(rs[0]), fmt.Sprint(rs)
 	})
 
 	// The conflict goes: the key applies with no user action.
-	e.hset("STATIC_ROUTE|10.77.0.0/16", "nexthop", "10.0.1.2")
-	e.waitState("STATIC_ROUTE|10.77.0.0/16", "error", "exists with protocol boot")
-	e.sw.IP("route", "del", "10.77.0.0/16", "proto", "boot")
-	e.waitOK("STATIC_ROUTE|10.77.0.0/16")
-	if rs := routes(e.sw, "10.77.0.0/16"); len(rs) != 1 || rs[0].proto() != "201" || rs[0].Gateway != "10.0.1.2" {
+	e.HSet("STATIC_ROUTE|10.77.0.0/16", "nexthop", "10.0.1.2")
+	e.WaitState("STATIC_ROUTE|10.77.0.0/16", "error", "exists with protocol boot")
+	e.NS.IP("route", "del", "10.77.0.0/16", "proto", "boot")
+	e.WaitOK("STATIC_ROUTE|10.77.0.0/16")
+	if rs := e2eutil.Routes(e.NS, "10.77.0.0/16"); len(rs) != 1 || rs[0].Proto() != "201" || rs[0].Gateway != "10.0.1.2" {
 		t.Fatalf("route after the conflict went: %+v", rs)
 	}
 
 	// A connected prefix: the kernel's own route stays, hosts stay reachable.
-	e.hset("STATIC_ROUTE|10.0.1.0/24", "nexthop", "10.0.2.2")
-	e.waitState("STATIC_ROUTE|10.0.1.0/24", "error", "route 10.0.1.0/24 metric 0 exists with protocol kernel; not replacing it")
-	e.del("STATIC_ROUTE|10.0.1.0/24")
-	e.waitGone("STATIC_ROUTE|10.0.1.0/24")
-	if rs := routes(e.sw, "10.0.1.0/24"); len(rs) != 1 || rs[0].proto() != "kernel" || rs[0].Dev != "Ethernet0" {
+	e.HSet("STATIC_ROUTE|10.0.1.0/24", "nexthop", "10.0.2.2")
+	e.WaitState("STATIC_ROUTE|10.0.1.0/24", "error", "route 10.0.1.0/24 metric 0 exists with protocol kernel; not replacing it")
+	e.Del("STATIC_ROUTE|10.0.1.0/24")
+	e.WaitGone("STATIC_ROUTE|10.0.1.0/24")
+	if rs := e2eutil.Routes(e.NS, "10.0.1.0/24"); len(rs) != 1 || rs[0].Proto() != "kernel" || rs[0].Dev != "Ethernet0" {
 		t.Fatalf("connected route changed: %+v", rs)
 	}
-	e.waitPing(h1, "10.0.2.2")
+	e2eutil.WaitReachable(t, h1, "10.0.2.2")
 }
 
 // An address added by hand is never replaced nor deleted: a key naming
@@ -100,57 +100,57 @@ func TestRouteConflictWithForeignRoute(t *testing.T) {
 // applies once the hand-made address goes. Ours carry protocol 201, so a
 // stale one is swept after a restart; a hand-made one never is.
 func TestHandMadeAddressUntouched(t *testing.T) {
-	e := newEnv(t)
+	e := e2eutil.NewSwitch(t)
 	peer := testns.New(t)
-	e.sw.Veth("Ethernet2", peer, "eth1")
-	e.sw.IP("addr", "add", "10.0.2.1/24", "dev", "Ethernet2")
-	e.start()
-	e.initialized()
+	e.NS.Veth("Ethernet2", peer, "eth1")
+	e.NS.IP("addr", "add", "10.0.2.1/24", "dev", "Ethernet2")
+	e.Start("orchagent", "--log-level", "debug")
+	e.SetInitialized()
 
-	e.hset("INTERFACE|Ethernet2|10.0.2.1/24", "bogus", "1")
-	e.waitState("INTERFACE|Ethernet2|10.0.2.1/24", "error", "")
-	e.del("INTERFACE|Ethernet2|10.0.2.1/24")
-	e.waitGone("INTERFACE|Ethernet2|10.0.2.1/24")
-	if !slices.Contains(addrs(e.sw, "Ethernet2"), "10.0.2.1/24") {
+	e.HSet("INTERFACE|Ethernet2|10.0.2.1/24", "bogus", "1")
+	e.WaitState("INTERFACE|Ethernet2|10.0.2.1/24", "error", "")
+	e.Del("INTERFACE|Ethernet2|10.0.2.1/24")
+	e.WaitGone("INTERFACE|Ethernet2|10.0.2.1/24")
+	if !slices.Contains(e2eutil.Addrs(e.NS, "Ethernet2"), "10.0.2.1/24") {
 		t.Fatal("DEL of an invalid key removed the hand-made address")
 	}
 
-	e.hset("INTERFACE|Ethernet2|10.0.2.1/24")
-	e.waitState("INTERFACE|Ethernet2|10.0.2.1/24", "error", "address 10.0.2.1/24 on Ethernet2 exists with protocol unspec")
-	if p, ok := addrProto(t, e.sw, "Ethernet2", "10.0.2.1/24"); !ok || p != 0 {
+	e.HSet("INTERFACE|Ethernet2|10.0.2.1/24")
+	e.WaitState("INTERFACE|Ethernet2|10.0.2.1/24", "error", "address 10.0.2.1/24 on Ethernet2 exists with protocol unspec")
+	if p, ok := addrProto(t, e.NS, "Ethernet2", "10.0.2.1/24"); !ok || p != 0 {
 		t.Fatalf("hand-made address re-marked: proto %d present %v", p, ok)
 	}
-	e.del("INTERFACE|Ethernet2|10.0.2.1/24")
-	e.waitGone("INTERFACE|Ethernet2|10.0.2.1/24")
-	if !slices.Contains(addrs(e.sw, "Ethernet2"), "10.0.2.1/24") {
+	e.Del("INTERFACE|Ethernet2|10.0.2.1/24")
+	e.WaitGone("INTERFACE|Ethernet2|10.0.2.1/24")
+	if !slices.Contains(e2eutil.Addrs(e.NS, "Ethernet2"), "10.0.2.1/24") {
 		t.Fatal("DEL of a conflicting key removed the hand-made address")
 	}
 
 	// The conflict goes: ours is added, marked 201.
-	e.hset("INTERFACE|Ethernet2|10.0.2.1/24")
-	e.waitState("INTERFACE|Ethernet2|10.0.2.1/24", "error", "exists with protocol unspec")
-	e.sw.IP("addr", "del", "10.0.2.1/24", "dev", "Ethernet2")
-	e.waitOK("INTERFACE|Ethernet2|10.0.2.1/24")
-	if p, ok := addrProto(t, e.sw, "Ethernet2", "10.0.2.1/24"); !ok || p != netlinkmgr.ProtoSwitchyard {
+	e.HSet("INTERFACE|Ethernet2|10.0.2.1/24")
+	e.WaitState("INTERFACE|Ethernet2|10.0.2.1/24", "error", "exists with protocol unspec")
+	e.NS.IP("addr", "del", "10.0.2.1/24", "dev", "Ethernet2")
+	e.WaitOK("INTERFACE|Ethernet2|10.0.2.1/24")
+	if p, ok := addrProto(t, e.NS, "Ethernet2", "10.0.2.1/24"); !ok || p != netlinkmgr.ProtoSwitchyard {
 		t.Fatalf("our address: proto %d present %v", p, ok)
 	}
-	e.hset("INTERFACE|Ethernet2|2001:db8:2::1/64")
-	e.waitOK("INTERFACE|Ethernet2|2001:db8:2::1/64")
-	if p, ok := addrProto(t, e.sw, "Ethernet2", "2001:db8:2::1/64"); !ok || p != netlinkmgr.ProtoSwitchyard {
+	e.HSet("INTERFACE|Ethernet2|2001:db8:2::1/64")
+	e.WaitOK("INTERFACE|Ethernet2|2001:db8:2::1/64")
+	if p, ok := addrProto(t, e.NS, "Ethernet2", "2001:db8:2::1/64"); !ok || p != netlinkmgr.ProtoSwitchyard {
 		t.Fatalf("our IPv6 address: proto %d present %v", p, ok)
 	}
 
 	// Sweep: config deleted while down removes ours, never a hand-made one.
-	e.sw.IP("addr", "add", "10.0.3.1/24", "dev", "Ethernet2")
-	e.kill()
-	e.del("INTERFACE|Ethernet2|10.0.2.1/24", "INTERFACE|Ethernet2|2001:db8:2::1/64")
-	e.start()
-	e.initialized()
-	e2eutil.Eventually(t, wait, "stale addresses of ours swept", func() (bool, string) {
-		a := addrs(e.sw, "Ethernet2")
+	e.NS.IP("addr", "add", "10.0.3.1/24", "dev", "Ethernet2")
+	e.Procs["orchagent"].Kill()
+	e.Del("INTERFACE|Ethernet2|10.0.2.1/24", "INTERFACE|Ethernet2|2001:db8:2::1/64")
+	e.Start("orchagent", "--log-level", "debug")
+	e.SetInitialized()
+	e.Eventually("stale addresses of ours swept", func() (bool, string) {
+		a := e2eutil.Addrs(e.NS, "Ethernet2")
 		return !slices.Contains(a, "10.0.2.1/24") && !slices.Contains(a, "2001:db8:2::1/64"), fmt.Sprint(a)
 	})
-	if !slices.Contains(addrs(e.sw, "Ethernet2"), "10.0.3.1/24") {
+	if !slices.Contains(e2eutil.Addrs(e.NS, "Ethernet2"), "10.0.3.1/24") {
 		t.Fatal("the sweep removed a hand-made address")
 	}
 }
@@ -170,53 +170,53 @@ func TestGatewayValidation(t *testing.T) {
 		{"STATIC_ROUTE|10.63.0.0/16", "10.0.3.2", "waiting for a connected route to next hop 10.0.3.2"},
 	}
 	for _, c := range cases {
-		e.hset(c.key, "nexthop", c.gw)
+		e.HSet(c.key, "nexthop", c.gw)
 	}
 	for _, c := range cases {
 		state := "error"
 		if strings.HasPrefix(c.reason, "waiting") {
 			state = "pending"
 		}
-		e.waitState(c.key, state, c.reason)
+		e.WaitState(c.key, state, c.reason)
 	}
 	for _, dst := range []string{"10.60.0.0/16", "10.61.0.0/16", "10.62.0.0/16", "10.63.0.0/16"} {
-		if rs := routes(e.sw, dst); len(rs) != 0 {
+		if rs := e2eutil.Routes(e.NS, dst); len(rs) != 0 {
 			t.Fatalf("route %s installed: %+v", dst, rs)
 		}
 	}
 	// The pending one applies once its subnet appears.
-	e.hset("INTERFACE|Ethernet4|10.0.3.1/24")
-	e.waitOK("INTERFACE|Ethernet4|10.0.3.1/24", "STATIC_ROUTE|10.63.0.0/16")
+	e.HSet("INTERFACE|Ethernet4|10.0.3.1/24")
+	e.WaitOK("INTERFACE|Ethernet4|10.0.3.1/24", "STATIC_ROUTE|10.63.0.0/16")
 
 	// On a connected subnet but refused by the kernel (an extra
 	// broadcast address made by hand in the local table): the kernel's
 	// reason, as an error; applied once that goes.
-	e.sw.IP("route", "add", "broadcast", "10.0.2.50", "dev", "Ethernet4", "table", "local", "scope", "link")
-	e.hset("STATIC_ROUTE|10.64.0.0/16", "nexthop", "10.0.2.50")
-	e.waitState("STATIC_ROUTE|10.64.0.0/16", "error",
+	e.NS.IP("route", "add", "broadcast", "10.0.2.50", "dev", "Ethernet4", "table", "local", "scope", "link")
+	e.HSet("STATIC_ROUTE|10.64.0.0/16", "nexthop", "10.0.2.50")
+	e.WaitState("STATIC_ROUTE|10.64.0.0/16", "error",
 		"the kernel refuses next hop 10.0.2.50 (on Ethernet4, subnet 10.0.2.0/24): replace route 10.64.0.0/16 table 254: Nexthop has invalid gateway")
-	e.sw.IP("route", "del", "broadcast", "10.0.2.50", "dev", "Ethernet4", "table", "local")
-	e.waitOK("STATIC_ROUTE|10.64.0.0/16")
+	e.NS.IP("route", "del", "broadcast", "10.0.2.50", "dev", "Ethernet4", "table", "local")
+	e.WaitOK("STATIC_ROUTE|10.64.0.0/16")
 }
 
 // Issue 11: an IPv4 route naming only an interface (kernel scope link) is
 // removed by DEL and by the sweep.
 func TestInterfaceOnlyRouteDeleted(t *testing.T) {
 	e, _, _ := routed(t)
-	e.hset("STATIC_ROUTE|1.2.3.7/32", "ifname", "Ethernet0")
-	e.hset("STATIC_ROUTE|1.2.3.8/32", "ifname", "Ethernet0")
-	e.waitOK("STATIC_ROUTE|1.2.3.7/32", "STATIC_ROUTE|1.2.3.8/32")
-	e.del("STATIC_ROUTE|1.2.3.7/32")
-	e.waitGone("STATIC_ROUTE|1.2.3.7/32")
-	if rs := routes(e.sw, "1.2.3.7/32"); len(rs) != 0 {
+	e.HSet("STATIC_ROUTE|1.2.3.7/32", "ifname", "Ethernet0")
+	e.HSet("STATIC_ROUTE|1.2.3.8/32", "ifname", "Ethernet0")
+	e.WaitOK("STATIC_ROUTE|1.2.3.7/32", "STATIC_ROUTE|1.2.3.8/32")
+	e.Del("STATIC_ROUTE|1.2.3.7/32")
+	e.WaitGone("STATIC_ROUTE|1.2.3.7/32")
+	if rs := e2eutil.Routes(e.NS, "1.2.3.7/32"); len(rs) != 0 {
 		t.Fatalf("interface route left after DEL: %+v", rs)
 	}
-	e.kill()
-	e.del("STATIC_ROUTE|1.2.3.8/32")
-	e.start()
-	e.initialized()
-	e2eutil.Eventually(t, wait, "interface route swept", func() (bool, string) {
-		rs := routes(e.sw, "1.2.3.8/32")
+	e.Procs["orchagent"].Kill()
+	e.Del("STATIC_ROUTE|1.2.3.8/32")
+	e.Start("orchagent", "--log-level", "debug")
+	e.SetInitialized()
+	e.Eventually("interface route swept", func() (bool, string) {
+		rs := e2eutil.Routes(e.NS, "1.2.3.8/32")
 		return len(rs) == 0, fmt.Sprint(rs)
 	})
 }
@@ -333,16 +333,16 @@ func churn(ns *testns.NS, second int) <-chan error {
 // kill -9 and restart, a Redis restart, the sweep and the removal of all
 // config; another 200 routes come and go during the restart and the sweep.
 func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
-	e := newEnv(t)
+	e := e2eutil.NewSwitch(t)
 	h1 := testns.New(t)
 	h2 := testns.New(t)
-	e.sw.Veth("Ethernet0", h1, "eth1")
-	e.sw.Veth("Ethernet4", h2, "eth1")
+	e.NS.Veth("Ethernet0", h1, "eth1")
+	e.NS.Veth("Ethernet4", h2, "eth1")
 	mgmt := testns.New(t)
-	e.sw.Veth("eth9", mgmt, "mgmt")
-	e.sw.IP("addr", "add", "192.168.77.10/24", "dev", "eth9")
-	e.sw.IP("link", "add", "br0", "type", "bridge")
-	e.sw.IP("link", "set", "br0", "up")
+	e.NS.Veth("eth9", mgmt, "mgmt")
+	e.NS.IP("addr", "add", "192.168.77.10/24", "dev", "eth9")
+	e.NS.IP("link", "add", "br0", "type", "bridge")
+	e.NS.IP("link", "set", "br0", "up")
 	var setup []string
 	for i := 0; i < 20; i++ {
 		setup = append(setup, fmt.Sprintf("link add brp%d type veth peer name brq%d", i, i),
@@ -354,12 +354,12 @@ func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
 	for i := 0; i < 600; i++ {
 		setup = append(setup, fmt.Sprintf("route add 10.%d.%d.0/24 via 192.168.77.1 proto bird", 200+i/250, i%250))
 	}
-	if err := ipBatch(e.sw, setup); err != nil {
+	if err := ipBatch(e.NS, setup); err != nil {
 		t.Fatal(err)
 	}
-	settled(t, e.sw)
+	settled(t, e.NS)
 	ours := []string{"10.0.1.1/24", "10.0.2.1/24", "2001:db8:1::1/64"}
-	before := foreignSnap(t, e.sw, ours)
+	before := foreignSnap(t, e.NS, ours)
 
 	// A routing daemon installs its routes while orchagent starts.
 	daemon := make(chan error, 1)
@@ -369,34 +369,34 @@ func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
 			lines = append(lines, fmt.Sprintf("route add 10.%d.%d.0/24 via 192.168.77.1 proto bgp", 210+i/250, i%250))
 		}
 		lines = append(lines, "route add 10.99.0.0/16 via 192.168.77.1 proto bgp")
-		daemon <- ipBatch(e.sw, lines)
+		daemon <- ipBatch(e.NS, lines)
 	}()
-	e.start()
+	e.Start("orchagent", "--log-level", "debug")
 	config := func() []string {
 		keys := []string{"INTERFACE|Ethernet0|10.0.1.1/24", "INTERFACE|Ethernet4|10.0.2.1/24", "INTERFACE|Ethernet0|2001:db8:1::1/64"}
 		for _, k := range keys {
-			e.hset(k)
+			e.HSet(k)
 		}
 		for i := 0; i < 50; i++ {
 			k := fmt.Sprintf("STATIC_ROUTE|10.100.%d.0/24", i)
-			e.hset(k, "nexthop", "10.0.2.2")
+			e.HSet(k, "nexthop", "10.0.2.2")
 			keys = append(keys, k)
 		}
 		// Same prefix as a bird route: a conflict. Same prefix as the
 		// daemon's, another distance: coexists.
-		e.hset("STATIC_ROUTE|10.200.5.0/24", "nexthop", "10.0.2.2")
-		e.hset("STATIC_ROUTE|10.99.0.0/16", "nexthop", "10.0.2.2", "distance", "30")
-		e.initialized()
+		e.HSet("STATIC_ROUTE|10.200.5.0/24", "nexthop", "10.0.2.2")
+		e.HSet("STATIC_ROUTE|10.99.0.0/16", "nexthop", "10.0.2.2", "distance", "30")
+		e.SetInitialized()
 		return append(keys, "STATIC_ROUTE|10.99.0.0/16")
 	}
 	keys := config()
 	if err := <-daemon; err != nil {
 		t.Fatal(err)
 	}
-	e.waitOK(keys...)
-	e.waitState("STATIC_ROUTE|10.200.5.0/24", "error", "exists with protocol bird")
-	settled(t, e.sw)
-	after := foreignSnap(t, e.sw, ours)
+	e.WaitOK(keys...)
+	e.WaitState("STATIC_ROUTE|10.200.5.0/24", "error", "exists with protocol bird")
+	settled(t, e.NS)
+	after := foreignSnap(t, e.NS, ours)
 	for k, v := range before {
 		if after[k] != v {
 			t.Fatalf("start: %s changed:\n  before %s\n  after  %s", k, v, after[k])
@@ -408,78 +408,76 @@ func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
 	t.Logf("%d foreign objects", len(after))
 
 	// kill -9 and restart, while a routing daemon churns.
-	busy := churn(e.sw, 0)
-	e.kill()
-	e.start()
-	e.waitOK(keys...)
-	e.waitState("STATIC_ROUTE|10.200.5.0/24", "error", "exists with protocol bird")
+	busy := churn(e.NS, 0)
+	e.Procs["orchagent"].Kill()
+	e.Start("orchagent", "--log-level", "debug")
+	e.WaitOK(keys...)
+	e.WaitState("STATIC_ROUTE|10.200.5.0/24", "error", "exists with protocol bird")
 	if err := <-busy; err != nil {
 		t.Fatal(err)
 	}
-	sameSnap(t, "restart", after, foreignSnap(t, e.sw, ours))
+	sameSnap(t, "restart", after, foreignSnap(t, e.NS, ours))
 
 	// Redis restarted empty, config reloaded.
-	e.srv.Restart()
-	e2eutil.Eventually(t, wait, "orchagent holds the deletions of the empty Redis", func() (bool, string) {
-		return strings.Contains(e.proc.Output(), "key gone while CONFIG_DB_INITIALIZED is not 1"), "no hold yet"
-	})
+	e.Redis.Restart()
+	e.Procs["orchagent"].WaitLog("the hold of the empty Redis's deletions", "key gone while CONFIG_DB_INITIALIZED is not 1")
 	keys = config()
-	e.waitOK(keys...)
-	sameSnap(t, "redis restart", after, foreignSnap(t, e.sw, ours))
+	e.WaitOK(keys...)
+	sameSnap(t, "redis restart", after, foreignSnap(t, e.NS, ours))
 
 	// Sweep: config deleted while down.
-	e.kill()
+	e.Procs["orchagent"].Kill()
 	for i := 0; i < 25; i++ {
-		e.del(fmt.Sprintf("STATIC_ROUTE|10.100.%d.0/24", i))
+		e.Del(fmt.Sprintf("STATIC_ROUTE|10.100.%d.0/24", i))
 	}
-	e.del("STATIC_ROUTE|10.200.5.0/24", "STATIC_ROUTE|10.99.0.0/16")
-	busy = churn(e.sw, 1)
-	e.start()
-	e.waitOK("STATIC_ROUTE|10.100.30.0/24")
-	e2eutil.Eventually(t, wait, "stale routes swept", func() (bool, string) {
-		rs := routes(e.sw, "10.100.0.0/24")
-		rs2 := routes(e.sw, "10.99.0.0/16")
+	e.Del("STATIC_ROUTE|10.200.5.0/24", "STATIC_ROUTE|10.99.0.0/16")
+	busy = churn(e.NS, 1)
+	e.Start("orchagent", "--log-level", "debug")
+	e.WaitOK("STATIC_ROUTE|10.100.30.0/24")
+	e.Eventually("stale routes swept", func() (bool, string) {
+		rs := e2eutil.Routes(e.NS, "10.100.0.0/24")
+		rs2 := e2eutil.Routes(e.NS, "10.99.0.0/16")
 		return len(rs) == 0 && len(rs2) == 1, fmt.Sprint(rs, rs2)
 	})
 	if err := <-busy; err != nil {
 		t.Fatal(err)
 	}
-	sameSnap(t, "sweep", after, foreignSnap(t, e.sw, ours))
+	sameSnap(t, "sweep", after, foreignSnap(t, e.NS, ours))
 
 	// Everything deleted.
-	all, _ := e.cfg.Keys(t.Context(), "*|*").Result()
-	e.del(all...)
-	e2eutil.Eventually(t, wait, "all of ours removed", func() (bool, string) {
-		var rs []ipRoute
-		e.sw.JSON(&rs, "route", "show", "proto", "201")
-		a := addrs(e.sw, "Ethernet0")
+	all, _ := e.Config.Keys(t.Context(), "*|*").Result()
+	e.Del(all...)
+	e.Eventually("all of ours removed", func() (bool, string) {
+		var rs []e2eutil.IPRoute
+		e.NS.JSON(&rs, "route", "show", "proto", "201")
+		a := e2eutil.Addrs(e.NS, "Ethernet0")
 		return len(rs) == 0 && !slices.Contains(a, "10.0.1.1/24"), fmt.Sprint(len(rs), a)
 	})
-	sameSnap(t, "delete all", after, foreignSnap(t, e.sw, ours))
+	sameSnap(t, "delete all", after, foreignSnap(t, e.NS, ours))
 }
 
 // A port enslaved to Bridge by hand carries no vid (vlan_default_pvid 0):
 // the sweep releases only ports that carried a VLAN of ours. VM suite.
 func TestVLANHandEnslavedPortNotSwept(t *testing.T) {
 	requireVLAN(t)
-	e := newEnv(t)
+	e := e2eutil.NewSwitch(t)
 	peer := testns.New(t)
-	e.sw.Veth("Ethernet0", peer, "eth1")
-	e.sw.Veth("Ethernet8", peer, "eth8")
-	e.start()
-	e.initialized()
-	e.hset("VLAN|Vlan100", "vlanid", "100")
-	e.hset("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
-	e.waitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|Ethernet0")
-	e.sw.IP("link", "set", "Ethernet8", "master", "Bridge")
-	e.kill()
-	e.del("VLAN_MEMBER|Vlan100|Ethernet0")
-	e.start()
-	e2eutil.Eventually(t, wait, "stale member released by the sweep", func() (bool, string) {
-		l, _ := link(e.sw, "Ethernet0")
+	e.NS.Veth("Ethernet0", peer, "eth1")
+	e.NS.Veth("Ethernet8", peer, "eth8")
+	e.Start("orchagent", "--log-level", "debug")
+	e.SetInitialized()
+	e.HSet("VLAN|Vlan100", "vlanid", "100")
+	e.HSet("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
+	e.WaitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|Ethernet0")
+	e.NS.IP("link", "set", "Ethernet8", "master", "Bridge")
+	e.Procs["orchagent"].Kill()
+	e.Del("VLAN_MEMBER|Vlan100|Ethernet0")
+	e.Start("orchagent", "--log-level", "debug")
+	e.Eventually("stale member released by the sweep", func() (bool, string) {
+		l, _ := e2eutil.Link(e.NS, "Ethernet0")
 		return l.Master == "", l.Master
 	})
-	if l, _ := link(e.sw, "Ethernet8"); l.Master != "Bridge" {
+	if l, _ := e2eutil.Link(e.NS, "Ethernet8"); l.Master != "Bridge" {
 		t.Fatalf("hand-enslaved Ethernet8 released (master %q)", l.Master)
 	}
 }

@@ -63,11 +63,11 @@ func TestPortChannelMissingKernelFeature(t *testing.T) {
 	if ok, _ := kernelcap.Has(kernelcap.Bonding); ok {
 		t.Skip("this kernel has bonding: nothing is missing (TestVMPortChannelLACP runs here)")
 	}
-	e := newEnv(t)
+	e := e2eutil.NewSwitch(t)
 	peer := testns.New(t)
-	e.sw.Veth("Ethernet0", peer, "eth1")
-	before := linkNames(t, e.sw)
-	e.start()
+	e.NS.Veth("Ethernet0", peer, "eth1")
+	before := linkNames(t, e.NS)
+	e.Start("orchagent", "--log-level", "debug")
 	keys := map[string][]string{
 		"PORTCHANNEL|PortChannel01":                       {"admin_status", "up", "min_links", "1"},
 		"PORTCHANNEL_MEMBER|PortChannel01|Ethernet0":      nil,
@@ -77,21 +77,21 @@ func TestPortChannelMissingKernelFeature(t *testing.T) {
 		"PORTCHANNEL|PortChannel04":                       {"static", "true"},
 	}
 	for k, kv := range keys {
-		e.hset(k, kv...)
+		e.HSet(k, kv...)
 	}
-	e.waitState("PORTCHANNEL|PortChannel01", "error", "kernel lacks bonding")
-	e.waitState("PORTCHANNEL_MEMBER|PortChannel01|Ethernet0", "pending", "waiting for PORTCHANNEL|PortChannel01")
-	e.waitState("PORTCHANNEL_INTERFACE|PortChannel01|10.0.0.1/31", "pending", "waiting for PORTCHANNEL|PortChannel01")
-	e.waitState("PORTCHANNEL|PortChannel02", "error", `field "min_links": "0" is not valid: want an integer 1-1024`)
-	e.waitState("PORTCHANNEL|Po3", "error", `"Po3" is not a PortChannel name`)
-	e.waitState("PORTCHANNEL|PortChannel04", "error", "static PortChannels (no LACP) are not supported")
+	e.WaitState("PORTCHANNEL|PortChannel01", "error", "kernel lacks bonding")
+	e.WaitState("PORTCHANNEL_MEMBER|PortChannel01|Ethernet0", "pending", "waiting for PORTCHANNEL|PortChannel01")
+	e.WaitState("PORTCHANNEL_INTERFACE|PortChannel01|10.0.0.1/31", "pending", "waiting for PORTCHANNEL|PortChannel01")
+	e.WaitState("PORTCHANNEL|PortChannel02", "error", `field "min_links": "0" is not valid: want an integer 1-1024`)
+	e.WaitState("PORTCHANNEL|Po3", "error", `"Po3" is not a PortChannel name`)
+	e.WaitState("PORTCHANNEL|PortChannel04", "error", "static PortChannels (no LACP) are not supported")
 	for k := range keys {
-		e.del(k)
+		e.Del(k)
 	}
 	for k := range keys {
-		e.waitGone(k)
+		e.WaitGone(k)
 	}
-	if after := linkNames(t, e.sw); !slices.Equal(before, after) {
+	if after := linkNames(t, e.NS); !slices.Equal(before, after) {
 		t.Fatalf("links changed:\nbefore %q\nafter  %q", before, after)
 	}
 }
@@ -103,10 +103,10 @@ func TestPortChannelMissingKernelFeature(t *testing.T) {
 // key leaves the links as before.
 func TestVMPortChannelLACP(t *testing.T) {
 	kernelcap.Require(t, kernelcap.Bonding)
-	e := newEnv(t)
+	e := e2eutil.NewSwitch(t)
 	h := testns.New(t)
-	e.sw.Veth("Ethernet0", h, "eth1")
-	e.sw.Veth("Ethernet4", h, "eth2")
+	e.NS.Veth("Ethernet0", h, "eth1")
+	e.NS.Veth("Ethernet4", h, "eth2")
 	h.IP("link", "add", "bond0", "type", "bond", "mode", "802.3ad", "lacp_rate", "fast", "miimon", "100")
 	for _, p := range []string{"eth1", "eth2"} {
 		h.IP("link", "set", p, "down")
@@ -114,9 +114,9 @@ func TestVMPortChannelLACP(t *testing.T) {
 	}
 	h.IP("link", "set", "bond0", "up")
 	h.IP("addr", "add", "10.0.0.2/24", "dev", "bond0")
-	before := linkNames(t, e.sw)
-	e.start()
-	e.initialized()
+	before := linkNames(t, e.NS)
+	e.Start("orchagent", "--log-level", "debug")
+	e.SetInitialized()
 	pc := []string{"admin_status", "up", "mtu", "9100", "min_links", "1", "fast_rate", "true", "lacp_key", "auto"}
 	cfg := [][]string{
 		{"PORT|Ethernet0", "admin_status", "up"}, {"PORT|Ethernet4", "admin_status", "up"},
@@ -126,67 +126,67 @@ func TestVMPortChannelLACP(t *testing.T) {
 	}
 	var keys []string
 	for _, c := range cfg {
-		e.hset(c[0], c[1:]...)
+		e.HSet(c[0], c[1:]...)
 		keys = append(keys, c[0])
 	}
-	e.waitOK(keys...)
-	b := bondLink(t, e.sw, "PortChannel01")
+	e.WaitOK(keys...)
+	b := bondLink(t, e.NS, "PortChannel01")
 	if b.LinkInfo.Kind != "bond" || b.LinkInfo.Data.Mode != "802.3ad" || b.LinkInfo.Data.LacpRate != "fast" {
 		t.Fatalf("PortChannel01: %+v", b.LinkInfo)
 	}
 	for _, p := range []string{"Ethernet0", "Ethernet4"} {
-		e2eutil.Eventually(t, wait, p+" selected by LACP", func() (bool, string) { return selected(t, e.sw, "PortChannel01", p) })
+		e.Eventually(p+" selected by LACP", func() (bool, string) { return selected(t, e.NS, "PortChannel01", p) })
 	}
-	e.waitPing(h, "10.0.0.1")
+	e2eutil.WaitReachable(t, h, "10.0.0.1")
 
 	// One member's link down: deselected, traffic keeps flowing.
 	h.IP("link", "set", "eth2", "down")
-	e2eutil.Eventually(t, wait, "Ethernet4 deselected", func() (bool, string) {
-		ok, why := selected(t, e.sw, "PortChannel01", "Ethernet4")
+	e.Eventually("Ethernet4 deselected", func() (bool, string) {
+		ok, why := selected(t, e.NS, "PortChannel01", "Ethernet4")
 		return !ok, why
 	})
-	if ok, why := selected(t, e.sw, "PortChannel01", "Ethernet0"); !ok {
+	if ok, why := selected(t, e.NS, "PortChannel01", "Ethernet0"); !ok {
 		t.Fatalf("the remaining member is not selected: %s", why)
 	}
-	e.waitPing(h, "10.0.0.1")
+	e2eutil.WaitReachable(t, h, "10.0.0.1")
 
 	// min_links 2 with one member up: the PortChannel goes down.
-	e.hset("PORTCHANNEL|PortChannel01", append(pc[:4:4], "min_links", "2", "fast_rate", "true")...)
-	e2eutil.Eventually(t, wait, "PortChannel01 down with min_links 2", func() (bool, string) {
-		b := bondLink(t, e.sw, "PortChannel01")
+	e.HSet("PORTCHANNEL|PortChannel01", append(pc[:4:4], "min_links", "2", "fast_rate", "true")...)
+	e.Eventually("PortChannel01 down with min_links 2", func() (bool, string) {
+		b := bondLink(t, e.NS, "PortChannel01")
 		return b.OperState != "UP" && b.LinkInfo.Data.MinLinks == 2, b.OperState
 	})
 	h.IP("link", "set", "eth2", "up")
-	e2eutil.Eventually(t, wait, "PortChannel01 up with both members", func() (bool, string) {
-		b := bondLink(t, e.sw, "PortChannel01")
+	e.Eventually("PortChannel01 up with both members", func() (bool, string) {
+		b := bondLink(t, e.NS, "PortChannel01")
 		return b.OperState == "UP", b.OperState
 	})
-	e.waitPing(h, "10.0.0.1")
+	e2eutil.WaitReachable(t, h, "10.0.0.1")
 
 	// The PortChannel as a tagged member of Vlan100.
 	if ok, _ := kernelcap.Has(kernelcap.VLAN8021Q); ok {
-		e.del("PORTCHANNEL_INTERFACE|PortChannel01|10.0.0.1/24")
+		e.Del("PORTCHANNEL_INTERFACE|PortChannel01|10.0.0.1/24")
 		h.IP("link", "add", "link", "bond0", "name", "bond0.100", "type", "vlan", "id", "100")
 		h.IP("addr", "add", "10.100.0.2/24", "dev", "bond0.100")
 		h.IP("link", "set", "bond0.100", "up")
 		vlan := [][]string{{"VLAN|Vlan100", "vlanid", "100"}, {"VLAN_MEMBER|Vlan100|PortChannel01", "tagging_mode", "tagged"},
 			{"VLAN_INTERFACE|Vlan100|10.100.0.1/24"}}
 		for _, c := range vlan {
-			e.hset(c[0], c[1:]...)
+			e.HSet(c[0], c[1:]...)
 			keys = append(keys, c[0])
 		}
-		e.waitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|PortChannel01", "VLAN_INTERFACE|Vlan100|10.100.0.1/24")
-		e.waitPing(h, "10.100.0.1")
+		e.WaitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|PortChannel01", "VLAN_INTERFACE|Vlan100|10.100.0.1/24")
+		e2eutil.WaitReachable(t, h, "10.100.0.1")
 	}
 
 	for _, k := range keys {
-		e.del(k)
+		e.Del(k)
 	}
 	for _, k := range keys {
-		e.waitGone(k)
+		e.WaitGone(k)
 	}
-	e2eutil.Eventually(t, wait, "links as before (Bridge stays: it is never deleted)", func() (bool, string) {
-		after := slices.DeleteFunc(linkNames(t, e.sw), func(l string) bool { return l == "Bridge bridge " })
+	e.Eventually("links as before (Bridge stays: it is never deleted)", func() (bool, string) {
+		after := slices.DeleteFunc(linkNames(t, e.NS), func(l string) bool { return l == "Bridge bridge " })
 		return slices.Equal(before, after), fmt.Sprintf("before %q after %q", before, after)
 	})
 }

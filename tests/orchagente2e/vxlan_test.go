@@ -23,9 +23,9 @@ func TestVxlanWaitsForVlanOnHostKernel(t *testing.T) {
 	if ok, _ := kernelcap.Has(kernelcap.VLAN8021Q); ok {
 		t.Skip("this kernel has 802.1Q: TestVMVxlanTwoSwitches runs here")
 	}
-	e := newEnv(t)
-	before := linkNames(t, e.sw)
-	e.start()
+	e := e2eutil.NewSwitch(t)
+	before := linkNames(t, e.NS)
+	e.Start("orchagent", "--log-level", "debug")
 	keys := map[string][]string{
 		"VXLAN_TUNNEL|vtep1":                      {"src_ip", "10.1.0.1", "dst_ip", "10.1.0.2"},
 		"VXLAN_TUNNEL_MAP|vtep1|map_1000_Vlan100": {"vlan", "Vlan100", "vni", "1000"},
@@ -34,19 +34,19 @@ func TestVxlanWaitsForVlanOnHostKernel(t *testing.T) {
 		"VXLAN_TUNNEL_MAP|vtep1|bad":              {"vlan", "Vlan100", "vni", "0"},
 	}
 	for k, kv := range keys {
-		e.hset(k, kv...)
+		e.HSet(k, kv...)
 	}
-	e.waitOK("VXLAN_TUNNEL|vtep1")
-	e.waitState("VXLAN_TUNNEL_MAP|vtep1|map_1000_Vlan100", "pending", "waiting for VLAN|Vlan100")
-	e.waitState("VXLAN_TUNNEL|vtep2", "error", "dst_ip is not of src_ip's address family")
-	e.waitState("VXLAN_TUNNEL_MAP|vtep1|bad", "error", `field "vni": "0" is not valid: want an integer 1-16777215`)
+	e.WaitOK("VXLAN_TUNNEL|vtep1")
+	e.WaitState("VXLAN_TUNNEL_MAP|vtep1|map_1000_Vlan100", "pending", "waiting for VLAN|Vlan100")
+	e.WaitState("VXLAN_TUNNEL|vtep2", "error", "dst_ip is not of src_ip's address family")
+	e.WaitState("VXLAN_TUNNEL_MAP|vtep1|bad", "error", `field "vni": "0" is not valid: want an integer 1-16777215`)
 	for k := range keys {
-		e.del(k)
+		e.Del(k)
 	}
 	for k := range keys {
-		e.waitGone(k)
+		e.WaitGone(k)
 	}
-	if after := linkNames(t, e.sw); !slices.Equal(before, after) {
+	if after := linkNames(t, e.NS); !slices.Equal(before, after) {
 		t.Fatalf("links changed:\nbefore %q\nafter  %q", before, after)
 	}
 }
@@ -54,7 +54,7 @@ func TestVxlanWaitsForVlanOnHostKernel(t *testing.T) {
 // vxlanSwitch configures one switch: a host port in Vlan100, a routed
 // underlay port towards the router, Loopback0 as the VTEP and a static
 // route to the other VTEP, and the tunnel with its map.
-func vxlanSwitch(e *env, underlay, gw, lo, remote string) []string {
+func vxlanSwitch(e *e2eutil.Switch, underlay, gw, lo, remote string) []string {
 	cfg := [][]string{
 		{"PORT|Ethernet0", "admin_status", "up"}, {"PORT|Ethernet8", "admin_status", "up"},
 		{"INTERFACE|Ethernet8|" + underlay},
@@ -66,7 +66,7 @@ func vxlanSwitch(e *env, underlay, gw, lo, remote string) []string {
 	}
 	var keys []string
 	for _, c := range cfg {
-		e.hset(c[0], c[1:]...)
+		e.HSet(c[0], c[1:]...)
 		keys = append(keys, c[0])
 	}
 	return keys
@@ -79,27 +79,27 @@ func vxlanSwitch(e *env, underlay, gw, lo, remote string) []string {
 // behind its vxlan device, with the remote VTEP as its destination.
 func TestVMVxlanTwoSwitches(t *testing.T) {
 	kernelcap.Require(t, kernelcap.VLAN8021Q, kernelcap.VlanFiltering, kernelcap.Dummy)
-	e1, e2 := newEnv(t), newEnv(t)
+	e1, e2 := e2eutil.NewSwitch(t), e2eutil.NewSwitch(t)
 	r := testns.New(t)
-	forwarding(t, r)
-	e1.sw.Veth("Ethernet8", r, "eth1")
-	e2.sw.Veth("Ethernet8", r, "eth2")
+	e2eutil.Sysctl(t, r, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+	e1.NS.Veth("Ethernet8", r, "eth1")
+	e2.NS.Veth("Ethernet8", r, "eth2")
 	r.IP("addr", "add", "10.10.1.2/24", "dev", "eth1")
 	r.IP("addr", "add", "10.10.2.2/24", "dev", "eth2")
 	r.IP("route", "add", "10.1.0.1/32", "via", "10.10.1.1")
 	r.IP("route", "add", "10.1.0.2/32", "via", "10.10.2.1")
 	h1, h2 := testns.New(t), testns.New(t)
-	e1.sw.Veth("Ethernet0", h1, "eth1")
-	e2.sw.Veth("Ethernet0", h2, "eth1")
+	e1.NS.Veth("Ethernet0", h1, "eth1")
+	e2.NS.Veth("Ethernet0", h2, "eth1")
 	h1.IP("addr", "add", "10.100.0.1/24", "dev", "eth1")
 	h2.IP("addr", "add", "10.100.0.2/24", "dev", "eth1")
-	before := linkNames(t, e1.sw)
-	e1.start()
-	e2.start()
+	before := linkNames(t, e1.NS)
+	e1.Start("orchagent", "--log-level", "debug")
+	e2.Start("orchagent", "--log-level", "debug")
 	k1 := vxlanSwitch(e1, "10.10.1.1/24", "10.10.1.2", "10.1.0.1", "10.1.0.2")
 	k2 := vxlanSwitch(e2, "10.10.2.1/24", "10.10.2.2", "10.1.0.2", "10.1.0.1")
-	e1.waitOK(k1...)
-	e2.waitOK(k2...)
+	e1.WaitOK(k1...)
+	e2.WaitOK(k2...)
 	var links []struct {
 		LinkInfo struct {
 			Kind string `json:"info_kind"`
@@ -113,13 +113,13 @@ func TestVMVxlanTwoSwitches(t *testing.T) {
 		} `json:"linkinfo"`
 		Master string `json:"master"`
 	}
-	e1.sw.JSON(&links, "-d", "link", "show", "dev", "vtep1-100")
+	e1.NS.JSON(&links, "-d", "link", "show", "dev", "vtep1-100")
 	if d := links[0]; d.LinkInfo.Kind != "vxlan" || d.LinkInfo.Data.ID != 1000 || d.LinkInfo.Data.Local != "10.1.0.1" ||
 		d.LinkInfo.Data.Remote != "10.1.0.2" || d.LinkInfo.Data.Port != 4789 || !d.LinkInfo.Data.Learning || d.Master != "Bridge" {
 		t.Fatalf("vtep1-100 on sw1: %+v", d)
 	}
-	e1.waitPing(h1, "10.100.0.2")
-	e2.waitPing(h2, "10.100.0.1")
+	e2eutil.WaitReachable(t, h1, "10.100.0.2")
+	e2eutil.WaitReachable(t, h2, "10.100.0.1")
 
 	// sw1's Bridge learned h2's MAC behind the tunnel, towards 10.1.0.2.
 	var hl []struct {
@@ -127,14 +127,14 @@ func TestVMVxlanTwoSwitches(t *testing.T) {
 	}
 	h2.JSON(&hl, "link", "show", "dev", "eth1")
 	mac := hl[0].Address
-	e2eutil.Eventually(t, wait, "h2's MAC learned behind vtep1-100 on sw1", func() (bool, string) {
+	e1.Eventually("h2's MAC learned behind vtep1-100 on sw1", func() (bool, string) {
 		var fdb []struct {
 			MAC    string `json:"mac"`
 			Vlan   int    `json:"vlan"`
 			Master string `json:"master"`
 			Dst    string `json:"dst"`
 		}
-		e1.sw.JSON(&fdb, "bridge", "fdb", "show", "dev", "vtep1-100")
+		e1.NS.JSON(&fdb, "bridge", "fdb", "show", "dev", "vtep1-100")
 		bridged, remote := false, false
 		for _, f := range fdb {
 			if f.MAC != mac {
@@ -148,13 +148,13 @@ func TestVMVxlanTwoSwitches(t *testing.T) {
 
 	// Deleting sw1's keys: its links are as before (Bridge stays).
 	for _, k := range k1 {
-		e1.del(k)
+		e1.Del(k)
 	}
 	for _, k := range k1 {
-		e1.waitGone(k)
+		e1.WaitGone(k)
 	}
-	e2eutil.Eventually(t, wait, "sw1's links as before (Bridge stays)", func() (bool, string) {
-		after := slices.DeleteFunc(linkNames(t, e1.sw), func(l string) bool { return strings.HasPrefix(l, "Bridge ") })
+	e1.Eventually("sw1's links as before (Bridge stays)", func() (bool, string) {
+		after := slices.DeleteFunc(linkNames(t, e1.NS), func(l string) bool { return strings.HasPrefix(l, "Bridge ") })
 		return slices.Equal(before, after), fmt.Sprintf("before %q after %q", before, after)
 	})
 }

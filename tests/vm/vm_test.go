@@ -1,12 +1,15 @@
 package vm
 
 import (
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/kernelcap"
 	"github.com/switchyard-net/switchyard/tests/testns"
 	"github.com/switchyard-net/switchyard/tests/testredis"
@@ -83,18 +86,10 @@ func TestVLANBridgeTraffic(t *testing.T) {
 	h3.IP("addr", "add", "10.100.0.3/24", "dev", "eth0")
 
 	// iproute2 as the judge: the bridge holds what we configured.
-	var vlans []struct {
-		Ifname string `json:"ifname"`
-		Vlans  []struct {
-			Vlan  int      `json:"vlan"`
-			Flags []string `json:"flags"`
-		} `json:"vlans"`
-	}
-	sw.JSON(&vlans, "bridge", "vlan", "show")
 	got := map[string]string{}
-	for _, p := range vlans {
-		for _, v := range p.Vlans {
-			got[p.Ifname] += strings.TrimSpace(strings.Join(append([]string{strconv.Itoa(v.Vlan)}, v.Flags...), ",")) + " "
+	for port, vids := range e2eutil.BridgeVlans(sw) {
+		for _, v := range slices.Sorted(maps.Keys(vids)) {
+			got[port] += strings.TrimSpace(strings.Join(append([]string{strconv.Itoa(v)}, vids[v]...), ",")) + " "
 		}
 	}
 	want := map[string]string{"p1": "100,PVID,Egress Untagged ", "p2": "100 ", "p3": "200,PVID,Egress Untagged "}
