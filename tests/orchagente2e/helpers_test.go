@@ -8,6 +8,7 @@ package orchagente2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -31,6 +32,48 @@ func host(t *testing.T, sw *testns.NS, port string, addr4, gw4, addr6, gw6 strin
 		h.IP("-6", "route", "add", "default", "via", gw6)
 	}
 	return h
+}
+
+// delAll deletes the CONFIG_DB keys, one DEL each, and waits until none
+// has a result any more.
+func delAll(e *e2eutil.Switch, keys ...string) {
+	e.T.Helper()
+	for _, k := range keys {
+		e.Del(k)
+	}
+	for _, k := range keys {
+		e.WaitGone(k)
+	}
+}
+
+// clearResults deletes every result from STATE_DB: a restarted orchagent
+// writes them again from scratch, so their return says it has reconciled
+// every key.
+func clearResults(e *e2eutil.Switch) {
+	ctx := context.Background()
+	if keys, _ := e.State.Keys(ctx, "*_TABLE|*").Result(); len(keys) > 0 {
+		e.State.Del(ctx, keys...)
+	}
+}
+
+// restartChangesNothing kills orchagent (kill -9) and starts it again over
+// a kernel that is already right: by the time cfgKeys are ok again and the
+// marker PORT|Ethernet99 (a key that writes nothing) is pending, "ip
+// monitor" must have seen no netlink change at all.
+func restartChangesNothing(t testing.TB, e *e2eutil.Switch, cfgKeys ...string) {
+	t.Helper()
+	e.Procs["orchagent"].Kill()
+	settled(t, e.NS)
+	mon := startMonitor(t, e.NS)
+	mon.ready(t, e.NS)
+	clearResults(e)
+	e.Start("orchagent", "--log-level", "debug")
+	e.WaitOK(cfgKeys...)
+	e.HSet("PORT|Ethernet99", "mtu", "1400")
+	e.WaitState("PORT|Ethernet99", "pending", "waiting for netdev")
+	if lines := mon.seen(); len(lines) != 0 {
+		t.Fatalf("restart over a right kernel made netlink changes:\n%s", strings.Join(lines, "\n"))
+	}
 }
 
 // monitor records "ip monitor" lines of a namespace: every netlink change

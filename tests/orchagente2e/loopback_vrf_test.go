@@ -1,10 +1,9 @@
 package orchagente2e
 
 import (
-	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/tests/e2eutil"
@@ -102,12 +101,7 @@ func TestLoopbackVrfMissingKernelFeature(t *testing.T) {
 	if a := e2eutil.Addrs(e.NS, "Ethernet0"); slices.Contains(a, "10.0.0.1/24") {
 		t.Fatalf("an erroneous key added an address: %v", a)
 	}
-	for k := range keys {
-		e.Del(k)
-	}
-	for k := range keys {
-		e.WaitGone(k)
-	}
+	delAll(e, slices.Collect(maps.Keys(keys))...)
 	if after := linkNames(t, e.NS); !slices.Equal(before, after) {
 		t.Fatalf("links changed after the deletes:\nbefore %q\nafter  %q", before, after)
 	}
@@ -149,25 +143,11 @@ func TestVMLoopbackReachable(t *testing.T) {
 	e2eutil.WaitReachable(t, h, "fc00:1::1")
 
 	// Restart: nothing changes in the kernel.
-	e.Procs["orchagent"].Kill()
-	settled(t, e.NS)
-	mon := startMonitor(t, e.NS)
-	mon.ready(t, e.NS)
-	ctx := context.Background()
-	if keys, _ := e.State.Keys(ctx, "*_TABLE|*").Result(); len(keys) > 0 {
-		e.State.Del(ctx, keys...)
-	}
-	e.Start("orchagent", "--log-level", "debug")
-	e.WaitOK(cfgKeys...)
-	e.HSet("PORT|Ethernet99", "mtu", "1400") // a marker that writes nothing
-	e.WaitState("PORT|Ethernet99", "pending", "waiting for netdev")
-	if lines := mon.seen(); len(lines) != 0 {
-		t.Fatalf("restart over a right kernel made netlink changes:\n%s", strings.Join(lines, "\n"))
-	}
+	restartChangesNothing(t, e, cfgKeys...)
 	if l, _ := e2eutil.Link(e.NS, "Loopback0"); l.Index != lo.Index {
 		t.Fatal("Loopback0 was recreated")
 	}
-	e.Del("PORT|Ethernet99")
+	e.Del("PORT|Ethernet99") // restartChangesNothing's marker
 
 	// admin_status down, then up again.
 	e.HSet("LOOPBACK_INTERFACE|Loopback0", "admin_status", "down")
@@ -180,12 +160,7 @@ func TestVMLoopbackReachable(t *testing.T) {
 
 	// Deleting every key: the links are as before (the port keeps its
 	// admin state: PORT never resets a port).
-	for _, k := range cfgKeys {
-		e.Del(k)
-	}
-	for _, k := range cfgKeys {
-		e.WaitGone(k)
-	}
+	delAll(e, cfgKeys...)
 	e.Eventually("Loopback0 deleted", func() (bool, string) {
 		_, ok := e2eutil.Link(e.NS, "Loopback0")
 		return !ok, ""
@@ -261,10 +236,7 @@ func TestVMVrfOverlappingSubnets(t *testing.T) {
 	// Restart: same tables, the same devices.
 	idx, _ := e2eutil.Link(e.NS, "Vrf_red")
 	e.Procs["orchagent"].Kill()
-	ctx := context.Background()
-	if keys, _ := e.State.Keys(ctx, "*_TABLE|*").Result(); len(keys) > 0 {
-		e.State.Del(ctx, keys...)
-	}
+	clearResults(e)
 	e.Start("orchagent", "--log-level", "debug")
 	e.WaitOK(okKeys...)
 	if l, _ := e2eutil.Link(e.NS, "Vrf_red"); l.Index != idx.Index || vrfTable(t, e.NS, "Vrf_red") != tRed {
@@ -348,12 +320,7 @@ func TestVMVrfStaticRoutesAndLeak(t *testing.T) {
 	e2eutil.WaitReachable(t, hosts["Ethernet8"], "10.3.0.2")
 	e2eutil.WaitReachable(t, hosts["Ethernet12"], "10.2.0.2")
 
-	for _, k := range keys {
-		e.Del(k)
-	}
-	for _, k := range keys {
-		e.WaitGone(k)
-	}
+	delAll(e, keys...)
 	var left []e2eutil.IPRoute
 	e.NS.JSON(&left, "route", "show", "table", "all", "proto", "201")
 	if len(left) != 0 {

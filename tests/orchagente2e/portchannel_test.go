@@ -2,6 +2,7 @@ package orchagente2e
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -85,12 +86,7 @@ func TestPortChannelMissingKernelFeature(t *testing.T) {
 	e.WaitState("PORTCHANNEL|PortChannel02", "error", `field "min_links": "0" is not valid: want an integer 1-1024`)
 	e.WaitState("PORTCHANNEL|Po3", "error", `"Po3" is not a PortChannel name`)
 	e.WaitState("PORTCHANNEL|PortChannel04", "error", "static PortChannels (no LACP) are not supported")
-	for k := range keys {
-		e.Del(k)
-	}
-	for k := range keys {
-		e.WaitGone(k)
-	}
+	delAll(e, slices.Collect(maps.Keys(keys))...)
 	if after := linkNames(t, e.NS); !slices.Equal(before, after) {
 		t.Fatalf("links changed:\nbefore %q\nafter  %q", before, after)
 	}
@@ -179,12 +175,7 @@ func TestVMPortChannelLACP(t *testing.T) {
 		e2eutil.WaitReachable(t, h, "10.100.0.1")
 	}
 
-	for _, k := range keys {
-		e.Del(k)
-	}
-	for _, k := range keys {
-		e.WaitGone(k)
-	}
+	delAll(e, keys...)
 	e.Eventually("links as before (Bridge stays: it is never deleted)", func() (bool, string) {
 		after := slices.DeleteFunc(linkNames(t, e.NS), func(l string) bool { return l == "Bridge bridge " })
 		return slices.Equal(before, after), fmt.Sprintf("before %q after %q", before, after)

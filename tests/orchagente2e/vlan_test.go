@@ -1,7 +1,6 @@
 package orchagente2e
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -219,7 +218,7 @@ func TestVLANSweepAfterRestart(t *testing.T) {
 	e.WaitOK("VLAN|Vlan100", "VLAN|Vlan200", "VLAN_MEMBER|Vlan200|Ethernet0", "VLAN_MEMBER|Vlan100|Ethernet4")
 
 	e.Procs["orchagent"].Kill()
-	e.Config.Del(context.Background(), "CONFIG_DB_INITIALIZED")
+	e.Del("CONFIG_DB_INITIALIZED")
 	e.Del("VLAN|Vlan200", "VLAN_MEMBER|Vlan200|Ethernet0")
 	e.Start("orchagent", "--log-level", "debug")
 	e.HSet("PORT|Ethernet96", "mtu", "1400") // a marker: the new process is reconciling

@@ -2,6 +2,7 @@ package orchagente2e
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -40,12 +41,7 @@ func TestVxlanWaitsForVlanOnHostKernel(t *testing.T) {
 	e.WaitState("VXLAN_TUNNEL_MAP|vtep1|map_1000_Vlan100", "pending", "waiting for VLAN|Vlan100")
 	e.WaitState("VXLAN_TUNNEL|vtep2", "error", "dst_ip is not of src_ip's address family")
 	e.WaitState("VXLAN_TUNNEL_MAP|vtep1|bad", "error", `field "vni": "0" is not valid: want an integer 1-16777215`)
-	for k := range keys {
-		e.Del(k)
-	}
-	for k := range keys {
-		e.WaitGone(k)
-	}
+	delAll(e, slices.Collect(maps.Keys(keys))...)
 	if after := linkNames(t, e.NS); !slices.Equal(before, after) {
 		t.Fatalf("links changed:\nbefore %q\nafter  %q", before, after)
 	}
@@ -147,12 +143,7 @@ func TestVMVxlanTwoSwitches(t *testing.T) {
 	})
 
 	// Deleting sw1's keys: its links are as before (Bridge stays).
-	for _, k := range k1 {
-		e1.Del(k)
-	}
-	for _, k := range k1 {
-		e1.WaitGone(k)
-	}
+	delAll(e1, k1...)
 	e1.Eventually("sw1's links as before (Bridge stays)", func() (bool, string) {
 		after := slices.DeleteFunc(linkNames(t, e1.NS), func(l string) bool { return strings.HasPrefix(l, "Bridge ") })
 		return slices.Equal(before, after), fmt.Sprintf("before %q after %q", before, after)
