@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -320,7 +321,7 @@ func (x realRoutes) List(f RouteFilter) ([]RouteInfo, error) {
 func toRouteInfo(r netlink.Route, names map[int]string) RouteInfo {
 	ri := RouteInfo{
 		Table: r.Table, Protocol: int(r.Protocol), Metric: r.Priority,
-		Blackhole: r.Type == unix.RTN_BLACKHOLE,
+		Blackhole: r.Type == unix.RTN_BLACKHOLE, Type: routeTypeName(r.Type),
 	}
 	if r.Dst != nil {
 		ri.Dst = ipNetToPrefix(r.Dst)
@@ -340,4 +341,30 @@ func toRouteInfo(r netlink.Route, names map[int]string) RouteInfo {
 		ri.NextHops = []NextHop{{Gateway: ipToAddr(r.Gw), Link: names[r.LinkIndex], Weight: 1}}
 	}
 	return ri
+}
+
+// routeTypeName names a route type as iproute2 does; "" for unicast and
+// blackhole (Blackhole says which).
+func routeTypeName(t int) string {
+	switch t {
+	case 0, unix.RTN_UNICAST, unix.RTN_BLACKHOLE:
+		return ""
+	case unix.RTN_LOCAL:
+		return "local"
+	case unix.RTN_BROADCAST:
+		return "broadcast"
+	case unix.RTN_ANYCAST:
+		return "anycast"
+	case unix.RTN_MULTICAST:
+		return "multicast"
+	case unix.RTN_UNREACHABLE:
+		return "unreachable"
+	case unix.RTN_PROHIBIT:
+		return "prohibit"
+	case unix.RTN_THROW:
+		return "throw"
+	case unix.RTN_NAT:
+		return "nat"
+	}
+	return strconv.Itoa(t)
 }

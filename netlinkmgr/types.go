@@ -165,6 +165,12 @@ type RouteInfo struct {
 	Metric    int
 	Blackhole bool
 	NextHops  []NextHop
+	// Type is the kernel's route type when it is none of unicast and
+	// blackhole (read only): "local", "broadcast", "anycast", "multicast",
+	// "unreachable", "prohibit", "throw", … — the kernel's own local and
+	// broadcast routes of a VRF live in the VRF's table ("ip route show
+	// table T" prints the type first). "" = unicast or blackhole.
+	Type string
 	// Create, on Replace/ReplaceBatch only: fail with EEXIST instead of
 	// replacing a route with the same table, destination and metric,
 	// whoever owns it (ip route add instead of replace). Never read back.

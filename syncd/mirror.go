@@ -1,6 +1,7 @@
 package syncd
 
 import (
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -60,6 +61,8 @@ var OwnedFields = map[string][]string{
 	schema.StateFDBTable:   {FieldPort, FieldType},
 	schema.StateNeighTable: {FieldNeigh, FieldFamily, FieldNeighState},
 	schema.StateRouteTable: {FieldNexthop, FieldIfname, FieldProtocol, FieldBlackhole},
+	StateLagTable:          {FieldOperStatus, FieldAdminStatus, FieldMTU, FieldMinLinks, FieldLagState},
+	StateLagMemberTable:    {FieldMemberStatus},
 }
 
 // CounterFields are the fields of COUNTERS:<port> that syncd owns.
@@ -72,6 +75,7 @@ var CounterFields = []string{
 var StateTables = []string{
 	schema.StatePortTable, schema.StateVlanTable, schema.StateFDBTable,
 	schema.StateNeighTable, schema.StateRouteTable, StateInterfaceTable,
+	StateLagTable, StateLagMemberTable,
 }
 
 // StateKey joins a STATE_DB table and key: "PORT_TABLE|Ethernet0".
@@ -197,17 +201,43 @@ func NeighFields(n netlinkmgr.NeighInfo) schema.Fields {
 	}
 }
 
-// RouteMirrored reports whether a route belongs in ROUTE_TABLE: routes of
-// the main table only.
+// RouteMirrored reports whether a route may belong in ROUTE_TABLE: a route
+// of the main table, or of another table but local (255) and default (253)
+// — shown while a VRF device uses that table (VrfRouteKey). The kernel's
+// own local, broadcast, anycast and multicast routes, which a VRF's table
+// holds beside its routes, are not forwarding routes and never mirrored.
 func RouteMirrored(r netlinkmgr.RouteInfo) bool {
-	return (r.Table == 0 || r.Table == netlinkmgr.MainTable) && r.Dst.IsValid()
+	if !r.Dst.IsValid() || r.Table == 255 || r.Table == 253 {
+		return false
+	}
+	switch r.Type {
+	case "local", "broadcast", "anycast", "multicast":
+		return false
+	}
+	return true
 }
 
-// RouteKey is the ROUTE_TABLE key: the prefix in canonical form (host bits
-// clear), e.g. "10.1.0.0/16", "0.0.0.0/0", "2001:db8::/32".
+// RouteKey is the ROUTE_TABLE key of a main-table route: the prefix in
+// canonical form (host bits clear), e.g. "10.1.0.0/16", "0.0.0.0/0",
+// "2001:db8::/32".
 func RouteKey(r netlinkmgr.RouteInfo) string {
 	return r.Dst.Masked().String()
 }
+
+// VrfRouteKey is the ROUTE_TABLE key of a route in VRF vrf's table:
+// fpmsyncd's "<vrf>:<prefix>", e.g. "Vrf_blue:10.0.0.0/24". ok is false for
+// a VRF whose name does not start with "Vrf" (fpmsyncd skips those: the
+// name must tell the key from an IPv6 prefix).
+func VrfRouteKey(vrf string, prefix netip.Prefix) (string, bool) {
+	if !IsVrfName(vrf) {
+		return "", false
+	}
+	return vrf + ":" + prefix.Masked().String(), true
+}
+
+// IsVrfName reports whether a vrf device's routes are mirrored: its name
+// starts with "Vrf" (SONiC's VRF names, fpmsyncd's VRF_PREFIX).
+func IsVrfName(name string) bool { return strings.HasPrefix(name, "Vrf") && len(name) > 3 }
 
 // RouteFields renders a route as SONiC's fpmsyncd does: nexthop and ifname
 // as parallel comma lists (a directly connected path has nexthop 0.0.0.0 or

@@ -257,13 +257,19 @@ func (d *Daemon) apply(ev netlinkmgr.Event) {
 	d.view.Apply(ev)
 }
 
+// relistRoutes relists the main table and each VRF's table.
 func (d *Daemon) relistRoutes() {
-	rs, err := d.cfg.Kernel.Routes().List(netlinkmgr.RouteFilter{Table: netlinkmgr.MainTable})
-	if err != nil {
-		d.log.WithError(err).Warn("relist routes after link down")
-		return
+	tables := append([]int{netlinkmgr.MainTable}, d.view.VrfTables()...)
+	var all []netlinkmgr.RouteInfo
+	for _, t := range tables {
+		rs, err := d.cfg.Kernel.Routes().List(netlinkmgr.RouteFilter{Table: t})
+		if err != nil {
+			d.log.WithError(err).WithField("table", t).Warn("relist routes after link down")
+			return
+		}
+		all = append(all, rs...)
 	}
-	d.view.ReplaceRoutes(rs)
+	d.view.ReplaceRoutes(all, tables...)
 }
 
 func (d *Daemon) applyPorts(u portUpdate) {
@@ -386,7 +392,9 @@ func (d *Daemon) resync(ctx context.Context) error {
 
 // writeCounters refreshes, for every configured port, COUNTERS:<port>,
 // its SAI form COUNTERS:<oid> and COUNTERS_PORT_NAME_MAP from one link
-// dump, in one pipeline, and removes the counters of ports gone.
+// dump, in one pipeline, and removes the counters of ports gone. The same
+// dump refreshes the LAG mirror (View.RefreshLag): LACP state the bond
+// driver does not announce shows within one interval.
 func (d *Daemon) writeCounters(ctx context.Context) error {
 	links, err := d.cfg.Kernel.Links().List()
 	if err != nil {
@@ -397,6 +405,7 @@ func (d *Daemon) writeCounters(ctx context.Context) error {
 	names := schema.Fields{}
 	b := d.counters.Batch()
 	for _, l := range links {
+		d.view.RefreshLag(l)
 		if !d.view.IsConfigured(l.Name) || l.Stats == nil {
 			continue
 		}

@@ -25,7 +25,9 @@ type View struct {
 	neigh map[string]netlinkmgr.NeighInfo // NEIGH_TABLE key -> entry
 
 	routes    map[routeID]netlinkmgr.RouteInfo
-	routeKeys map[string]map[routeID]struct{} // ROUTE_TABLE key -> routes
+	routeKeys map[routeGroup]map[routeID]struct{} // table and prefix -> routes
+	vrfTables map[int]string                      // table -> vrf device
+	vrfByName map[string]int                      // vrf device -> table
 
 	addrs map[string]netlinkmgr.AddrInfo // INTERFACE_TABLE key -> address (AddrMirrored only)
 
@@ -57,7 +59,9 @@ func NewView() *View {
 		fdbKeys:   map[string]map[fdbID]struct{}{},
 		neigh:     map[string]netlinkmgr.NeighInfo{},
 		routes:    map[routeID]netlinkmgr.RouteInfo{},
-		routeKeys: map[string]map[routeID]struct{}{},
+		routeKeys: map[routeGroup]map[routeID]struct{}{},
+		vrfTables: map[int]string{},
+		vrfByName: map[string]int{},
 		addrs:     map[string]netlinkmgr.AddrInfo{},
 		dirty:     map[string]struct{}{},
 	}
@@ -205,7 +209,13 @@ func (v *View) applyLink(l netlinkmgr.LinkInfo, deleted bool) {
 	if had && adminUp(prev) && !adminUp(l) {
 		v.routesSuspect = true
 	}
+	if had {
+		v.touchLag(prev)
+		v.unfileVrf(prev)
+	}
 	v.links[l.Name] = l
+	v.touchLag(l)
+	v.fileVrf(l)
 	if l.Index != 0 {
 		v.linkName[l.Index] = l.Name
 	}
@@ -229,6 +239,8 @@ func (v *View) removeLink(name string) {
 	if !ok {
 		return
 	}
+	v.touchLag(l)
+	v.unfileVrf(l)
 	delete(v.links, name)
 	if v.linkName[l.Index] == name {
 		delete(v.linkName, l.Index)
@@ -393,6 +405,8 @@ func (v *View) Want(k string) (schema.Fields, bool) {
 		return NeighFields(n), true
 	case schema.StateRouteTable:
 		return v.wantRoute(key)
+	case StateLagTable, StateLagMemberTable:
+		return v.wantLag(table, key)
 	case StateInterfaceTable:
 		if _, ok := v.addrs[key]; !ok {
 			return nil, false
@@ -434,9 +448,8 @@ func (v *View) Keys() []string {
 	for k := range v.neigh {
 		out = append(out, StateKey(schema.StateNeighTable, k))
 	}
-	for k := range v.routeKeys {
-		out = append(out, StateKey(schema.StateRouteTable, k))
-	}
+	out = append(out, v.routeStateKeys()...)
+	out = append(out, v.lagKeys()...)
 	for k := range v.addrs {
 		out = append(out, StateKey(StateInterfaceTable, k))
 	}
