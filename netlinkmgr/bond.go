@@ -24,7 +24,9 @@ type BondOptions struct {
 	MinLinks *int    // ports that must be up for the bond to be up
 	LacpRate *string // 802.3ad: "slow" (LACPDU every 30 s) or "fast" (every 1 s)
 	// ActiveAggregator is the 802.3ad aggregator in use (read only; 0 =
-	// none): a port is selected when its AggregatorID equals it.
+	// none or not reported — the netlink library leaves IFLA_BOND_AD_INFO
+	// undecoded, so a real kernel's bond reads 0): a port is selected when
+	// its AggregatorID equals it (Selected).
 	ActiveAggregator int
 }
 
@@ -42,11 +44,20 @@ type BondSlaveInfo struct {
 }
 
 // Selected reports whether the port is in the bond's active aggregator
-// and LACP lets it carry traffic (collecting and distributing).
+// and LACP lets it carry traffic (collecting and distributing). When the
+// bond's ActiveAggregator is unknown (0: the netlink library does not
+// decode IFLA_BOND_AD_INFO, so a real kernel's bond never reports it), the
+// port's own state answers: the bond driver makes the ports of the active
+// aggregator "active" and all others "backup".
 func (s *BondSlaveInfo) Selected(bond *BondOptions) bool {
 	const collDist = 0x10 | 0x20
-	return bond != nil && bond.ActiveAggregator != 0 && s.AggregatorID == bond.ActiveAggregator &&
-		s.ActorOperPortState&collDist == collDist
+	if bond == nil || s.ActorOperPortState&collDist != collDist {
+		return false
+	}
+	if bond.ActiveAggregator != 0 {
+		return s.AggregatorID == bond.ActiveAggregator
+	}
+	return s.State == "active" && s.AggregatorID != 0
 }
 
 // setString is the op-log form of the options Set sends.

@@ -32,6 +32,16 @@ func TestLagFieldsAndMemberStatus(t *testing.T) {
 			t.Errorf("MemberFields(%+v) = %q, want %q", c.slave, got, c.want)
 		}
 	}
+	// A real kernel's bond does not report its active aggregator (0): the
+	// port's active/backup state tells.
+	unknown := bond
+	unknown.Bond = &netlinkmgr.BondOptions{MinLinks: ptr(2)}
+	for st, want := range map[string]string{"active": "enabled", "backup": "disabled"} {
+		p := netlinkmgr.LinkInfo{Name: "Ethernet0", BondSlave: &netlinkmgr.BondSlaveInfo{State: st, AggregatorID: 1, ActorOperPortState: 0x3f}}
+		if got := MemberFields(p, unknown)["status"]; got != want {
+			t.Errorf("%s port of a bond without aggregator info: %q, want %q", st, got, want)
+		}
+	}
 }
 
 func TestRouteKeysOfVrfs(t *testing.T) {
