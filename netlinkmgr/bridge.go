@@ -266,6 +266,7 @@ func toFdbInfo(n netlink.Neigh, names map[int]string) FdbInfo {
 	return FdbInfo{
 		MAC: n.HardwareAddr, Link: names[n.LinkIndex], Master: names[n.MasterIndex], Vlan: uint16(n.Vlan),
 		Static: n.State&netlink.NUD_NOARP != 0, Local: n.State&netlink.NUD_PERMANENT != 0,
+		Dst: ipToAddr(n.IP),
 	}
 }
 

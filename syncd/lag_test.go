@@ -188,3 +188,41 @@ func TestDaemonLagAndVrf(t *testing.T) {
 		t.Errorf("LAG keys left: %v", got)
 	}
 }
+
+// TestViewVxlanRemoteVtep: a MAC learned by Bridge over a vxlan port shows
+// the VTEP the vxlan device's own entry names; that entry (same MAC, no
+// VLAN, not Bridge's) never replaces or removes the bridge's entry.
+func TestViewVxlanRemoteVtep(t *testing.T) {
+	v := NewView()
+	m := map[string]schema.Fields{}
+	remote := mac("02:00:00:00:00:09")
+	br := netlinkmgr.FdbInfo{MAC: remote, Link: "vtep1-100", Master: "Bridge"}
+	self := netlinkmgr.FdbInfo{MAC: remote, Link: "vtep1-100", Dst: netip.MustParseAddr("192.168.0.2")}
+	fdbEv := func(f netlinkmgr.FdbInfo, del bool) netlinkmgr.Event {
+		return netlinkmgr.Event{Kind: netlinkmgr.EventFdb, Fdb: &f, Deleted: del}
+	}
+	v.Apply(fdbEv(br, false))
+	v.Apply(fdbEv(self, false))
+	v.Apply(fdbEv(netlinkmgr.FdbInfo{MAC: mac("00:00:00:00:00:00"), Link: "vtep1-100", Dst: netip.MustParseAddr("192.168.0.3")}, false))
+	mirror(v, m)
+	want := schema.Fields{"port": "vtep1-100", "type": "dynamic", "remote_vtep": "192.168.0.2"}
+	if got := m["FDB_TABLE|Vlan1:02:00:00:00:00:09"]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("FDB_TABLE = %v, want %v (all %v)", got, want, m)
+	}
+	moved := self
+	moved.Dst = netip.MustParseAddr("192.168.0.7")
+	v.Apply(fdbEv(moved, false))
+	mirror(v, m)
+	if got := m["FDB_TABLE|Vlan1:02:00:00:00:00:09"]["remote_vtep"]; got != "192.168.0.7" {
+		t.Fatalf("remote_vtep after a move = %q", got)
+	}
+	v.Apply(fdbEv(moved, true))
+	mirror(v, m)
+	want = schema.Fields{"port": "vtep1-100", "type": "dynamic"}
+	if got := m["FDB_TABLE|Vlan1:02:00:00:00:00:09"]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the vxlan entry went: %v, want %v", got, want)
+	}
+	if len(m) != 1 {
+		t.Fatalf("keys: %v", m)
+	}
+}

@@ -58,7 +58,7 @@ var OwnedFields = map[string][]string{
 	schema.StatePortTable:  {FieldOperStatus, FieldNetdevOperStatus, FieldAdminStatus, FieldMTU, FieldMAC},
 	StateInterfaceTable:    {FieldInterfaceState},
 	schema.StateVlanTable:  {FieldOperStatus, FieldAdminStatus, FieldMTU, FieldMAC},
-	schema.StateFDBTable:   {FieldPort, FieldType},
+	schema.StateFDBTable:   {FieldPort, FieldType, FieldRemoteVtep},
 	schema.StateNeighTable: {FieldNeigh, FieldFamily, FieldNeighState},
 	schema.StateRouteTable: {FieldNexthop, FieldIfname, FieldProtocol, FieldBlackhole},
 	StateLagTable:          {FieldOperStatus, FieldAdminStatus, FieldMTU, FieldMinLinks, FieldLagState},

@@ -1,6 +1,7 @@
 package syncd
 
 import (
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -21,6 +22,7 @@ type View struct {
 
 	fdb     map[fdbID]netlinkmgr.FdbInfo
 	fdbKeys map[string]map[fdbID]struct{} // FDB_TABLE key -> entries filed there
+	vteps   map[vtepID]netip.Addr         // vxlan devices' own entries: remote VTEP of a MAC
 
 	neigh map[string]netlinkmgr.NeighInfo // NEIGH_TABLE key -> entry
 
@@ -38,6 +40,7 @@ type View struct {
 	listing    bool
 	seenLinks  map[string]struct{}
 	seenFdb    map[fdbID]struct{}
+	seenVteps  map[vtepID]struct{}
 	seenNeigh  map[string]struct{}
 	seenRoutes map[routeID]struct{}
 	seenAddrs  map[string]struct{}
@@ -57,6 +60,7 @@ func NewView() *View {
 		untagged:  DefaultUntaggedVID,
 		fdb:       map[fdbID]netlinkmgr.FdbInfo{},
 		fdbKeys:   map[string]map[fdbID]struct{}{},
+		vteps:     map[vtepID]netip.Addr{},
 		neigh:     map[string]netlinkmgr.NeighInfo{},
 		routes:    map[routeID]netlinkmgr.RouteInfo{},
 		routeKeys: map[routeGroup]map[routeID]struct{}{},
@@ -103,6 +107,7 @@ func (v *View) BeginListing() {
 	v.listing = true
 	v.seenLinks = map[string]struct{}{}
 	v.seenFdb = map[fdbID]struct{}{}
+	v.seenVteps = map[vtepID]struct{}{}
 	v.seenNeigh = map[string]struct{}{}
 	v.seenRoutes = map[routeID]struct{}{}
 	v.seenAddrs = map[string]struct{}{}
@@ -127,6 +132,12 @@ func (v *View) EndListing() {
 			v.removeFdb(id, f)
 		}
 	}
+	for id := range v.vteps {
+		if _, ok := v.seenVteps[id]; !ok {
+			v.removeVtep(id)
+		}
+	}
+	v.seenVteps = nil
 	for k := range v.neigh {
 		if _, ok := v.seenNeigh[k]; !ok {
 			delete(v.neigh, k)
@@ -241,6 +252,7 @@ func (v *View) removeLink(name string) {
 	}
 	v.touchLag(l)
 	v.unfileVrf(l)
+	v.dropVtepsOf(name)
 	delete(v.links, name)
 	if v.linkName[l.Index] == name {
 		delete(v.linkName, l.Index)
@@ -299,6 +311,12 @@ func idOfFdb(f netlinkmgr.FdbInfo) fdbID {
 }
 
 func (v *View) applyFdb(f netlinkmgr.FdbInfo, deleted bool) {
+	if f.Master != BridgeName {
+		// Not the bridge's: a vxlan device's own entry (its remote
+		// VTEP) or a port's "self" entry; never one of FDB_TABLE's.
+		v.applyVtep(f, deleted)
+		return
+	}
 	id := idOfFdb(f)
 	if old, ok := v.fdb[id]; ok {
 		v.removeFdb(id, old)
@@ -396,7 +414,7 @@ func (v *View) Want(k string) (schema.Fields, bool) {
 		if len(set) == 0 {
 			return nil, false
 		}
-		return FdbFields(v.fdb[minFdb(set)]), true
+		return v.fdbFields(v.fdb[minFdb(set)]), true
 	case schema.StateNeighTable:
 		n, ok := v.neigh[key]
 		if !ok {
