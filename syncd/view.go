@@ -222,7 +222,7 @@ func (v *View) applyLink(l netlinkmgr.LinkInfo, deleted bool) {
 	}
 	if had {
 		v.touchLag(prev)
-		v.unfileVrf(prev)
+		v.unfileVrf(prev, l)
 	}
 	v.links[l.Name] = l
 	v.touchLag(l)

@@ -95,15 +95,22 @@ func (v *View) fileVrf(l netlinkmgr.LinkInfo) {
 		return
 	}
 	t := int(l.Vrf.Table)
+	if v.vrfTables[t] == l.Name && v.vrfByName[l.Name] == t {
+		return // unchanged (an up/down or counters event)
+	}
 	v.vrfTables[t] = l.Name
 	v.vrfByName[l.Name] = t
 	v.touchTable(t)
 }
 
-// unfileVrf forgets a vrf device's table (before a change or removal).
-func (v *View) unfileVrf(l netlinkmgr.LinkInfo) {
+// unfileVrf forgets a vrf device's table (before its removal, or before
+// a change when next is its new state: an unchanged table is kept).
+func (v *View) unfileVrf(l netlinkmgr.LinkInfo, next ...netlinkmgr.LinkInfo) {
 	t, ok := v.vrfByName[l.Name]
 	if !ok {
+		return
+	}
+	if len(next) == 1 && next[0].Name == l.Name && next[0].Kind == "vrf" && next[0].Vrf != nil && int(next[0].Vrf.Table) == t {
 		return
 	}
 	v.touchTable(t)
