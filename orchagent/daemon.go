@@ -101,16 +101,17 @@ type sink struct{ h *engine.Handle }
 func (s sink) SetResult(table, key string, r schema.Result) { s.h.SetResult(table, key, r, nil) }
 func (s sink) DeleteResult(table, key string)               { s.h.DeleteResult(table, key) }
 
-// OwnsResult: INTERFACE_TABLE|VlanN|prefix is syncd's mirror of VLAN
-// interface addresses (SONiC's reader shape; CONFIG_DB INTERFACE never
-// names a VLAN — its results are VLAN_INTERFACE_TABLE's), so a stale one
-// is not orchagent's to remove.
+// OwnsResult: INTERFACE_TABLE|VlanN|prefix and INTERFACE_TABLE|LoopbackN|
+// prefix are syncd's mirror of VLAN and loopback interface addresses
+// (SONiC's reader shape; CONFIG_DB INTERFACE never names either — their
+// results are VLAN_INTERFACE_TABLE's and LOOPBACK_INTERFACE_TABLE's), so a
+// stale one is not orchagent's to remove.
 func (c *controller) OwnsResult(table, key string) bool {
 	if table != schema.TableInterface {
 		return true
 	}
 	ifname, _, _ := strings.Cut(key, schema.ConfigSep)
-	return !isVlanName(ifname)
+	return !isVlanName(ifname) && !schema.IsLoopbackName(ifname)
 }
 
 // Tables are orchagent's CONFIG_DB tables.

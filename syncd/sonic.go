@@ -30,24 +30,31 @@ const StateInterfaceTable = "INTERFACE_TABLE"
 const FieldInterfaceState = "state"
 
 // InterfaceKeyOurs reports whether syncd owns INTERFACE_TABLE key
-// "<if>|<prefix>" (without the table): only keys of VlanN interfaces. The
-// other keys are orchagent's — the results of CONFIG_DB INTERFACE, whose
-// names may not be VlanN (schema.ParseInterface) and whose state is "ok"
-// once the address is in the kernel. orchagent writes VLAN_INTERFACE
-// results to VLAN_INTERFACE_TABLE, so INTERFACE_TABLE|VlanN|… is free for
-// syncd's mirror of the addresses VLAN_INTERFACE configured.
+// "<if>|<prefix>" (without the table): only keys of VlanN and LoopbackN
+// interfaces. The other keys are orchagent's — the results of CONFIG_DB
+// INTERFACE, whose names may be neither (schema.ParseInterface) and whose
+// state is "ok" once the address is in the kernel. orchagent writes
+// VLAN_INTERFACE and LOOPBACK_INTERFACE results to their own tables, so
+// INTERFACE_TABLE|VlanN|… and INTERFACE_TABLE|LoopbackN|… are free for
+// syncd's mirror of the addresses those tables configured.
 func InterfaceKeyOurs(key string) bool {
 	ifname, _, ok := strings.Cut(key, schema.StateSep)
-	return ok && IsVlanName(ifname)
+	return ok && MirroredInterface(ifname)
 }
 
+// MirroredInterface reports whether syncd mirrors a link's addresses into
+// INTERFACE_TABLE: VlanN and LoopbackN links (intfmgrd writes every routed
+// interface's addresses there; the others' keys hold orchagent's results).
+func MirroredInterface(name string) bool { return IsVlanName(name) || schema.IsLoopbackName(name) }
+
 // AddrMirrored reports whether a kernel address belongs in INTERFACE_TABLE:
-// a routed (not link-local, not loopback) address on a VlanN link.
+// a routed (not link-local, not loopback) address on a VlanN or LoopbackN
+// link.
 // intfmgrd likewise writes no IPv4 link-local address; IPv6 link-local
 // addresses are the kernel's own, never configured.
 func AddrMirrored(a netlinkmgr.AddrInfo) bool {
 	ip := a.Prefix.Addr()
-	if !a.Prefix.IsValid() || !IsVlanName(a.Link) {
+	if !a.Prefix.IsValid() || !MirroredInterface(a.Link) {
 		return false
 	}
 	return !ip.IsLinkLocalUnicast() && !ip.IsLoopback() && !ip.IsUnspecified()

@@ -84,6 +84,7 @@ func TestInterfaceTableOwnership(t *testing.T) {
 	}
 	for key, want := range map[string][]string{
 		"INTERFACE_TABLE|Vlan100|10.1.0.1/24":     {"state"},
+		"INTERFACE_TABLE|Loopback0|10.1.0.1/32":   {"state"},
 		"INTERFACE_TABLE|Ethernet0|10.0.0.1/24":   nil, // orchagent's INTERFACE result
 		"INTERFACE_TABLE|Vlanx|10.0.0.1/24":       nil,
 		"INTERFACE_TABLE|Vlan100":                 nil,
@@ -121,9 +122,12 @@ func TestViewInterfaceAddresses(t *testing.T) {
 	v.Apply(addrEv("Vlan100", "fe80::1/64", false))     // link-local: the kernel's
 	v.Apply(addrEv("Vlan100", "169.254.1.1/16", false)) // link-local: not routed
 	v.Apply(addrEv("Ethernet0", "10.0.0.1/24", false))  // orchagent's INTERFACE result
+	v.Apply(linkEv(netlinkmgr.LinkInfo{Name: "Loopback0", Index: 9}, false))
+	v.Apply(addrEv("Loopback0", "10.1.0.1/32", false))
 	mirror(v, m)
 	ok := schema.Fields{"state": "ok"}
 	want := map[string]schema.Fields{
+		"INTERFACE_TABLE|Loopback0|10.1.0.1/32":  ok,
 		"INTERFACE_TABLE|Vlan100|10.1.0.1/24":    ok,
 		"INTERFACE_TABLE|Vlan100|2001:db8::1/64": ok,
 		"VLAN_TABLE|Vlan100":                     {"oper_status": "down"},
