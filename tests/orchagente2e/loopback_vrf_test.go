@@ -141,6 +141,12 @@ func TestVMLoopbackReachable(t *testing.T) {
 	}
 	e2eutil.WaitReachable(t, h, "10.1.0.1")
 	e2eutil.WaitReachable(t, h, "fc00:1::1")
+	// SONiC's readers find the loopback addresses in INTERFACE_TABLE, as
+	// intfmgrd writes them (syncd's mirror).
+	e.Start("syncd")
+	for _, k := range []string{"INTERFACE_TABLE|Loopback0|10.1.0.1/32", "INTERFACE_TABLE|Loopback0|fc00:1::1/128"} {
+		e.WaitField(e.State, k, "state", "ok")
+	}
 
 	// Restart: nothing changes in the kernel.
 	restartChangesNothing(t, e, cfgKeys...)
