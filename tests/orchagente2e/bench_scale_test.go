@@ -1,0 +1,130 @@
+package orchagente2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
+	"github.com/switchyard-net/switchyard/tests/testns"
+)
+
+// BenchmarkScale100kRoutes: 100,000 STATIC_ROUTE keys (make bench only).
+// Reports, for orchagent and syncd, resident memory per route above idle
+// once all are applied and mirrored, and how much of the idle figure
+// comes back once they are deleted; for orchagent a restart over the
+// applied 100k: seconds until every result is back and the netlink changes
+// it made (want 0).
+//
+//	go test -run '^$' -bench Scale100k -benchtime 1x ./tests/orchagente2e
+func BenchmarkScale100kRoutes(b *testing.B) {
+	const n = 100000
+	for i := 0; i < b.N; i++ {
+		e := e2eutil.NewSwitch(b)
+		peer := testns.New(b)
+		e.NS.Veth("Ethernet0", peer, "eth1")
+		e.NS.IP("link", "set", "Ethernet0", "up")
+		e.NS.IP("addr", "add", "10.0.0.1/24", "dev", "Ethernet0")
+		ctx := context.Background()
+		e.Config.Set(ctx, "CONFIG_DB_INITIALIZED", "1", 0)
+		e.HSet("PORT|Ethernet0", "admin_status", "up") // syncd mirrors routes of configured ports' namespace
+		orch := e.Start("orchagent", "--log-level", "info")
+		syncd := e.Start("syncd", "--log-level", "info")
+		e.WaitOK("PORT|Ethernet0")
+		time.Sleep(6 * time.Second) // one ReturnMemory interval: idle figures
+		idle := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
+
+		keys := make([]string, n)
+		for j := range keys {
+			keys[j] = fmt.Sprintf("STATIC_ROUTE|30.%d.%d.0/24", j/256, j%256)
+		}
+		t0 := time.Now()
+		for j := 0; j < n; j += 5000 {
+			p := e.Config.Pipeline()
+			for _, k := range keys[j:min(j+5000, n)] {
+				p.HSet(ctx, k, "nexthop", "10.0.0.2", "ifname", "Ethernet0")
+			}
+			if _, err := p.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitCount(b, e, "STATIC_ROUTE_TABLE|*", n, "ok")
+		applied := time.Since(t0)
+		waitCount(b, e, "ROUTE_TABLE|30.*", n, "")
+		mirrored := time.Since(t0)
+		time.Sleep(6 * time.Second)
+		full := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
+
+		// Restart orchagent over the applied kernel.
+		orch.Kill()
+		settled(b, e.NS)
+		mon := startMonitor(b, e.NS)
+		mon.ready(b, e.NS)
+		if keys, _ := e.State.Keys(ctx, "STATIC_ROUTE_TABLE|*").Result(); len(keys) > 0 {
+			for j := 0; j < len(keys); j += 10000 {
+				e.State.Del(ctx, keys[j:min(j+10000, len(keys))]...)
+			}
+		}
+		t1 := time.Now()
+		orch = e.Start("orchagent", "--log-level", "info")
+		waitCount(b, e, "STATIC_ROUTE_TABLE|*", n, "ok")
+		restart := time.Since(t1)
+		writes := len(mon.seen())
+		mon.stop()
+
+		// Delete them all: memory comes back.
+		for j := 0; j < n; j += 10000 {
+			e.Config.Del(ctx, keys[j:min(j+10000, n)]...)
+		}
+		waitCount(b, e, "STATIC_ROUTE_TABLE|*", 0, "")
+		waitCount(b, e, "ROUTE_TABLE|30.*", 0, "")
+		time.Sleep(11 * time.Second) // two ReturnMemory intervals
+		after := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
+
+		b.ReportMetric(float64(n)/applied.Seconds(), "routes/s-applied")
+		b.ReportMetric(float64(n)/mirrored.Seconds(), "routes/s-mirrored")
+		b.ReportMetric(restart.Seconds(), "restart-s")
+		b.ReportMetric(float64(writes), "restart-netlink-changes")
+		for _, d := range []string{"orchagent", "syncd"} {
+			b.ReportMetric(float64(full[d]-idle[d])*1024/n, d+"-B/route")
+			b.ReportMetric(float64(after[d])/float64(idle[d]), d+"-after/idle")
+		}
+		b.Logf("RSS KiB idle/full/after-delete: orchagent %d/%d/%d (restarted process after), syncd %d/%d/%d",
+			idle["orchagent"], full["orchagent"], after["orchagent"], idle["syncd"], full["syncd"], after["syncd"])
+	}
+}
+
+// waitCount polls until pattern matches want keys (with field state ==
+// state when state is not ""), up to 10 minutes.
+func waitCount(b *testing.B, e *e2eutil.Switch, pattern string, want int, state string) {
+	b.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		keys := e2eutil.Keys(e.State, pattern)
+		got := len(keys)
+		if state != "" && got == want {
+			got = 0
+			for j := 0; j < len(keys); j += 10000 {
+				p := e.State.Pipeline()
+				for _, k := range keys[j:min(j+10000, len(keys))] {
+					p.HGet(ctx, k, "state")
+				}
+				cmds, _ := p.Exec(ctx)
+				for _, c := range cmds {
+					if v, _ := c.(interface{ Val() string }); v != nil && v.Val() == state {
+						got++
+					}
+				}
+			}
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: %d of %d after 10 minutes", pattern, got, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
