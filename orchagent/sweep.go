@@ -59,6 +59,7 @@ func (o *Orch) Sweep(ctx context.Context) error {
 	errs = append(errs, o.sweepDevices(links)...)
 	errs = append(errs, o.sweepBonds(links)...)
 	errs = append(errs, o.sweepVxlan(links)...)
+	errs = append(errs, o.sweepVxlanRemotes(links)...)
 	br, ok, err := o.getLink(BridgeName)
 	if err != nil || !ok {
 		return errors.Join(append(errs, err)...)
