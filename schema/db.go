@@ -29,7 +29,7 @@ const (
 	TablePortChannelInterface = "PORTCHANNEL_INTERFACE"
 	TableVxlanTunnel          = "VXLAN_TUNNEL"
 	TableVxlanTunnelMap       = "VXLAN_TUNNEL_MAP"
-	// TableVxlanRemoteVNI ("VXLAN_REMOTE_VNI") is in vxlanremote.go.
+	TableVxlanRemoteVNI       = "VXLAN_REMOTE_VNI" // CONFIG_DB form of SONiC's APPL_DB table (vxlanremote.go)
 	TableStaticRoute          = "STATIC_ROUTE"
 	TableFDB                  = "FDB"
 	TableImpairment           = "IMPAIRMENT"

@@ -5,13 +5,12 @@ import (
 	"strconv"
 )
 
-// TableVxlanRemoteVNI is the static remote VTEP list of a VLAN's VXLAN
-// network: "VlanN|remote" with field vni. SONiC has this table only in
-// APPL_DB (VXLAN_REMOTE_VNI_TABLE:Vlan100:10.0.0.2, vni; fdbsyncd writes it
-// from EVPN type-3 routes, vxlanorch's EvpnRemoteVni orch reads it) and
+// TableVxlanRemoteVNI (db.go) is the static remote VTEP list of a VLAN's
+// VXLAN network: "VlanN|remote" with field vni. SONiC has this table only
+// in APPL_DB (VXLAN_REMOTE_VNI_TABLE:Vlan100:10.0.0.2, vni; fdbsyncd writes
+// it from EVPN type-3 routes, vxlanorch's EvpnRemoteVni orch reads it) and
 // sonic-vxlan.yang has no CONFIG_DB form; switchyard takes the same key
 // parts and field in CONFIG_DB so remotes can be listed by hand.
-const TableVxlanRemoteVNI = "VXLAN_REMOTE_VNI"
 
 // VxlanRemoteVNI is a VXLAN_REMOTE_VNI entry: flood the VLAN's broadcast,
 // unknown-unicast and multicast traffic to Remote over VNI.
