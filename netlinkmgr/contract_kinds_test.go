@@ -2,6 +2,8 @@ package netlinkmgr
 
 import (
 	"errors"
+	"slices"
+	"sort"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -139,5 +141,49 @@ var kindScenarios = []scenario{
 		must(t, L.Del("vtep1-100"))
 		_, err = L.Get("vtep1-100")
 		mustNotFound(t, "vxlan after del", err)
+	}},
+	{"vxlan remotes (head-end replication)", func(t *testing.T, e env) {
+		L, F := e.k.Links(), e.k.Fdbs()
+		err := L.Add(LinkInfo{Name: "vtep1-100", Kind: "vxlan",
+			Vxlan: &VxlanOptions{VNI: 1000, Local: ip("10.1.0.1"), Remote: ip("10.1.0.9"), Port: 4789, Learning: true}})
+		skipIfLacks(t, err, FeatureVxlan)
+		must(t, err)
+		must(t, L.Add(LinkInfo{Name: "Bridge", Kind: "bridge"}))
+		must(t, L.Set(LinkInfo{Name: "vtep1-100", Master: ptr("Bridge"), AdminUp: ptr(true)}))
+		zero := mac("00:00:00:00:00:00")
+		for _, d := range []string{"10.1.0.2", "10.1.0.3", "10.1.0.2"} { // the second .2 is a no-op
+			must(t, F.AddRemote(FdbInfo{MAC: zero, Link: "vtep1-100", Dst: ip(d)}))
+		}
+		remotes := func() []string {
+			fs, err := F.List("")
+			must(t, err)
+			var out []string
+			for _, f := range fs {
+				if f.Link == "vtep1-100" && f.Master == "" && f.MAC.String() == zero.String() {
+					out = append(out, f.Dst.String())
+				}
+			}
+			sort.Strings(out)
+			return out
+		}
+		// The device's own remote (dst_ip) is an entry too.
+		if got := remotes(); !slices.Equal(got, []string{"10.1.0.2", "10.1.0.3", "10.1.0.9"}) {
+			t.Fatalf("remotes: %v", got)
+		}
+		must(t, F.DelRemote(FdbInfo{MAC: zero, Link: "vtep1-100", Dst: ip("10.1.0.2")}))
+		if got := remotes(); !slices.Equal(got, []string{"10.1.0.3", "10.1.0.9"}) {
+			t.Fatalf("remotes after deleting 10.1.0.2: %v", got)
+		}
+		must(t, F.DelRemote(FdbInfo{MAC: zero, Link: "vtep1-100", Dst: ip("10.1.0.2")})) // not there: no error
+		mustNotFound(t, "remote of a missing device", F.DelRemote(FdbInfo{MAC: zero, Link: "vtep9-100", Dst: ip("10.1.0.2")}))
+		// Released from Bridge, the device keeps its own entries.
+		must(t, L.Set(LinkInfo{Name: "vtep1-100", Master: ptr("")}))
+		if got := remotes(); !slices.Equal(got, []string{"10.1.0.3", "10.1.0.9"}) {
+			t.Fatalf("remotes after release: %v", got)
+		}
+		must(t, L.Del("vtep1-100"))
+		if got := remotes(); len(got) != 0 {
+			t.Fatalf("remotes after the device went: %v", got)
+		}
 	}},
 }

@@ -388,6 +388,7 @@ func (x fakeLinks) Add(l LinkInfo) error {
 	f.applySet(l)
 	f.ops = append(f.ops, l.addString())
 	f.emitLink(l.Name, false)
+	f.addDefaultRemote(n)
 	if l.Kind == "veth" {
 		f.emitLink(l.Veth.PeerName, false)
 	}
@@ -488,7 +489,7 @@ func (f *Fake) enslave(port, bridge string) {
 
 // unenslave forgets the port's bridge state (FDB entries and VLANs).
 func (f *Fake) unenslave(port string) {
-	f.removeFdbs(func(e FdbInfo) bool { return e.Link == port })
+	f.removeFdbs(func(e FdbInfo) bool { return e.Link == port && e.Master != "" })
 	f.vlans = filter(f.vlans, func(v BridgeVlanInfo) bool { return v.Link != port })
 }
 
@@ -558,7 +559,7 @@ func (f *Fake) removeLink(name string) {
 		}
 	}
 	f.unenslave(name)
-	f.removeFdbs(func(e FdbInfo) bool { return e.Master == name })
+	f.removeFdbs(func(e FdbInfo) bool { return e.Master == name || e.Link == name })
 	f.vlans = filter(f.vlans, func(v BridgeVlanInfo) bool { return v.Link != name })
 	f.dropRoutesVia(name)
 	keep := f.addrs[:0]

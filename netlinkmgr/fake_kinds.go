@@ -1,7 +1,9 @@
 package netlinkmgr
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 
 	"golang.org/x/sys/unix"
 )
@@ -179,4 +181,74 @@ func (f *Fake) applyBondSet(n *fakeLink, l LinkInfo) {
 			}
 		}
 	}
+}
+
+// zeroMAC is the all-zeros MAC of a vxlan device's flood entry.
+var zeroMAC = net.HardwareAddr{0, 0, 0, 0, 0, 0}
+
+// addDefaultRemote gives a new vxlan device with a remote its flood
+// entry towards it, as the kernel does.
+func (f *Fake) addDefaultRemote(n *fakeLink) {
+	if v := n.info.Vxlan; v != nil && v.Remote.IsValid() {
+		f.fdbs = append(f.fdbs, FdbInfo{MAC: append(net.HardwareAddr(nil), zeroMAC...), Link: n.info.Name, Local: true, Dst: v.Remote})
+		f.emitFdb(len(f.fdbs)-1, false)
+	}
+}
+
+// AddRemote appends a remote to a vxlan device's entry; see Fdbs.AddRemote.
+func (x fakeFdbs) AddRemote(e FdbInfo) error {
+	f := x.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	op := "fdb append " + e.String() + " self"
+	obj := "fdb " + e.String()
+	if err := f.begin(op); err != nil {
+		return opErr("append", obj, err)
+	}
+	l := f.links[e.Link]
+	switch {
+	case l == nil:
+		return opErr("append", obj, notFound(unix.ENODEV))
+	case l.info.Vxlan == nil:
+		return opErr("append", obj, fmt.Errorf("%s is not a vxlan device: %w", e.Link, unix.EOPNOTSUPP))
+	case len(e.MAC) != 6 || !e.Dst.IsValid():
+		return opErr("append", obj, fmt.Errorf("a remote entry needs a 6-byte MAC and a dst: %w", unix.EINVAL))
+	}
+	if f.remoteAt(e) < 0 {
+		f.fdbs = append(f.fdbs, FdbInfo{MAC: cloneFdb(e).MAC, Link: e.Link, Local: true, Dst: e.Dst.Unmap()})
+		f.emitFdb(len(f.fdbs)-1, false)
+	}
+	f.ops = append(f.ops, op)
+	return nil
+}
+
+// DelRemote removes one remote of a vxlan device's entry; see Fdbs.DelRemote.
+func (x fakeFdbs) DelRemote(e FdbInfo) error {
+	f := x.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	op := "fdb del " + e.String() + " self"
+	obj := "fdb " + e.String()
+	if err := f.begin(op); err != nil {
+		return opErr("del", obj, err)
+	}
+	if f.links[e.Link] == nil {
+		return opErr("del", obj, notFound(unix.ENODEV))
+	}
+	if i := f.remoteAt(e); i >= 0 {
+		f.emitFdb(i, true)
+		f.fdbs = append(f.fdbs[:i:i], f.fdbs[i+1:]...)
+	}
+	f.ops = append(f.ops, op)
+	return nil
+}
+
+// remoteAt is the index of e's remote entry in f.fdbs, or -1.
+func (f *Fake) remoteAt(e FdbInfo) int {
+	for i, o := range f.fdbs {
+		if o.Link == e.Link && o.Master == "" && o.Dst == e.Dst.Unmap() && bytes.Equal(o.MAC, e.MAC) {
+			return i
+		}
+	}
+	return -1
 }

@@ -152,6 +152,9 @@ func (f FdbInfo) String() string {
 	if f.Vlan != 0 {
 		s += " vlan " + strconv.Itoa(int(f.Vlan))
 	}
+	if f.Dst.IsValid() {
+		s += " dst " + f.Dst.String()
+	}
 	return s
 }
 

@@ -74,6 +74,17 @@ type Fdbs interface {
 	Del(f FdbInfo) error
 	// List lists entries whose master is bridge ("" = all). Equivalent to: bridge fdb show [br B]
 	List(bridge string) ([]FdbInfo, error)
+	// AddRemote adds remote VTEP f.Dst to vxlan device f.Link's own
+	// entry for f.MAC, keeping the remotes it has (the all-zeros MAC:
+	// flood to every remote, head-end replication); no error when the
+	// remote is there. Equivalent to:
+	// bridge fdb append MAC dev LINK dst DST self permanent
+	AddRemote(f FdbInfo) error
+	// DelRemote removes remote VTEP f.Dst from f.Link's entry for f.MAC,
+	// leaving its other remotes; no error when the remote is not there,
+	// ErrNotFound when the device is absent. Equivalent to:
+	// bridge fdb del MAC dev LINK dst DST self
+	DelRemote(f FdbInfo) error
 }
 
 // Neighs manages IP neighbours.

@@ -201,8 +201,9 @@ type FdbInfo struct {
 	Vlan   uint16 // 0 = none
 	Static bool   // static (NUD_NOARP) vs dynamic learned
 	Local  bool   // permanent local address of a port (NUD_PERMANENT)
-	// Dst is a vxlan device's own entry's remote VTEP (NDA_DST; read only;
-	// "bridge fdb show dev VX" prints it as "dst"); invalid for others.
+	// Dst is a vxlan device's own entry's remote VTEP (NDA_DST; "bridge
+	// fdb show dev VX" prints it as "dst"); invalid for others. Read, and
+	// written by AddRemote/DelRemote only.
 	Dst netip.Addr
 }
 

@@ -1,6 +1,7 @@
 package netlinkmgr
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -51,4 +52,54 @@ func vxlanInfo(t *netlink.Vxlan) *VxlanOptions {
 		o.Remote = a.Unmap()
 	}
 	return o
+}
+
+// remoteNeigh is the vxlan device's own (self) entry for e.MAC towards
+// e.Dst.
+func remoteNeigh(idx int, e FdbInfo) (*netlink.Neigh, error) {
+	if !e.Dst.IsValid() || len(e.MAC) != 6 {
+		return nil, fmt.Errorf("a remote entry needs a 6-byte MAC and a dst: %w", unix.EINVAL)
+	}
+	return &netlink.Neigh{
+		LinkIndex: idx, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF,
+		State: netlink.NUD_PERMANENT, HardwareAddr: e.MAC, IP: net.IP(e.Dst.Unmap().AsSlice()),
+	}, nil
+}
+
+// AddRemote appends a remote VTEP to a vxlan device's entry (NLM_F_APPEND:
+// the entry keeps its other remotes; the kernel answers 0 when the remote
+// is there). Equivalent to:
+// bridge fdb append MAC dev LINK dst DST self permanent
+func (x realFdbs) AddRemote(e FdbInfo) error {
+	k := x.k
+	k.writes.Add(1)
+	return opErr("append", "fdb "+e.String(), k.withIfindex(e.Link, func(idx int) error {
+		n, err := remoteNeigh(idx, e)
+		if err != nil {
+			return err
+		}
+		return k.h.NeighAppend(n)
+	}))
+}
+
+// DelRemote removes one remote VTEP from a vxlan device's entry (with
+// NDA_DST the kernel removes that remote only; the entry goes with its
+// last one). A remote that is not there is no error (the kernel answers 0
+// when the entry has other remotes, ENOENT when it has none); ErrNotFound
+// when the device is absent. Equivalent to:
+// bridge fdb del MAC dev LINK dst DST self
+func (x realFdbs) DelRemote(e FdbInfo) error {
+	k := x.k
+	k.writes.Add(1)
+	return opErr("del", "fdb "+e.String(), mapNotFound(k.withIfindex(e.Link, func(idx int) error {
+		n, err := remoteNeigh(idx, e)
+		if err != nil {
+			return err
+		}
+		n.State = 0
+		if err := k.h.NeighDel(n); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+		return nil
+	})))
 }

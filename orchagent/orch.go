@@ -67,7 +67,10 @@ type Orch struct {
 	rtables map[string]int
 	// vxdevs is the vxlan device each VXLAN_TUNNEL_MAP key last made.
 	vxdevs map[string]string
-	queued []string // Enqueue == nil: keys for Drain
+	// vxremotes is the vxlan device each VXLAN_REMOTE_VNI key last put its
+	// remote on.
+	vxremotes map[string]string
+	queued    []string // Enqueue == nil: keys for Drain
 
 	// batch, while ReconcileBatch runs, collects the route or FDB writes
 	// of consecutive keys of one table to send together; nil = every
@@ -158,17 +161,18 @@ func kernelOut(err error, refs []string) outcome {
 // Reconcile so the kernel view holds what the kernel already has.
 func New(opts Options) *Orch {
 	o := &Orch{
-		k:       opts.Kernel,
-		log:     opts.Log,
-		sink:    opts.Results,
-		enq:     opts.Enqueue,
-		exists:  opts.ConfigExists,
-		cfg:     opts.Cache,
-		idx:     newRefIndex(),
-		view:    newKernelView(),
-		results: map[string]schema.Result{},
-		rtables: map[string]int{},
-		vxdevs:  map[string]string{},
+		k:         opts.Kernel,
+		log:       opts.Log,
+		sink:      opts.Results,
+		enq:       opts.Enqueue,
+		exists:    opts.ConfigExists,
+		cfg:       opts.Cache,
+		idx:       newRefIndex(),
+		view:      newKernelView(),
+		results:   map[string]schema.Result{},
+		rtables:   map[string]int{},
+		vxdevs:    map[string]string{},
+		vxremotes: map[string]string{},
 	}
 	if o.cfg == nil {
 		o.cfg = engine.NewCache(nil)
@@ -193,6 +197,7 @@ func New(opts Options) *Orch {
 			o.intfRemover(schema.TablePortChannelInterface)},
 		schema.TableVxlanTunnel:    {o.applyVxlanTunnel, o.removeVxlanTunnel},
 		schema.TableVxlanTunnelMap: {o.applyVxlanMap, o.removeVxlanMap},
+		schema.TableVxlanRemoteVNI: {o.applyVxlanRemote, o.removeVxlanRemote},
 		schema.TableStaticRoute:    {o.applyRoute, o.removeRoute},
 		schema.TableFDB:            {o.applyFdb, o.removeFdb},
 	}
@@ -208,7 +213,7 @@ func Tables() []string {
 	return []string{schema.TablePort, schema.TableVRF, schema.TablePortChannel, schema.TablePortChannelMember,
 		schema.TableVlan, schema.TableVlanMember, schema.TableInterface, schema.TableVlanInterface,
 		schema.TablePortChannelInterface, schema.TableLoopback, schema.TableVxlanTunnel, schema.TableVxlanTunnelMap,
-		schema.TableStaticRoute, schema.TableFDB}
+		schema.TableVxlanRemoteVNI, schema.TableStaticRoute, schema.TableFDB}
 }
 
 // SetConfig records the current hash of CONFIG_DB key table|key and

@@ -15,7 +15,8 @@ import (
 // vrf devices and bonds (alias switchyard), bindings to our VRFs, ports of
 // our bonds, VlanN devices on Bridge,
 // Bridge's own vids, vids of ports on Bridge and the membership of ports
-// that had such a vid, static FDB entries on Bridge. Bridge itself, ports,
+// that had such a vid, static FDB entries on Bridge, our vxlan devices and
+// the remotes of their flood entries. Bridge itself, ports,
 // unmarked addresses and ports on Bridge without a vid (enslaved by hand)
 // are never swept. The engine runs it only once
 // CONFIG_DB_INITIALIZED is "1"; every object is checked against Redis
@@ -59,6 +60,7 @@ func (o *Orch) Sweep(ctx context.Context) error {
 	errs = append(errs, o.sweepDevices(links)...)
 	errs = append(errs, o.sweepBonds(links)...)
 	errs = append(errs, o.sweepVxlan(links)...)
+	errs = append(errs, o.sweepVxlanRemotes(links)...)
 	br, ok, err := o.getLink(BridgeName)
 	if err != nil || !ok {
 		return errors.Join(append(errs, err)...)

@@ -29,6 +29,7 @@ type kernelView struct {
 	addrVer uint64                          // bumped by every change of addrs (see addrIndex)
 	aidx    addrIndex
 	fdbs    map[fdbKey]netlinkmgr.FdbInfo // entries on Bridge
+	remotes map[remoteKey]bool            // vxlan devices' flood entries (vxlanremote.go)
 	// vids caches "bridge vlan show dev L" per link, filled on first use
 	// (a listing dumps every bridge VLAN of the namespace); absent = not
 	// known. Kept by our writes and by the kernel's per-vid local FDB
@@ -65,6 +66,7 @@ func (v *kernelView) reset() {
 	v.foreign = map[rdst][]netlinkmgr.RouteInfo{}
 	v.addrs = map[string]map[netip.Prefix]int{}
 	v.fdbs = map[fdbKey]netlinkmgr.FdbInfo{}
+	v.remotes = map[remoteKey]bool{}
 	v.vids = map[string]map[uint16]netlinkmgr.BridgeVlanInfo{}
 	v.vidsEpoch = map[string]uint64{}
 }
@@ -132,11 +134,10 @@ func (o *Orch) Prime() error {
 	if err != nil {
 		return fmt.Errorf("prime kernel view: %w", err)
 	}
-	var fdbs []netlinkmgr.FdbInfo
-	if _, ok, _ := o.getLink(BridgeName); ok {
-		if fdbs, err = o.k.Fdbs().List(BridgeName); err != nil && !netlinkmgr.IsNotFound(err) {
-			return fmt.Errorf("prime kernel view: %w", err)
-		}
+	// Bridge's entries and the vxlan devices' own flood entries: one dump.
+	fdbs, err := o.k.Fdbs().List("")
+	if err != nil {
+		return fmt.Errorf("prime kernel view: %w", err)
 	}
 	v := o.view
 	v.mu.Lock()
@@ -156,7 +157,12 @@ func (o *Orch) Prime() error {
 		v.putAddrLocked(a.Link, a.Prefix, a.Protocol)
 	}
 	for _, f := range fdbs {
-		v.fdbs[fdbKey{f.Vlan, f.MAC.String()}] = f
+		switch {
+		case f.Master == BridgeName:
+			v.fdbs[fdbKey{f.Vlan, f.MAC.String()}] = f
+		case isRemoteEntry(&f):
+			v.remotes[remoteKey{f.Link, f.Dst.Unmap()}] = true
+		}
 	}
 	return nil
 }
@@ -413,6 +419,7 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 		v.vidsEpoch[l.Name]++
 		res = append(res, resLink(l.Name), resBrPort(l.Name), resReach)
 		res = append(res, v.purgeLinkLocked(l.Name)...)
+		v.purgeRemotesLocked(l.Name)
 		return res
 	}
 	now := snapOf(l)
@@ -554,6 +561,9 @@ func (v *kernelView) onFdb(f *netlinkmgr.FdbInfo, deleted bool) []string {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if isRemoteEntry(f) {
+		return v.onRemoteLocked(f, deleted)
+	}
 	if f.Local && f.Vlan != 0 {
 		// The kernel adds and removes a permanent entry for the port's
 		// (or Bridge's) MAC with each of its vids, and netlinkmgr drops

@@ -50,6 +50,7 @@ func (o *Orch) enqueueTunnelMaps(tunnel string) {
 // other parameters is recreated (the kernel cannot change them); one we
 // did not create is a conflict.
 func (o *Orch) applyVxlanMap(key string, f schema.Fields) outcome {
+	o.enqueueRemotes()
 	m, err := schema.ParseVxlanTunnelMap(key, f)
 	if err != nil {
 		return errorOut(err, nil)
@@ -85,7 +86,7 @@ func (o *Orch) applyVxlanMap(key string, f schema.Fields) outcome {
 	}
 	if ok && (cur.Vxlan == nil || *cur.Vxlan != want) {
 		if err := o.act(schema.TableVxlanTunnelMap, key, "delete vxlan device "+dev+" (parameters changed)",
-			func() error { return ignoreNotFound(o.k.Links().Del(dev)) }); err != nil {
+			func() error { return o.delVxlanLink(dev) }); err != nil {
 			return kernelOut(err, refs)
 		}
 		ok = false
@@ -166,13 +167,14 @@ func (o *Orch) dropVxlanDev(key, dev string) error {
 		return err
 	}
 	return o.act(schema.TableVxlanTunnelMap, key, "delete vxlan device "+dev,
-		func() error { return ignoreNotFound(o.k.Links().Del(dev)) })
+		func() error { return o.delVxlanLink(dev) })
 }
 
 // removeVxlanMap deletes the device the map made, when it is ours (its
 // vid and FDB entries go with it). After a restart the device a deleted
 // map made is not known: the sweep removes it.
 func (o *Orch) removeVxlanMap(key string) outcome {
+	o.enqueueRemotes()
 	dev := o.vxlanDevOf(key)
 	if dev == "" {
 		return okOut(nil)
@@ -206,7 +208,7 @@ func (o *Orch) sweepVxlan(links []netlinkmgr.LinkInfo) []error {
 			continue
 		}
 		errs = append(errs, o.act(schema.TableVxlanTunnelMap, l.Name, "sweep: delete vxlan device "+l.Name,
-			func() error { return ignoreNotFound(o.k.Links().Del(l.Name)) }))
+			func() error { return o.delVxlanLink(l.Name) }))
 	}
 	return errs
 }

@@ -29,6 +29,7 @@ const (
 	TablePortChannelInterface = "PORTCHANNEL_INTERFACE"
 	TableVxlanTunnel          = "VXLAN_TUNNEL"
 	TableVxlanTunnelMap       = "VXLAN_TUNNEL_MAP"
+	TableVxlanRemoteVNI       = "VXLAN_REMOTE_VNI" // CONFIG_DB form of SONiC's APPL_DB table (vxlanremote.go)
 	TableStaticRoute          = "STATIC_ROUTE"
 	TableFDB                  = "FDB"
 	TableImpairment           = "IMPAIRMENT"
@@ -40,7 +41,7 @@ const (
 var ConfigTables = []string{
 	TablePort, TableVRF, TablePortChannel, TablePortChannelMember, TableVlan, TableVlanMember,
 	TableInterface, TableVlanInterface, TablePortChannelInterface, TableLoopback, TableVxlanTunnel,
-	TableVxlanTunnelMap, TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
+	TableVxlanTunnelMap, TableVxlanRemoteVNI, TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
 }
 
 // KeyConfigDBInitialized is the plain string key in CONFIG_DB that says the

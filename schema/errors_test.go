@@ -134,6 +134,18 @@ var errCases = []errCase{
 	{TableVxlanTunnelMap, "vtep1|map", Fields{"vlan": "Vlan100"}, []string{`field "vni": required field is missing`}},
 	{TableVxlanTunnelMap, "vtep1|map", Fields{"vlan": "Vlan100", "vni": "0"}, []string{"want an integer 1-16777215"}},
 	{TableVxlanTunnelMap, "vtep1|map", Fields{"vlan": "Vlan100", "vni": "16777216"}, []string{"want an integer 1-16777215"}},
+	// VXLAN_REMOTE_VNI.
+	{TableVxlanRemoteVNI, "Vlan100", Fields{"vni": "1000"}, []string{"want VlanN|remote VTEP address"}},
+	{TableVxlanRemoteVNI, "Vlan100|10.0.0.2|x", Fields{"vni": "1000"}, []string{"want VlanN|remote VTEP address"}},
+	{TableVxlanRemoteVNI, "Vlan0|10.0.0.2", Fields{"vni": "1000"}, []string{"Vlan0", "VlanN with N 1-4094"}},
+	{TableVxlanRemoteVNI, "Vlan100|10.0.0", Fields{"vni": "1000"}, []string{`"10.0.0" is not an IP address`}},
+	{TableVxlanRemoteVNI, "Vlan100|fe80::1%eth0", Fields{"vni": "1000"}, []string{"is not an IP address"}},
+	{TableVxlanRemoteVNI, "Vlan100|239.1.1.1", Fields{"vni": "1000"}, []string{"239.1.1.1 cannot be a VTEP address"}},
+	{TableVxlanRemoteVNI, "Vlan100|0.0.0.0", Fields{"vni": "1000"}, []string{"cannot be a VTEP address"}},
+	{TableVxlanRemoteVNI, "Vlan100|2001:DB8::2", Fields{"vni": "1000"}, []string{"use Vlan100|2001:db8::2"}},
+	{TableVxlanRemoteVNI, "Vlan100|10.0.0.2", nil, []string{`VXLAN_REMOTE_VNI|Vlan100|10.0.0.2: field "vni": required field is missing`}},
+	{TableVxlanRemoteVNI, "Vlan100|10.0.0.2", Fields{"vni": "0"}, []string{"want an integer 1-16777215"}},
+	{TableVxlanRemoteVNI, "Vlan100|10.0.0.2", Fields{"vni": "16777216"}, []string{"want an integer 1-16777215"}},
 	// VRF.
 	{TableVRF, "blue", nil, []string{`VRF|blue: key: VRF name "blue" does not start with Vrf`, "e.g. Vrf_blue"}},
 	{TableVRF, "vrf_blue", nil, []string{"does not start with Vrf"}},

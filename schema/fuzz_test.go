@@ -159,9 +159,10 @@ func FuzzParseVlanMember(f *testing.F) { fuzzTable(f, TableVlanMember) }
 func FuzzParseInterface(f *testing.F) {
 	fuzzTable(f, TableInterface, TableVlanInterface, TableLoopback)
 }
-func FuzzParseLoopback(f *testing.F) { fuzzTable(f, TableLoopback) }
-func FuzzParseVRF(f *testing.F)      { fuzzTable(f, TableVRF) }
-func FuzzParseVxlan(f *testing.F)    { fuzzTable(f, TableVxlanTunnel, TableVxlanTunnelMap) }
+func FuzzParseLoopback(f *testing.F)       { fuzzTable(f, TableLoopback) }
+func FuzzParseVRF(f *testing.F)            { fuzzTable(f, TableVRF) }
+func FuzzParseVxlan(f *testing.F)          { fuzzTable(f, TableVxlanTunnel, TableVxlanTunnelMap) }
+func FuzzParseVxlanRemoteVNI(f *testing.F) { fuzzTable(f, TableVxlanRemoteVNI) }
 func FuzzParsePortChannel(f *testing.F) {
 	fuzzTable(f, TablePortChannel, TablePortChannelMember, TablePortChannelInterface)
 }

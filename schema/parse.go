@@ -36,6 +36,9 @@ var (
 		TableVxlanTunnelMap: func(k string, f Fields) (Record, error) {
 			return wrap(ParseVxlanTunnelMap(k, f))
 		},
+		TableVxlanRemoteVNI: func(k string, f Fields) (Record, error) {
+			return wrap(ParseVxlanRemoteVNI(k, f))
+		},
 		TablePortChannelMember: func(k string, f Fields) (Record, error) {
 			return wrap(ParsePortChannelMember(k, f))
 		},

@@ -55,6 +55,8 @@ var okCases = []okCase{
 	{TableVxlanTunnel, "vtep1", Fields{"src_ip": "10.1.0.1", "dst_ip": "10.1.0.2", "ttl_mode": "pipe"}, "vtep1", Fields{"src_ip": "10.1.0.1", "dst_ip": "10.1.0.2"}},
 	{TableVxlanTunnel, "vtep1", Fields{"src_ip": "2001:db8::1", "dst_ip": ""}, "vtep1", Fields{"src_ip": "2001:db8::1"}},
 	{TableVxlanTunnelMap, "vtep1|map_1000_Vlan100", Fields{"vlan": "Vlan100", "vni": "1000"}, "vtep1|map_1000_Vlan100", Fields{"vlan": "Vlan100", "vni": "1000"}},
+	{TableVxlanRemoteVNI, "Vlan100|10.0.0.2", Fields{"vni": "1000"}, "Vlan100|10.0.0.2", Fields{"vni": "1000"}},
+	{TableVxlanRemoteVNI, "Vlan4094|2001:db8::2", Fields{"vni": "016777215", "NULL": "NULL"}, "Vlan4094|2001:db8::2", Fields{"vni": "16777215"}},
 	{TablePortChannel, "PortChannel01", nil, "PortChannel01", null},
 	{TablePortChannel, "PortChannel0001", Fields{"admin_status": "up", "mtu": "9100", "min_links": "2", "fast_rate": "True", "lacp_key": "auto", "fallback": "false", "description": "to spine"},
 		"PortChannel0001", Fields{"admin_status": "up", "mtu": "9100", "min_links": "2", "fast_rate": "true"}},

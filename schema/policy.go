@@ -81,6 +81,7 @@ var sonicFields = map[string][]string{
 	TablePortChannelMember: {},
 	TableVxlanTunnel:       {FieldSrcIP, FieldDstIP, FieldTTLMode},
 	TableVxlanTunnelMap:    {FieldVlan, FieldVNI},
+	TableVxlanRemoteVNI:    {FieldVNI},
 	TablePortChannelInterface: {
 		FieldVRFName, "nat_zone", "mpls", "ipv6_use_link_local_only", "mac_addr", "loopback_action",
 		FieldFamily, FieldScope,

@@ -33,6 +33,9 @@ func TestVxlanWaitsForVlanOnHostKernel(t *testing.T) {
 		"VLAN|Vlan100":                            {"vlanid", "100"},
 		"VXLAN_TUNNEL|vtep2":                      {"src_ip", "10.1.0.1", "dst_ip", "2001:db8::2"},
 		"VXLAN_TUNNEL_MAP|vtep1|bad":              {"vlan", "Vlan100", "vni", "0"},
+		"VXLAN_REMOTE_VNI|Vlan100|10.1.0.3":       {"vni", "1000"},
+		"VXLAN_REMOTE_VNI|Vlan100|10.1.0.4":       {"vni", "2000"},
+		"VXLAN_REMOTE_VNI|Vlan100|10.1.0.04":      {"vni", "1000"},
 	}
 	for k, kv := range keys {
 		e.HSet(k, kv...)
@@ -41,6 +44,10 @@ func TestVxlanWaitsForVlanOnHostKernel(t *testing.T) {
 	e.WaitState("VXLAN_TUNNEL_MAP|vtep1|map_1000_Vlan100", "pending", "waiting for VLAN|Vlan100")
 	e.WaitState("VXLAN_TUNNEL|vtep2", "error", "dst_ip is not of src_ip's address family")
 	e.WaitState("VXLAN_TUNNEL_MAP|vtep1|bad", "error", `field "vni": "0" is not valid: want an integer 1-16777215`)
+	e.WaitState("VXLAN_REMOTE_VNI|Vlan100|10.1.0.3", "pending", "waiting for VXLAN_TUNNEL_MAP|vtep1|map_1000_Vlan100")
+	e.WaitState("VXLAN_REMOTE_VNI|Vlan100|10.1.0.4", "pending",
+		"waiting for a VXLAN_TUNNEL_MAP mapping Vlan100 to vni 2000 (VXLAN_TUNNEL_MAP|vtep1|map_1000_Vlan100 maps it to vni 1000)")
+	e.WaitState("VXLAN_REMOTE_VNI|Vlan100|10.1.0.04", "error", `"10.1.0.04" is not an IP address`)
 	delAll(e, slices.Collect(maps.Keys(keys))...)
 	if after := linkNames(t, e.NS); !slices.Equal(before, after) {
 		t.Fatalf("links changed:\nbefore %q\nafter  %q", before, after)
