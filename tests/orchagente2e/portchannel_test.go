@@ -181,3 +181,81 @@ func TestVMPortChannelLACP(t *testing.T) {
 		return slices.Equal(before, after), fmt.Sprintf("before %q after %q", before, after)
 	})
 }
+
+// TestVMPortChannelMemberImpaired: impaird impairs a PortChannel's member
+// ports (XDP on each bond slave, under LACP): a 100% rule for UDP 9001 on
+// both members drops every such datagram arriving over the PortChannel,
+// other traffic (LACPDUs, UDP 9002) passes, and deleting the rules lets
+// 9001 through again.
+func TestVMPortChannelMemberImpaired(t *testing.T) {
+	kernelcap.Require(t, kernelcap.Bonding)
+	e := e2eutil.NewSwitch(t)
+	h := testns.New(t)
+	e.NS.Veth("Ethernet0", h, "eth1")
+	e.NS.Veth("Ethernet4", h, "eth2")
+	h.IP("link", "add", "bond0", "type", "bond", "mode", "802.3ad", "lacp_rate", "fast", "miimon", "100")
+	for _, p := range []string{"eth1", "eth2"} {
+		h.IP("link", "set", p, "down")
+		h.IP("link", "set", p, "master", "bond0")
+	}
+	h.IP("link", "set", "bond0", "up")
+	h.IP("addr", "add", "10.0.0.2/24", "dev", "bond0")
+	e.Start("orchagent")
+	e.Start("impaird")
+	e.SetInitialized()
+	cfg := [][]string{
+		{"PORT|Ethernet0", "admin_status", "up"}, {"PORT|Ethernet4", "admin_status", "up"},
+		{"PORTCHANNEL|PortChannel01", "admin_status", "up", "min_links", "1", "fast_rate", "true"},
+		{"PORTCHANNEL_MEMBER|PortChannel01|Ethernet0"}, {"PORTCHANNEL_MEMBER|PortChannel01|Ethernet4"},
+		{"PORTCHANNEL_INTERFACE|PortChannel01"}, {"PORTCHANNEL_INTERFACE|PortChannel01|10.0.0.1/24"},
+	}
+	var keys []string
+	for _, c := range cfg {
+		e.HSet(c[0], c[1:]...)
+		keys = append(keys, c[0])
+	}
+	e.WaitOK(keys...)
+	for _, p := range []string{"Ethernet0", "Ethernet4"} {
+		e.Eventually(p+" selected by LACP", func() (bool, string) { return selected(t, e.NS, "PortChannel01", p) })
+	}
+	e2eutil.WaitReachable(t, h, "10.0.0.1")
+
+	r9001 := e2eutil.ListenUDP(t, e.NS, "10.0.0.1", 9001)
+	r9002 := e2eutil.ListenUDP(t, e.NS, "10.0.0.1", 9002)
+	through := func(r *e2eutil.UDPCounter, port, n int) int64 {
+		before := r.Count()
+		e2eutil.SendUDP(t, e2eutil.DialUDP(t, h, "10.0.0.1", port), n)
+		return r.Settle() - before
+	}
+	var flows []string
+	for _, p := range []string{"Ethernet0", "Ethernet4"} {
+		k := "IMPAIRMENT_FLOW|" + p + "|block"
+		e.HSet(k, "proto", "udp", "dport", "9001", "loss", "100")
+		flows = append(flows, k)
+	}
+	e.WaitOK(flows...)
+	for _, p := range []string{"Ethernet0", "Ethernet4"} {
+		if id, _ := e2eutil.XDPProg(e.NS, p); id == 0 {
+			t.Fatalf("no XDP program on member %s", p)
+		}
+	}
+	if n := through(r9001, 9001, 200); n != 0 {
+		t.Errorf("%d of 200 datagrams to UDP 9001 crossed the impaired members", n)
+	}
+	if n := through(r9002, 9002, 50); n == 0 {
+		t.Errorf("UDP 9002 blocked too")
+	}
+	for _, p := range []string{"Ethernet0", "Ethernet4"} {
+		if ok, why := selected(t, e.NS, "PortChannel01", p); !ok {
+			t.Errorf("%s deselected while impaired (LACPDUs must pass): %s", p, why)
+		}
+	}
+	for _, k := range flows {
+		e.Del(k)
+		e.WaitGone(k)
+	}
+	e.Eventually("UDP 9001 passes once the rules are gone", func() (bool, string) {
+		n := through(r9001, 9001, 20)
+		return n > 0, fmt.Sprintf("%d of 20", n)
+	})
+}
