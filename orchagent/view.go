@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 )
 
@@ -38,6 +39,16 @@ type kernelView struct {
 	// vidsEpoch counts event-driven changes per link, so a listing that
 	// raced an event is not cached.
 	vidsEpoch map[string]uint64
+	// peaks are the high-water marks of routes, foreign and fdbs (compact).
+	peaks [3]int
+}
+
+// compact gives back the memory of maps that shrank after a burst of
+// deletes (internal/shrink; v.mu held).
+func (v *kernelView) compact() {
+	v.routes = shrink.Map(v.routes, &v.peaks[0])
+	v.foreign = shrink.Map(v.foreign, &v.peaks[1])
+	v.fdbs = shrink.Map(v.fdbs, &v.peaks[2])
 }
 
 // linkSnap is what link events are compared on.
@@ -367,6 +378,11 @@ func (v *kernelView) notedFdb(f netlinkmgr.FdbInfo, present bool) {
 // ordinary reconcile of those keys). Events that change nothing in the
 // view, such as the echo of our own write, enqueue nothing.
 func (o *Orch) HandleEvent(ev netlinkmgr.Event) {
+	defer func() {
+		o.view.mu.Lock()
+		o.view.compact()
+		o.view.mu.Unlock()
+	}()
 	var res []string
 	switch ev.Kind {
 	case netlinkmgr.EventLink:

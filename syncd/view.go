@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -34,6 +35,8 @@ type View struct {
 	addrs map[string]netlinkmgr.AddrInfo // INTERFACE_TABLE key -> address (AddrMirrored only)
 
 	dirty map[string]struct{} // full STATE_DB keys "TABLE|key"
+	// peaks are the high-water marks of the maps compact shrinks.
+	peaks [6]int
 
 	// Listing state: between BeginListing and EndListing every object
 	// delivered is marked seen; EndListing drops the unseen ones.
@@ -160,6 +163,7 @@ func (v *View) EndListing() {
 // Apply folds one kernel event into the View. EventResync and EventSynced
 // are mapped to BeginListing and EndListing.
 func (v *View) Apply(ev netlinkmgr.Event) {
+	defer v.compact()
 	switch ev.Kind {
 	case netlinkmgr.EventResync:
 		v.BeginListing()
@@ -374,6 +378,17 @@ func (v *View) applyNeigh(n netlinkmgr.NeighInfo, deleted bool) {
 	v.touch(schema.StateNeighTable, k)
 }
 
+// compact gives back the memory of maps that shrank after a burst of
+// deletes (internal/shrink).
+func (v *View) compact() {
+	v.routes = shrink.Map(v.routes, &v.peaks[0])
+	v.routeKeys = shrink.Map(v.routeKeys, &v.peaks[1])
+	v.fdb = shrink.Map(v.fdb, &v.peaks[2])
+	v.fdbKeys = shrink.Map(v.fdbKeys, &v.peaks[3])
+	v.neigh = shrink.Map(v.neigh, &v.peaks[4])
+	v.addrs = shrink.Map(v.addrs, &v.peaks[5])
+}
+
 // TakeDirty returns the STATE_DB keys touched since the last call, sorted,
 // and clears the set.
 func (v *View) TakeDirty() []string {
@@ -381,7 +396,11 @@ func (v *View) TakeDirty() []string {
 	for k := range v.dirty {
 		out = append(out, k)
 	}
-	clear(v.dirty)
+	if len(out) > 1024 { // a burst: a new small map, not 100k empty buckets
+		v.dirty = map[string]struct{}{}
+	} else {
+		clear(v.dirty)
+	}
 	sort.Strings(out)
 	return out
 }
