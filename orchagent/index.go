@@ -14,13 +14,53 @@ import (
 // event about a resource re-enqueues exactly its dependants.
 type refIndex struct {
 	mu    sync.Mutex
-	byRes map[string]map[string]bool
+	byRes map[string]keySet
 	byKey map[string][]string
 	peaks [2]int // high-water marks of byRes and byKey (shrink)
 }
 
+// keySet is the keys of one resource. Most resources (a route's prefix,
+// an address) have exactly one dependant: it is kept as a string, and a
+// map only from the second on — 100k routes are not 100k one-entry maps.
+type keySet struct {
+	one  string
+	many map[string]struct{}
+}
+
+func (s keySet) add(k string) keySet {
+	switch {
+	case s.many != nil:
+		s.many[k] = struct{}{}
+	case s.one == "" || s.one == k:
+		s.one = k
+	default:
+		s.many = map[string]struct{}{s.one: {}, k: {}}
+		s.one = ""
+	}
+	return s
+}
+
+// remove drops k; the zero keySet means no key is left.
+func (s keySet) remove(k string) keySet {
+	if s.many == nil {
+		if s.one == k {
+			s.one = ""
+		}
+		return s
+	}
+	delete(s.many, k)
+	if len(s.many) == 1 {
+		for only := range s.many {
+			return keySet{one: only}
+		}
+	}
+	return s
+}
+
+func (s keySet) empty() bool { return s.one == "" && len(s.many) == 0 }
+
 func newRefIndex() *refIndex {
-	return &refIndex{byRes: map[string]map[string]bool{}, byKey: map[string][]string{}}
+	return &refIndex{byRes: map[string]keySet{}, byKey: map[string][]string{}}
 }
 
 // set replaces key's resources.
@@ -29,13 +69,11 @@ func (x *refIndex) set(key string, refs []string) {
 	defer x.mu.Unlock()
 	x.dropLocked(key)
 	for _, r := range refs {
-		m := x.byRes[r]
-		if m == nil {
-			m = map[string]bool{}
-			x.byRes[r] = m
+		s, had := x.byRes[r]
+		x.byRes[r] = s.add(key)
+		if !had {
 			shrink.Grew(x.byRes, &x.peaks[0])
 		}
-		m[key] = true
 	}
 	if len(refs) > 0 {
 		x.byKey[key] = refs
@@ -51,12 +89,15 @@ func (x *refIndex) drop(key string) {
 
 func (x *refIndex) dropLocked(key string) {
 	for _, r := range x.byKey[key] {
-		if m := x.byRes[r]; m != nil {
-			delete(m, key)
-			if len(m) == 0 {
-				delete(x.byRes, r)
-				x.byRes = shrink.Map(x.byRes, &x.peaks[0])
-			}
+		s, ok := x.byRes[r]
+		if !ok {
+			continue
+		}
+		if s = s.remove(key); s.empty() {
+			delete(x.byRes, r)
+			x.byRes = shrink.Map(x.byRes, &x.peaks[0])
+		} else {
+			x.byRes[r] = s
 		}
 	}
 	delete(x.byKey, key)
@@ -67,9 +108,15 @@ func (x *refIndex) dropLocked(key string) {
 func (x *refIndex) keys(resource string) []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	m := x.byRes[resource]
-	out := make([]string, 0, len(m))
-	for k := range m {
+	s := x.byRes[resource]
+	if s.many == nil {
+		if s.one == "" {
+			return nil
+		}
+		return []string{s.one}
+	}
+	out := make([]string, 0, len(s.many))
+	for k := range s.many {
 		out = append(out, k)
 	}
 	sort.Strings(out)

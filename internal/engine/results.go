@@ -108,12 +108,15 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 		r.counts[table] = map[schema.State]int{}
 	}
 	r.counts[table][res.State]++
-	it := r.item(table, key)
-	if r.byItem[it] == nil {
-		r.byItem[it] = map[string]struct{}{}
-		shrink.Grew(r.byItem, &r.peaks[2])
+	// An item that is the key itself (orchagent) needs no set: reconciled
+	// looks the key up in current directly.
+	if it := r.item(table, key); it != ck {
+		if r.byItem[it] == nil {
+			r.byItem[it] = map[string]struct{}{}
+			shrink.Grew(r.byItem, &r.peaks[2])
+		}
+		r.byItem[it][ck] = struct{}{}
 	}
-	r.byItem[it][ck] = struct{}{}
 	if r.cache.Held(table, key) {
 		return
 	}
@@ -135,8 +138,9 @@ func (r *results) removeLocked(table, key string) {
 	ck := table + schema.ConfigSep + key
 	delete(r.current, ck)
 	r.current = shrink.Map(r.current, &r.peaks[0])
-	it := r.item(table, key)
-	if m := r.byItem[it]; m != nil {
+	if it := r.item(table, key); it == ck {
+		// no set: see set
+	} else if m := r.byItem[it]; m != nil {
 		delete(m, ck)
 		if len(m) == 0 {
 			delete(r.byItem, it)
@@ -189,6 +193,12 @@ func (r *results) isBad(table, key string) bool {
 func (r *results) reconciled(item string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, ok := r.current[item]; ok { // an item that is its key
+		t, k := splitConfigKey(item)
+		if _, bad := r.bad[item]; !bad && !r.cache.Has(t, k) && r.item(t, k) == item {
+			r.removeLocked(t, k)
+		}
+	}
 	for ck := range r.byItem[item] {
 		t, k := splitConfigKey(ck)
 		if _, bad := r.bad[ck]; !bad && !r.cache.Has(t, k) {
