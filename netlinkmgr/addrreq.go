@@ -32,6 +32,25 @@ func addrRequest(idx int, a AddrInfo, create bool) *nl.NetlinkRequest {
 		flags |= unix.NLM_F_REPLACE
 	}
 	req := nl.NewNetlinkRequest(unix.RTM_NEWADDR, flags)
+	msg, raw := addAddrmsg(req, idx, a)
+	if msg.Family == unix.AF_INET && msg.Prefixlen < 31 {
+		mask := net.CIDRMask(int(msg.Prefixlen), 32)
+		brd := make([]byte, 4)
+		for i := range brd {
+			brd[i] = raw[i] | ^mask[i]
+		}
+		req.AddData(nl.NewRtAttr(unix.IFA_BROADCAST, brd))
+	}
+	if a.Protocol > 0 {
+		req.AddData(nl.NewRtAttr(ifaProto, []byte{uint8(a.Protocol)}))
+	}
+	return req
+}
+
+// addAddrmsg adds the ifaddrmsg of a on link idx and its IFA_LOCAL and
+// IFA_ADDRESS to req (both add and delete name the address this way); it
+// returns the message and the address bytes.
+func addAddrmsg(req *nl.NetlinkRequest, idx int, a AddrInfo) (*nl.IfAddrmsg, []byte) {
 	fam := unix.AF_INET6
 	ip := a.Prefix.Addr().Unmap()
 	if ip.Is4() {
@@ -47,37 +66,13 @@ func addrRequest(idx int, a AddrInfo, create bool) *nl.NetlinkRequest {
 	raw := ip.AsSlice()
 	req.AddData(nl.NewRtAttr(unix.IFA_LOCAL, raw))
 	req.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, raw))
-	if fam == unix.AF_INET && msg.Prefixlen < 31 {
-		mask := net.CIDRMask(int(msg.Prefixlen), 32)
-		brd := make([]byte, 4)
-		for i := range brd {
-			brd[i] = raw[i] | ^mask[i]
-		}
-		req.AddData(nl.NewRtAttr(unix.IFA_BROADCAST, brd))
-	}
-	if a.Protocol > 0 {
-		req.AddData(nl.NewRtAttr(ifaProto, []byte{uint8(a.Protocol)}))
-	}
-	return req
+	return msg, raw
 }
 
 // addrDelRequest builds RTM_DELADDR for a (ip address del PREFIX dev LINK).
 func addrDelRequest(idx int, a AddrInfo) *nl.NetlinkRequest {
 	req := nl.NewNetlinkRequest(unix.RTM_DELADDR, unix.NLM_F_ACK)
-	fam := unix.AF_INET6
-	ip := a.Prefix.Addr().Unmap()
-	if ip.Is4() {
-		fam = unix.AF_INET
-	}
-	msg := nl.NewIfAddrmsg(fam)
-	msg.Index = uint32(idx)
-	msg.Prefixlen = uint8(a.Prefix.Bits())
-	if a.Prefix.Addr().Is4In6() {
-		msg.Prefixlen -= 96
-	}
-	req.AddData(msg)
-	req.AddData(nl.NewRtAttr(unix.IFA_LOCAL, ip.AsSlice()))
-	req.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, ip.AsSlice()))
+	addAddrmsg(req, idx, a)
 	return req
 }
 

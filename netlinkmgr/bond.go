@@ -132,14 +132,7 @@ func bondSlaveInfo(s *netlink.BondSlave) *BondSlaveInfo {
 // bond options, as "ip link set NAME type bond ..." does (see
 // setBridgeOptions for why not the library's LinkModify).
 func (k *kernel) setBondOptions(index int, b *BondOptions) error {
-	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_ACK)
-	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: k.raw}
-	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-	msg.Index = int32(index)
-	req.AddData(msg)
-	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
-	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("bond"))
-	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+	req, info, data := k.linkOptionsRequest(index, "bond")
 	if b.Miimon != nil {
 		data.AddRtAttr(nl.IFLA_BOND_MIIMON, nl.Uint32Attr(uint32(*b.Miimon)))
 	}

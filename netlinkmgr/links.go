@@ -337,20 +337,27 @@ func operStateName(s netlink.LinkOperState) string {
 	return "unknown"
 }
 
-// setBridgeOptions sends one RTM_NEWLINK carrying only the ifindex and the
-// bridge options, as "ip link set NAME type bridge ..." does. The library
-// cannot: BridgeSetVlanFiltering resends every attribute read back, and
-// even LinkModify always adds IFLA_IFNAME, which 6.1 treats as a rename of
-// an up device (EBUSY) before noticing the name is unchanged.
-func (k *kernel) setBridgeOptions(index int, b *BridgeOptions) error {
+// linkOptionsRequest starts an RTM_NEWLINK for ifindex index that carries
+// only IFLA_LINKINFO with kind and an empty IFLA_INFO_DATA, for the caller
+// to fill with the options to set and then add info to req.
+func (k *kernel) linkOptionsRequest(index int, kind string) (*nl.NetlinkRequest, *nl.RtAttr, *nl.RtAttr) {
 	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_ACK)
 	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: k.raw}
 	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
 	msg.Index = int32(index)
 	req.AddData(msg)
 	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
-	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("bridge"))
-	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated(kind))
+	return req, info, info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+}
+
+// setBridgeOptions sends one RTM_NEWLINK carrying only the ifindex and the
+// bridge options, as "ip link set NAME type bridge ..." does. The library
+// cannot: BridgeSetVlanFiltering resends every attribute read back, and
+// even LinkModify always adds IFLA_IFNAME, which 6.1 treats as a rename of
+// an up device (EBUSY) before noticing the name is unchanged.
+func (k *kernel) setBridgeOptions(index int, b *BridgeOptions) error {
+	req, info, data := k.linkOptionsRequest(index, "bridge")
 	if b.VlanFiltering != nil {
 		v := byte(0)
 		if *b.VlanFiltering {

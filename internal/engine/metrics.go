@@ -79,11 +79,16 @@ func (m *metrics) resultBatch(keys int, err error) {
 	m.batchKeys.Add(float64(keys))
 }
 
-func (m *metrics) inc(c prometheus.Counter) {
+// inc increments the counter pick chooses (nothing on a nil *metrics).
+func (m *metrics) inc(pick func(*metrics) prometheus.Counter) {
 	if m != nil {
-		c.Inc()
+		pick(m).Inc()
 	}
 }
+
+func lostC(m *metrics) prometheus.Counter    { return m.lost }
+func resyncsC(m *metrics) prometheus.Counter { return m.resyncs }
+func badKeysC(m *metrics) prometheus.Counter { return m.badKeys }
 
 func (m *metrics) swept(err error) {
 	if m == nil {
@@ -100,25 +105,4 @@ func (m *metrics) keys(table string, n int) {
 	if m != nil {
 		m.cachedKeys.WithLabelValues(table).Set(float64(n))
 	}
-}
-
-func (m *metrics) lostCounter() prometheus.Counter {
-	if m == nil {
-		return nil
-	}
-	return m.lost
-}
-
-func (m *metrics) resyncCounter() prometheus.Counter {
-	if m == nil {
-		return nil
-	}
-	return m.resyncs
-}
-
-func (m *metrics) badCounter() prometheus.Counter {
-	if m == nil {
-		return nil
-	}
-	return m.badKeys
 }

@@ -386,16 +386,3 @@ func (r *results) waitFlushed(ctx context.Context) bool {
 		}
 	}
 }
-
-// resultOf returns the current result of table|key (tests, swctl-like
-// readers inside the daemon).
-func (r *results) resultOf(table, key string) (schema.Result, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ck := table + schema.ConfigSep + key
-	if res, ok := r.bad[ck]; ok {
-		return res, true
-	}
-	rec, ok := r.current[ck]
-	return rec.res, ok
-}

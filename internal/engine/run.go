@@ -98,7 +98,7 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 		redisx.NewSentinel(stateDB, sentinel, map[string]string{"pid": strconv.Itoa(os.Getpid())}).
 			Run(ctx, cfg.LostInterval, func(context.Context) {
 				n := e.res.rewriteAll()
-				e.m.inc(e.m.lostCounter())
+				e.m.inc(lostC)
 				log.WithField("results", n).Warn("STATE_DB was emptied (FLUSHDB, restart or resync): rewriting every result")
 			}, func(err error) { log.WithError(err).Warn("STATE_DB sentinel") })
 	}()
@@ -198,7 +198,7 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 			}
 			e.event(ctx, ev)
 		case <-syncCh:
-			e.m.inc(e.m.resyncCounter())
+			e.m.inc(resyncsC)
 			if !e.gate.synced.Swap(true) {
 				for _, t := range tables {
 					e.m.keys(t, e.cache.Len(t))
@@ -292,7 +292,7 @@ func (e *engine) bad(ctx context.Context, table, key, reason string, log *logrus
 	if e.cache.Has(table, key) {
 		reason += "; the previous configuration of this key stays applied"
 	}
-	e.m.inc(e.m.badCounter())
+	e.m.inc(badKeysC)
 	log.WithField("reason", reason).Warn("not a valid CONFIG_DB entry")
 	e.res.setBad(table, key, schema.Error(schema.ConfigKey(table, schema.Clip(key))+": "+reason))
 }
