@@ -59,7 +59,11 @@ type Orch struct {
 
 	handlers map[string]tableHandler
 
-	mu          sync.Mutex
+	mu sync.Mutex
+	// results holds the last outcome of each key other keys may wait on
+	// and every outcome that is not ok; an ok result of a leaf key
+	// (leafKey: nothing waits on it) is not kept — the engine holds it —
+	// so 100k routes cost no second copy here.
 	results     map[string]schema.Result
 	resultsPeak int // high-water mark of results (shrink)
 	// rtables is the table each VRF route key was last applied in, so its
@@ -259,7 +263,22 @@ func memberPort(key string) string {
 	return port
 }
 
-// Result returns the last outcome of "TABLE|key".
+// leafKey reports whether no key ever waits on table|key (resultOK is
+// never asked about it): routes, FDB entries, remote VNIs and interface
+// addresses. Its ok result is not kept in Orch.results. (A bare interface
+// key is not a leaf: its addresses wait for its VRF binding.)
+func leafKey(table, key string) bool {
+	switch table {
+	case schema.TableStaticRoute, schema.TableFDB, schema.TableVxlanRemoteVNI:
+		return true
+	case schema.TableInterface, schema.TableVlanInterface, schema.TableLoopback, schema.TablePortChannelInterface:
+		return strings.Contains(key, schema.ConfigSep)
+	}
+	return false
+}
+
+// Result returns the last outcome of "TABLE|key" (for a key of a
+// leafKey only a result that is not ok).
 func (o *Orch) Result(key string) (schema.Result, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -414,12 +433,20 @@ func (o *Orch) record(table, key string, present bool, out outcome) {
 	old, had := o.results[ck]
 	changed := false
 	switch {
+	case present && out.res.State == schema.StateOK && leafKey(table, key):
+		// Not kept (see results): always handed on, the engine drops
+		// an unchanged result.
+		changed = true
+		if had {
+			delete(o.results, ck)
+			o.results = shrink.Map(o.results, &o.resultsPeak)
+		}
 	case present:
 		changed = !had || old != out.res
 		o.results[ck] = out.res
 		shrink.Grew(o.results, &o.resultsPeak)
 	case out.err == nil:
-		changed = had
+		changed = had || leafKey(table, key) // a leaf's ok result was not kept
 		delete(o.results, ck)
 		o.results = shrink.Map(o.results, &o.resultsPeak)
 	}

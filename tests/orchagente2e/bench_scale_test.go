@@ -3,6 +3,10 @@ package orchagente2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,8 +33,8 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		ctx := context.Background()
 		e.Config.Set(ctx, "CONFIG_DB_INITIALIZED", "1", 0)
 		e.HSet("PORT|Ethernet0", "admin_status", "up") // syncd mirrors routes of configured ports' namespace
-		orch := e.Start("orchagent", "--log-level", "info")
-		syncd := e.Start("syncd", "--log-level", "info")
+		orch := e.Start("orchagent", "--log-level", "info", "--metrics-addr", "127.0.0.1:19101")
+		syncd := e.Start("syncd", "--log-level", "info", "--metrics-addr", "127.0.0.1:19102")
 		e.WaitOK("PORT|Ethernet0")
 		time.Sleep(6 * time.Second) // one ReturnMemory interval: idle figures
 		idle := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
@@ -55,6 +59,8 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		mirrored := time.Since(t0)
 		time.Sleep(6 * time.Second)
 		full := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
+		heapProfile(b, "19101", "orchagent-full")
+		heapProfile(b, "19102", "syncd-full")
 
 		// Restart orchagent over the applied kernel.
 		orch.Kill()
@@ -81,6 +87,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		waitCount(b, e, "ROUTE_TABLE|3[01].*", 0, "")
 		time.Sleep(11 * time.Second) // two ReturnMemory intervals
 		after := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
+		heapProfile(b, "19102", "syncd-after")
 
 		b.ReportMetric(float64(n)/applied.Seconds(), "routes/s-applied")
 		b.ReportMetric(float64(n)/mirrored.Seconds(), "routes/s-mirrored")
@@ -126,5 +133,28 @@ func waitCount(b *testing.B, e *e2eutil.Switch, pattern string, want int, state 
 			b.Fatalf("%s: %d of %d after 3 minutes", pattern, got, want)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// heapProfile saves the daemon's heap profile as $SWITCHYARD_HEAP_DIR/name.pb.gz
+// when that variable is set (go tool pprof -sample_index=inuse_space ...).
+func heapProfile(b *testing.B, port, name string) {
+	dir := os.Getenv("SWITCHYARD_HEAP_DIR")
+	if dir == "" {
+		return
+	}
+	resp, err := http.Get("http://127.0.0.1:" + port + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		b.Logf("heap profile %s: %v", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(dir, name+".pb.gz"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Fatal(err)
 	}
 }
