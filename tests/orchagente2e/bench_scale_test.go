@@ -38,6 +38,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		e.WaitOK("PORT|Ethernet0")
 		time.Sleep(6 * time.Second) // one ReturnMemory interval: idle figures
 		idle := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
+		idleAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
 
 		keys := make([]string, n)
 		for j := range keys {
@@ -59,6 +60,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		mirrored := time.Since(t0)
 		time.Sleep(6 * time.Second)
 		full := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
+		fullAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
 		heapProfile(b, "19101", "orchagent-full")
 		heapProfile(b, "19102", "syncd-full")
 
@@ -87,7 +89,16 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		waitCount(b, e, "ROUTE_TABLE|3[01].*", 0, "")
 		time.Sleep(11 * time.Second) // two ReturnMemory intervals
 		after := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
+		afterAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
 		heapProfile(b, "19102", "syncd-after")
+		if dir := os.Getenv("SWITCHYARD_HEAP_DIR"); dir != "" {
+			if resp, err := http.Get("http://127.0.0.1:19102/metrics"); err == nil {
+				f, _ := os.Create(filepath.Join(dir, "syncd-after.metrics"))
+				io.Copy(f, resp.Body)
+				f.Close()
+				resp.Body.Close()
+			}
+		}
 
 		b.ReportMetric(float64(n)/applied.Seconds(), "routes/s-applied")
 		b.ReportMetric(float64(n)/mirrored.Seconds(), "routes/s-mirrored")
@@ -96,7 +107,10 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		for _, d := range []string{"orchagent", "syncd"} {
 			b.ReportMetric(float64(full[d]-idle[d])*1024/n, d+"-B/route")
 			b.ReportMetric(float64(after[d])/float64(idle[d]), d+"-after/idle")
+			b.ReportMetric(float64(afterAnon[d])/float64(idleAnon[d]), d+"-anon-after/idle")
 		}
+		b.Logf("anonymous RSS KiB idle/full/after-delete: orchagent %d/%d/%d, syncd %d/%d/%d",
+			idleAnon["orchagent"], fullAnon["orchagent"], afterAnon["orchagent"], idleAnon["syncd"], fullAnon["syncd"], afterAnon["syncd"])
 		b.Logf("RSS KiB idle/full/after-delete: orchagent %d/%d/%d (restarted process after), syncd %d/%d/%d",
 			idle["orchagent"], full["orchagent"], after["orchagent"], idle["syncd"], full["syncd"], after["syncd"])
 	}
