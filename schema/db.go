@@ -39,7 +39,7 @@ const (
 // ConfigTables lists the CONFIG_DB tables switchyard understands, in
 // dependency order (parents before children).
 var ConfigTables = []string{
-	TablePort, TableVRF, TablePortChannel, TablePortChannelMember, TableVlan, TableVlanMember,
+	TablePort, TablePortTuning, TableVRF, TablePortChannel, TablePortChannelMember, TableVlan, TableVlanMember,
 	TableInterface, TableVlanInterface, TablePortChannelInterface, TableLoopback, TableVxlanTunnel,
 	TableVxlanTunnelMap, TableVxlanRemoteVNI, TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
 }

@@ -99,6 +99,8 @@ func KnownFields(table string) []string {
 	switch table {
 	case TableImpairment, TableImpairmentFlow:
 		names = knownFields(table)
+	case TablePortTuning:
+		names = PortTuningFields
 	default:
 		names = sonicFields[table]
 	}
