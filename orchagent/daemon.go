@@ -2,6 +2,7 @@ package orchagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/switchyard-net/switchyard/internal/engine"
+	"github.com/switchyard-net/switchyard/internal/nsfs"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -22,6 +24,9 @@ type Config struct {
 	Registry prometheus.Registerer
 	// Ready is called once the first scan is reconciled (systemd).
 	Ready func()
+	// StateDir keeps what must survive a restart but not a reboot (the
+	// originals PORT_TUNING replaced); "" = DefaultStateDir.
+	StateDir string
 }
 
 // netlinkRecvBuffer is large enough that a bulk load's echoes rarely
@@ -34,23 +39,30 @@ func Run(ctx context.Context, c Config) error {
 	return engine.Run(ctx, engine.Config{
 		Name: "orchagent", RedisURL: c.RedisURL, Log: c.Log, Registry: c.Registry, Ready: c.Ready,
 		Warn: schema.FieldsWarning,
-	}, func(h *engine.Handle) (engine.Controller, error) { return newController(h, c.NetNS) })
+	}, func(h *engine.Handle) (engine.Controller, error) { return newController(h, c.NetNS, c.StateDir) })
 }
 
 // controller adapts Orch to the engine: items are "TABLE|key".
 type controller struct {
 	*Orch
-	h *engine.Handle
-	k netlinkmgr.Kernel
+	h    *engine.Handle
+	k    netlinkmgr.Kernel
+	tune *Tuning
 }
 
-func newController(h *engine.Handle, netns string) (*controller, error) {
+func newController(h *engine.Handle, netns, stateDir string) (*controller, error) {
 	k, err := netlinkmgr.Open(netlinkmgr.Options{NetNS: netns})
 	if err != nil {
 		return nil, fmt.Errorf("open netlink (netns %q): %w", netns, err)
 	}
-	c := &controller{h: h, k: k}
+	tune, err := openTuning(netns, stateDir)
+	if err != nil {
+		k.Close()
+		return nil, err
+	}
+	c := &controller{h: h, k: k, tune: tune}
 	c.Orch = New(Options{
+		Tuning:  tune,
 		Kernel:  k,
 		Cache:   h.Cache,
 		Results: sink{h},
@@ -92,8 +104,31 @@ func (c *controller) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the netlink handle.
-func (c *controller) Close() error { return c.k.Close() }
+// Close releases the netlink handle and the namespace's files.
+func (c *controller) Close() error { return errors.Join(c.k.Close(), c.tune.Close()) }
+
+// openTuning gives PORT_TUNING the files of namespace netns (nsfs) and
+// of the daemon's own namespace.
+func openTuning(netns, stateDir string) (*Tuning, error) {
+	if stateDir == "" {
+		stateDir = DefaultStateDir
+	}
+	fs, err := nsfs.Open(nsfs.Options{NetNS: netns})
+	if err != nil {
+		// Every other table works without it: PORT_TUNING keys say why.
+		return &Tuning{unavailable: err}, nil
+	}
+	host := fs
+	if netns != "" {
+		host, _ = nsfs.Open(nsfs.Options{})
+	}
+	t, err := NewTuning(fs, host, stateDir, netns)
+	if err != nil {
+		fs.Close()
+		return nil, err
+	}
+	return t, nil
+}
 
 // sink writes results through the engine.
 type sink struct{ h *engine.Handle }

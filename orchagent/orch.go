@@ -40,6 +40,9 @@ type Options struct {
 	// config key still names it (the engine asks Redis too, so an event
 	// not yet consumed can never cause a delete); nil trusts the cache.
 	ConfigExists func(table, key string) bool
+	// Tuning gives PORT_TUNING its kernel files; nil = PORT_TUNING keys
+	// are errors saying tuning is not available.
+	Tuning *Tuning
 }
 
 // Orch is the reconciler: the config cache, the kernel view, the
@@ -54,6 +57,7 @@ type Orch struct {
 	exists func(table, key string) bool
 
 	cfg  *engine.Cache
+	tune *Tuning
 	idx  *refIndex
 	view *kernelView
 
@@ -171,6 +175,7 @@ func New(opts Options) *Orch {
 		enq:       opts.Enqueue,
 		exists:    opts.ConfigExists,
 		cfg:       opts.Cache,
+		tune:      opts.Tuning,
 		idx:       newRefIndex(),
 		view:      newKernelView(),
 		results:   map[string]schema.Result{},
@@ -189,6 +194,7 @@ func New(opts Options) *Orch {
 	}
 	o.handlers = map[string]tableHandler{
 		schema.TablePort:              {o.applyPort, o.removePort},
+		schema.TablePortTuning:        {o.applyTuning, o.removeTuning},
 		schema.TableVlan:              {o.applyVlan, o.removeVlan},
 		schema.TableVlanMember:        {o.applyMember, o.removeMember},
 		schema.TableInterface:         {o.intfApplier(schema.TableInterface), o.intfRemover(schema.TableInterface)},
@@ -214,7 +220,7 @@ func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
 // Tables lists the CONFIG_DB tables orchagent reconciles.
 func Tables() []string {
-	return []string{schema.TablePort, schema.TableVRF, schema.TablePortChannel, schema.TablePortChannelMember,
+	return []string{schema.TablePort, schema.TablePortTuning, schema.TableVRF, schema.TablePortChannel, schema.TablePortChannelMember,
 		schema.TableVlan, schema.TableVlanMember, schema.TableInterface, schema.TableVlanInterface,
 		schema.TablePortChannelInterface, schema.TableLoopback, schema.TableVxlanTunnel, schema.TableVxlanTunnelMap,
 		schema.TableVxlanRemoteVNI, schema.TableStaticRoute, schema.TableFDB}
@@ -342,7 +348,9 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		o.batch.setGen(gen, ent)
 		return nil
 	}
+	own := out.res.Warning // the controller's (PORT_TUNING's IRQs)
 	out.res = ent.Stamp(out.res)
+	out.res.Warning = joinWarnings(out.res.Warning, own)
 	o.finish(key, table, k, present, out, gen)
 	return out.err
 }
@@ -540,3 +548,15 @@ func (o *Orch) getLink(name string) (netlinkmgr.LinkInfo, bool, error) {
 }
 
 var errNotOurs = errors.New("not managed by orchagent")
+
+// joinWarnings puts the engine's warning (unknown fields) and the
+// controller's own in one field.
+func joinWarnings(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}

@@ -44,6 +44,7 @@ func (o *Orch) Sweep(ctx context.Context) error {
 		errs = append(errs, o.delRoute(p, r))
 	}
 	errs = append(errs, o.sweepAddrs()...)
+	errs = append(errs, o.sweepTuning()...)
 	for _, f := range o.view.allFdbs() {
 		if !f.Static || f.Local || f.Vlan == 0 {
 			continue

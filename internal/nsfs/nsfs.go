@@ -245,3 +245,17 @@ func (fs *FS) wrap(op, path string, err error) error {
 	}
 	return fmt.Errorf("%s %s%s: %w", op, filepath.Clean(path), where, err)
 }
+
+// Readlink returns the target of symlink path.
+// Equivalent to: readlink PATH (inside the namespace).
+func (fs *FS) Readlink(path string) (string, error) {
+	var s string
+	var err error
+	if derr := fs.do(func() { s, err = os.Readlink(fs.root + path) }); derr != nil {
+		err = derr
+	}
+	if err != nil {
+		return "", fs.wrap("read link", path, err)
+	}
+	return s, nil
+}

@@ -155,3 +155,15 @@ func BridgeVlans(ns *testns.NS) map[string]map[int][]string {
 	}
 	return m
 }
+
+// SysFile reads a sysfs or procfs file as a process inside ns sees it
+// (ip netns exec mounts the namespace's own sysfs). Equivalent to:
+// ip netns exec NS cat PATH.
+func SysFile(t testing.TB, ns *testns.NS, path string) string {
+	t.Helper()
+	out, err := ns.Exec("cat", path)
+	if err != nil {
+		t.Fatalf("cat %s in %s: %v: %s", path, ns.Name, err, out)
+	}
+	return strings.TrimSpace(out)
+}

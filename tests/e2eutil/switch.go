@@ -168,3 +168,17 @@ func (s *Switch) WaitGone(cfgKey string) {
 		return len(h) == 0, fmt.Sprint(h)
 	})
 }
+
+// WaitApplied waits until cfgKey's result is ok for the hash CONFIG_DB
+// holds now (its generation), not for an earlier version, and returns it.
+func (s *Switch) WaitApplied(cfgKey string) map[string]string {
+	s.T.Helper()
+	var h map[string]string
+	s.Eventually("STATE_DB "+schema.Clip(ResultKey(cfgKey))+" of the current config", func() (bool, string) {
+		cfg := HGetAll(s.Config, cfgKey)
+		h = s.Result(cfgKey)
+		want := schema.Generation(cfg)
+		return h["state"] == "ok" && h["generation"] == want, fmt.Sprintf("have %v, want ok at generation %s", h, want)
+	})
+	return h
+}
