@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/switchyard-net/switchyard/internal/nsfs"
+	"github.com/switchyard-net/switchyard/internal/rxtune"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -78,7 +79,7 @@ func (o *Orch) applyTuning(key string, f schema.Fields) outcome {
 	if err != nil {
 		return errorOut(err, refs)
 	}
-	online, err := onlineCPUs(tu.FS)
+	online, err := rxtune.OnlineCPUs(tu.FS)
 	if err != nil {
 		return kernelOut(err, refs)
 	}
@@ -99,7 +100,7 @@ func (o *Orch) applyTuning(key string, f schema.Fields) outcome {
 	if !ok {
 		return pendingOut(waitingForLink(key), refs)
 	}
-	files, warning, err := tuneTargets(tu.FS, p)
+	files, warning, err := rxtune.Targets(tu.FS, p)
 	if err != nil {
 		return errorOut(fmt.Errorf("%s|%s: %w", schema.TablePortTuning, key, err), refs)
 	}
@@ -122,7 +123,7 @@ func (o *Orch) removeTuning(key string) outcome {
 	if err := o.restorePort(key); err != nil {
 		return kernelOut(err, nil)
 	}
-	online, err := onlineCPUs(tu.FS)
+	online, err := rxtune.OnlineCPUs(tu.FS)
 	if err != nil {
 		return kernelOut(err, nil)
 	}
@@ -148,7 +149,7 @@ func (o *Orch) sweepTuning() []error {
 			errs = append(errs, o.restorePort(port))
 		}
 	}
-	if online, err := onlineCPUs(tu.FS); err != nil {
+	if online, err := rxtune.OnlineCPUs(tu.FS); err != nil {
 		errs = append(errs, err)
 	} else {
 		errs = append(errs, o.applySockFlow(online))
@@ -181,58 +182,10 @@ func checkCPUs(p schema.PortTuning, online []int) error {
 	return nil
 }
 
-// tuneTargets lists the files the entry sets and their values, and a
-// warning when irq_cpus finds no IRQ to set.
-func tuneTargets(fs *nsfs.FS, p schema.PortTuning) ([]tuneFile, string, error) {
-	var files []tuneFile
-	dir := sysNet + p.Port
-	if p.RPSCPUs != nil || p.RFSFlowCnt != nil {
-		qs, err := rxQueues(fs, p.Port)
-		if err != nil {
-			return nil, "", err
-		}
-		for _, q := range qs {
-			if p.RPSCPUs != nil {
-				files = append(files, tuneFile{schema.FieldRPSCPUs, dir + "/queues/" + q + "/rps_cpus", schema.CPUMask(p.RPSCPUs)})
-			}
-			if p.RFSFlowCnt != nil {
-				files = append(files, tuneFile{schema.FieldRFSFlowCnt, dir + "/queues/" + q + "/rps_flow_cnt", strconv.Itoa(*p.RFSFlowCnt)})
-			}
-		}
-	}
-	var warning string
-	if p.IRQCPUs != nil {
-		irqs, why, err := portIRQs(fs, p.Port)
-		if err != nil {
-			return nil, "", err
-		}
-		if len(irqs) == 0 {
-			warning = "irq_cpus not applied: " + why
-		}
-		for _, n := range irqs {
-			files = append(files, tuneFile{schema.FieldIRQCPUs, "/proc/irq/" + strconv.Itoa(n) + "/smp_affinity_list", schema.FormatCPUList(p.IRQCPUs)})
-		}
-	}
-	for _, d := range []struct {
-		field string
-		v     *int
-	}{{schema.FieldNapiDeferHardIRQs, p.NapiDeferHardIRQs}, {schema.FieldGROFlushTimeout, p.GROFlushTimeout}} {
-		if d.v == nil {
-			continue
-		}
-		path := dir + "/" + d.field
-		if !fs.Exists(path) {
-			return nil, "", fmt.Errorf("field %q: the kernel has no %s (Linux 5.10 or later has it)", d.field, path)
-		}
-		files = append(files, tuneFile{d.field, path, strconv.Itoa(*d.v)})
-	}
-	return files, warning, nil
-}
-
 // writeTuning reads every target file, saves the originals not saved yet
 // (persisted before any write), writes what differs, and restores the
 // files the entry no longer sets (a field removed, an IRQ gone).
-func (o *Orch) writeTuning(port string, ifindex int, files []tuneFile) error {
+func (o *Orch) writeTuning(port string, ifindex int, files []rxtune.File) error {
 	tu := o.tune
 	st := tu.store
 	sp := st.data.Ports[port]
@@ -246,19 +199,19 @@ func (o *Orch) writeTuning(port string, ifindex int, files []tuneFile) error {
 		st.data.Ports[port] = sp
 	}
 	want := map[string]bool{}
-	var writes []tuneFile
+	var writes []rxtune.File
 	dirty := false
 	for _, tf := range files {
-		cur, err := tu.FS.ReadFile(tf.path)
+		cur, err := tu.FS.ReadFile(tf.Path)
 		if err != nil {
-			return fmt.Errorf("%s|%s: field %q: %w", schema.TablePortTuning, port, tf.field, err)
+			return fmt.Errorf("%s|%s: field %q: %w", schema.TablePortTuning, port, tf.Field, err)
 		}
-		want[tf.path] = true
-		if _, saved := sp.Files[tf.path]; !saved {
-			sp.Files[tf.path] = cur
+		want[tf.Path] = true
+		if _, saved := sp.Files[tf.Path]; !saved {
+			sp.Files[tf.Path] = cur
 			dirty = true
 		}
-		if !sameValue(tf.path, cur, tf.want) {
+		if !rxtune.SameValue(tf.Path, cur, tf.Want) {
 			writes = append(writes, tf)
 		}
 	}
@@ -268,9 +221,9 @@ func (o *Orch) writeTuning(port string, ifindex int, files []tuneFile) error {
 		}
 	}
 	for _, tf := range writes {
-		if err := o.act(schema.TablePortTuning, port, "write "+tf.want+" to "+tf.path,
-			func() error { return tu.FS.WriteFile(tf.path, tf.want) }); err != nil {
-			return fmt.Errorf("%s|%s: field %q: %w", schema.TablePortTuning, port, tf.field, err)
+		if err := o.act(schema.TablePortTuning, port, "write "+tf.Want+" to "+tf.Path,
+			func() error { return tu.FS.WriteFile(tf.Path, tf.Want) }); err != nil {
+			return fmt.Errorf("%s|%s: field %q: %w", schema.TablePortTuning, port, tf.Field, err)
 		}
 	}
 	var stale []string
@@ -325,7 +278,7 @@ func (o *Orch) restoreFiles(port string, sp *savedPort, paths []string) []error 
 		err := o.act(schema.TablePortTuning, port, "restore "+strings.TrimSpace(orig)+" to "+path,
 			func() error { return o.tune.FS.WriteFile(path, orig) })
 		if err != nil && !nsfs.IsNotExist(err) {
-			errs = append(errs, fmt.Errorf("%s|%s: restore %s: %w", schema.TablePortTuning, port, fieldOfPath(path), err))
+			errs = append(errs, fmt.Errorf("%s|%s: restore %s: %w", schema.TablePortTuning, port, rxtune.FieldOfPath(path), err))
 			continue
 		}
 		delete(sp.Files, path)
@@ -353,7 +306,7 @@ func (o *Orch) applySockFlow(online []int) error {
 	if !set && st.data.SockFlow == nil {
 		return nil
 	}
-	cur, err := tu.Host.ReadFile(sockFlowPath)
+	cur, err := tu.Host.ReadFile(rxtune.SockFlowPath)
 	if nsfs.IsNotExist(err) {
 		return fmt.Errorf("field %q: net.core.rps_sock_flow_entries is host-wide and exists only in the host's initial network namespace; orchagent runs in another one: set it on the host (sysctl -w net.core.rps_sock_flow_entries=N)",
 			schema.FieldRPSSockFlowEntries)
@@ -364,8 +317,8 @@ func (o *Orch) applySockFlow(online []int) error {
 	if !set {
 		g := st.data.SockFlow
 		if cur == g.Written {
-			if err := o.act(schema.TablePortTuning, "*", "restore "+g.Original+" to "+sockFlowPath,
-				func() error { return tu.Host.WriteFile(sockFlowPath, g.Original) }); err != nil {
+			if err := o.act(schema.TablePortTuning, "*", "restore "+g.Original+" to "+rxtune.SockFlowPath,
+				func() error { return tu.Host.WriteFile(rxtune.SockFlowPath, g.Original) }); err != nil {
 				return fmt.Errorf("field %q: %w", schema.FieldRPSSockFlowEntries, err)
 			}
 		}
@@ -385,8 +338,8 @@ func (o *Orch) applySockFlow(online []int) error {
 	if cur == w {
 		return nil
 	}
-	if err := o.act(schema.TablePortTuning, "*", "write "+w+" to "+sockFlowPath,
-		func() error { return tu.Host.WriteFile(sockFlowPath, w) }); err != nil {
+	if err := o.act(schema.TablePortTuning, "*", "write "+w+" to "+rxtune.SockFlowPath,
+		func() error { return tu.Host.WriteFile(rxtune.SockFlowPath, w) }); err != nil {
 		return fmt.Errorf("field %q: %w", schema.FieldRPSSockFlowEntries, err)
 	}
 	return nil

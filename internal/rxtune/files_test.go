@@ -1,6 +1,7 @@
-package orchagent
+package rxtune
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,7 +45,7 @@ const procInterrupts = `           CPU0       CPU1
  50:          1          0 IR-PCI-MSI 1-edge      eth1-TxRx-0
  51:          1          0 IR-PCI-MSI 2-edge      eth1-TxRx-1
  52:          1          0 IR-PCI-MSI 3-edge      eth10-TxRx-0
-NMI:          0          0   Non-maskable interrupts
+NMI:          0          0   Non-maskable Interrupts
 `
 
 func TestPortIRQs(t *testing.T) {
@@ -56,7 +57,7 @@ func TestPortIRQs(t *testing.T) {
 		"/sys/devices/virtio2/vendor":               "0x1af4",
 		"/sys/class/net/eth1/device/vendor":         "0x8086",
 		"/sys/class/net/lonely/device/vendor":       "0x8086",
-		"/proc/interrupts":                          procInterrupts,
+		"/proc/Interrupts":                          procInterrupts,
 		"/sys/devices/system/cpu/online":            "0-1,4\n",
 		"/sys/class/net/veth0/queues/rx-0/rps_cpus": "0",
 		"/sys/class/net/veth0/queues/rx-1/rps_cpus": "0",
@@ -73,16 +74,16 @@ func TestPortIRQs(t *testing.T) {
 		{"eth1", []int{50, 51}, ""},   // by the port's name, not eth10
 		{"lonely", nil, "found no IRQs of lonely"},
 	} {
-		irqs, why, err := portIRQs(fs, c.port)
+		irqs, why, err := PortIRQs(fs, c.port)
 		if err != nil || !slices.Equal(irqs, c.irqs) || !strings.Contains(why, c.why) || (c.why == "") != (why == "") {
-			t.Errorf("portIRQs(%s) = %v, %q, %v; want %v, %q", c.port, irqs, why, err, c.irqs, c.why)
+			t.Errorf("PortIRQs(%s) = %v, %q, %v; want %v, %q", c.port, irqs, why, err, c.irqs, c.why)
 		}
 	}
-	if cpus, err := onlineCPUs(fs); err != nil || !slices.Equal(cpus, []int{0, 1, 4}) {
-		t.Errorf("onlineCPUs = %v, %v", cpus, err)
+	if cpus, err := OnlineCPUs(fs); err != nil || !slices.Equal(cpus, []int{0, 1, 4}) {
+		t.Errorf("OnlineCPUs = %v, %v", cpus, err)
 	}
-	if qs, err := rxQueues(fs, "veth0"); err != nil || !slices.Equal(qs, []string{"rx-0", "rx-1"}) {
-		t.Errorf("rxQueues = %v, %v", qs, err)
+	if qs, err := RxQueues(fs, "veth0"); err != nil || !slices.Equal(qs, []string{"rx-0", "rx-1"}) {
+		t.Errorf("RxQueues = %v, %v", qs, err)
 	}
 }
 
@@ -97,8 +98,35 @@ func TestSameValue(t *testing.T) {
 		{"/x/rps_flow_cnt", "2048", "2048", true},
 		{"/x/gro_flush_timeout", "0", "1000", false},
 	} {
-		if got := sameValue(c.path, c.cur, c.want); got != c.same {
-			t.Errorf("sameValue(%s, %q, %q) = %v", c.path, c.cur, c.want, got)
+		if got := SameValue(c.path, c.cur, c.want); got != c.same {
+			t.Errorf("SameValue(%s, %q, %q) = %v", c.path, c.cur, c.want, got)
 		}
+	}
+}
+
+func TestRead(t *testing.T) {
+	fs := fakeTree(t, map[string]string{
+		"/sys/class/net/p/queues/rx-0/rps_cpus":     "00000003\n",
+		"/sys/class/net/p/queues/rx-0/rps_flow_cnt": "2048\n",
+		"/sys/class/net/p/queues/rx-1/rps_cpus":     "00000000,00000003\n",
+		"/sys/class/net/p/queues/rx-1/rps_flow_cnt": "0\n",
+		"/sys/class/net/p/napi_defer_hard_irqs":     "2\n",
+		"/sys/class/net/p/gro_flush_timeout":        "0\n",
+		"/sys/class/net/p/device/msi_irqs/7":        "msix",
+		"/proc/irq/7/smp_affinity_list":             "1\n",
+		"/sys/class/net/q/queues/rx-0/rps_cpus":     "0\n",
+		"/proc/sys/net/core/rps_sock_flow_entries":  "32768\n",
+	})
+	f, ok := Read(fs, fs, "p")
+	want := map[string]string{"rx_queues": "2", "rps_cpus": "0-1", "rfs_flow_cnt": "rx-0:2048 rx-1:0", "irq_cpus": "1",
+		"napi_defer_hard_irqs": "2", "gro_flush_timeout": "0", "rps_sock_flow_entries": "32768"}
+	if !ok || !maps.Equal(f, want) {
+		t.Fatalf("Read(p) = %v, %v\nwant %v", f, ok, want)
+	}
+	if f, _ := Read(fs, nil, "q"); f["rps_cpus"] != NoCPUs || f["rx_queues"] != "1" {
+		t.Fatalf("Read(q) = %v", f)
+	}
+	if _, ok := Read(fs, nil, "gone"); ok {
+		t.Fatal("Read of a missing port succeeded")
 	}
 }
