@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/switchyard-net/switchyard/internal/nsfs"
 	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
@@ -47,9 +48,19 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("open netlink (netns %q): %w", o.NetNS, err)
 	}
 	defer k.Close()
+	files, host := openFiles(o.NetNS, log)
+	defer func() {
+		if files != nil {
+			files.Close()
+		}
+		if host != nil && host != files {
+			host.Close()
+		}
+	}()
 	d := New(Config{
 		Kernel: k, State: conn.DB(schema.StateDB), Counters: conn.DB(schema.CountersDB),
 		Config: conn.DB(schema.ConfigDB), CountersInterval: o.CountersInterval, RecvBuffer: o.RecvBuffer, Log: log,
+		Files: files, HostFiles: host,
 	})
 	registerMetrics(o.Registry, d, k)
 	if o.Ready != nil {
@@ -119,4 +130,20 @@ func registerMetrics(reg prometheus.Registerer, d *Daemon, k netlinkmgr.Kernel) 
 		counter("resyncs_total", "Full rewrites (start, Redis restart, emptied DB, netlink overflow, failed write).", func(s Stats) uint64 { return s.Resyncs }),
 		portCollector{d: d, k: k},
 	)
+}
+
+// openFiles opens the sysfs/procfs view of the namespace for the
+// PORT_TUNING_TABLE mirror; without it (mounting a namespace's sysfs
+// needs CAP_SYS_ADMIN) the mirror is off and says so once.
+func openFiles(netns string, log *logrus.Entry) (files, host *nsfs.FS) {
+	files, err := nsfs.Open(nsfs.Options{NetNS: netns})
+	if err != nil {
+		log.WithError(err).Warn("PORT_TUNING_TABLE mirror off: cannot read the namespace's sysfs")
+		return nil, nil
+	}
+	host = files
+	if netns != "" {
+		host, _ = nsfs.Open(nsfs.Options{})
+	}
+	return files, host
 }

@@ -20,11 +20,13 @@ const KeyspaceClasses = redisx.WatchClasses
 // (name -> present), and a synced marker after each full (re)scan.
 type portUpdate struct {
 	names     map[string]bool
-	synced    bool // every existing PORT key has been reported
-	reconnect bool // a rescan after the first: Redis reconnected or restarted
+	tuning    map[string]bool // PORT_TUNING keys (name -> present)
+	synced    bool            // every existing PORT key has been reported
+	reconnect bool            // a rescan after the first: Redis reconnected or restarted
 }
 
-// watchPorts watches CONFIG_DB PORT with redisx.Watcher (subscribe, then
+// watchPorts watches CONFIG_DB PORT (and PORT_TUNING, whose ports get
+// the tuning mirror) with redisx.Watcher (subscribe, then
 // scan; rescan after a reconnect or a run_id change, re-enabling keyspace
 // events first) and reports each key's existence, re-read on every
 // notification (level-triggered). Sends are blocking and come from the
@@ -40,7 +42,7 @@ func watchPorts(ctx context.Context, c *redis.Client, out chan<- portUpdate, log
 	first := true
 	w := redisx.NewWatcher(c, redisx.WatchOptions{
 		DB:     schema.ConfigDB,
-		Tables: []string{schema.TablePort},
+		Tables: []string{schema.TablePort, schema.TablePortTuning},
 		OnSync: func(context.Context) {
 			send(portUpdate{synced: true, reconnect: !first})
 			first = false
@@ -48,12 +50,16 @@ func watchPorts(ctx context.Context, c *redis.Client, out chan<- portUpdate, log
 		OnError: func(err error) { log.WithError(err).Debug("port watch") },
 	})
 	err := w.Run(ctx, func(ch redisx.Change) {
-		if ch.Table != schema.TablePort || ch.Key == "" {
+		if (ch.Table != schema.TablePort && ch.Table != schema.TablePortTuning) || ch.Key == "" {
 			return
 		}
-		n, err := c.Exists(ctx, schema.ConfigKey(schema.TablePort, ch.Key)).Result()
+		n, err := c.Exists(ctx, schema.ConfigKey(ch.Table, ch.Key)).Result()
 		if err != nil {
 			return // Redis is away: the watcher rescans once it is back
+		}
+		if ch.Table == schema.TablePortTuning {
+			send(portUpdate{tuning: map[string]bool{ch.Key: n > 0}})
+			return
 		}
 		send(portUpdate{names: map[string]bool{ch.Key: n > 0}})
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 
+	"github.com/switchyard-net/switchyard/internal/nsfs"
 	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
@@ -53,6 +54,10 @@ type Config struct {
 	Name             string        // sentinel key name (SWITCHYARD_DAEMON|<Name>); "" = "syncd"
 	RecvBuffer       int           // netlink socket receive buffer; 0 = netlinkmgr's default
 	Log              *logrus.Entry // nil = discard
+	// Files and HostFiles read the PORT_TUNING_TABLE mirror (the ports'
+	// namespace, the daemon's own for the host-wide value); nil Files =
+	// no tuning mirror.
+	Files, HostFiles *nsfs.FS
 }
 
 // Stats are cumulative figures of a running Daemon (for logs and benchmarks).
@@ -71,6 +76,7 @@ type Daemon struct {
 	view     *View
 	state    *redisx.StateWriter
 	counters *redisx.StateWriter
+	tuning   tuningMirror
 	batch    *redisx.Batch // STATE_DB writes of the current flush
 	lost     chan string   // a sentinel's key vanished: the DB was emptied
 
@@ -111,6 +117,7 @@ func New(cfg Config) *Daemon {
 		ready:      make(chan struct{}),
 	}
 	d.batch = d.state.Batch()
+	d.tuning = newTuningMirror(cfg)
 	return d
 }
 
@@ -179,6 +186,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 					d.needResync = true
 				}
 				d.checkInterfaces(ctx)
+				if err := d.writeTuning(ctx); err != nil {
+					d.log.WithError(err).Warn("write PORT_TUNING_TABLE")
+				}
 			}
 		case <-retry.C:
 		}
@@ -276,6 +286,9 @@ func (d *Daemon) applyPorts(u portUpdate) {
 	for p, present := range u.names {
 		d.view.SetPort(p, present)
 	}
+	for p, present := range u.tuning {
+		d.tuning.setPort(p, present)
+	}
 	if u.synced {
 		if u.reconnect {
 			d.log.Info("redis reconnected or restarted; rewriting the mirror")
@@ -340,6 +353,7 @@ func (d *Daemon) commit(ctx context.Context, what string) error {
 // longer has and writes everything else (only differences go out).
 func (d *Daemon) resync(ctx context.Context) error {
 	d.resyncs.Add(1)
+	d.tuning.forget()
 	d.state.Forget()
 	d.counters.Forget()
 	for _, t := range StateTables {

@@ -98,6 +98,7 @@ func TestPortTuning(t *testing.T) {
 	}
 
 	e.Start("orchagent", "--log-level", "debug")
+	e.Start("syncd")
 	e.SetInitialized()
 	e.HSet("PORT_TUNING|Ethernet0", "rps_cpus", cpus, "rfs_flow_cnt", "2048", "rps_sock_flow_entries", sockWant,
 		"irq_cpus", "0", "napi_defer_hard_irqs", "2", "gro_flush_timeout", "200000")
@@ -114,6 +115,13 @@ func TestPortTuning(t *testing.T) {
 	}
 	if got := readTuning(t, other, "Ethernet0", 4); !same(got, otherOrig) {
 		t.Fatalf("Ethernet0 of another namespace changed: %s", got)
+	}
+	// syncd mirrors what the kernel holds beside orchagent's result.
+	mirror := e.WaitHash(e.State, "PORT_TUNING_TABLE|Ethernet0", map[string]string{
+		"state": "ok", "rx_queues": "4", "rps_cpus": cpus, "rfs_flow_cnt": "2048", "rps_sock_flow_entries": sockWant,
+		"napi_defer_hard_irqs": "2", "gro_flush_timeout": "200000"})
+	if _, ok := mirror["irq_cpus"]; ok {
+		t.Fatalf("mirror shows irq_cpus for a veth: %v", mirror)
 	}
 	if _, err := os.Stat("/sys/class/net/Ethernet0"); err == nil {
 		t.Log("note: the host namespace has an Ethernet0 too")
@@ -177,6 +185,11 @@ func TestPortTuning(t *testing.T) {
 	if _, err := os.Stat(storeFile); err == nil {
 		t.Fatalf("%s still exists after every key is gone", storeFile)
 	}
+	// syncd drops its fields too: the key is gone.
+	e.Eventually("PORT_TUNING_TABLE|Ethernet0 gone", func() (bool, string) {
+		h := e2eutil.HGetAll(e.State, "PORT_TUNING_TABLE|Ethernet0")
+		return len(h) == 0, fmt.Sprint(h)
+	})
 }
 
 // TestPortTuningBadCPU: a CPU that does not exist is a state error naming
