@@ -35,7 +35,7 @@ func TestCompleteCandidates(t *testing.T) {
 		{"co", []string{"config", "completion"}},
 		{"config _", []string{"port", "vlan", "interface", "route", "mac", "impairment", "load", "save"}},
 		{"show in", []string{"interfaces"}},
-		{"config port _", []string{"del", "Ethernet0", "Ethernet4"}},
+		{"config port _", []string{"del", "tuning", "Ethernet0", "Ethernet4"}},
 		{"config port Ethernet0 --m", []string{"--mac", "--mtu"}},
 		{"config port Ethernet0 --admin _", []string{"up", "down"}},
 		{"config vlan member add _", []string{"100"}},
@@ -71,7 +71,7 @@ func TestCompleteCandidates(t *testing.T) {
 func TestCompleteWithoutRedis(t *testing.T) {
 	var out bytes.Buffer
 	code := Run(context.Background(), []string{completeVerb, "--redis", "unix:///nonexistent/redis.sock", "config", "port", ""}, &out, os.Stderr)
-	if got := strings.Fields(out.String()); code != 0 || !slices.Equal(got, []string{"del"}) {
+	if got := strings.Fields(out.String()); code != 0 || !slices.Equal(got, []string{"del", "tuning"}) {
 		t.Errorf("without Redis: exit %d, %q; want 0 and just the verbs", code, got)
 	}
 }
@@ -124,7 +124,7 @@ tab swctl config mac del Vlan100 00:11:2
 	for _, want := range []string{
 		"complete -F _swctl swctl",
 		"swctl co| config completion",
-		"swctl config port | del Ethernet0 Ethernet4",
+		"swctl config port | del tuning Ethernet0 Ethernet4",
 		"swctl config port Ethernet0 --m| --mac --mtu",
 		"swctl config vlan member add 100 Eth| Ethernet0 Ethernet4",
 		"swctl config mac del Vlan100 | 00:11:22:33:44:55",

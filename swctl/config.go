@@ -66,7 +66,7 @@ set are not managed (the kernel's value stays). PORT is an existing netdev.`,
 		[]string{"swctl config port del Ethernet3"},
 		func(args []string) ([]string, error) {
 			return []string{schema.ConfigKey(schema.TablePort, args[0])}, nil
-		})}
+		}), portTuningCommand()}
 	return c
 }
 

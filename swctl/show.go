@@ -96,6 +96,14 @@ addresses and VLANs, and orchagent's result. --counters shows COUNTERS_DB
 COUNTERS:PORT instead (every field syncd writes).`,
 				[]string{"swctl show interfaces", "swctl show interfaces --counters"}, true, false, showInterfaces),
 			{Name: "ip", Summary: "IP tables", Sub: []*Command{route}, Examples: route.Examples},
+			{Name: "port", Summary: "per-port settings", Sub: []*Command{showLeaf("tuning",
+				"receive-path tuning (PORT_TUNING) as the kernel holds it, with orchagent's result",
+				`Every PORT_TUNING entry: the values the kernel holds as syncd mirrors them
+(STATE_DB PORT_TUNING_TABLE; "0-1 (want 0)" where the configured value differs,
+"rx-0:… rx-1:…" where queues differ), the configured value where there is no
+mirror yet, and orchagent's result (reason, or the warning of a port without
+IRQs).`, []string{"swctl show port tuning", "swctl show port tuning --json"}, false, false, showPortTuning)},
+				Examples: []string{"swctl show port tuning"}},
 			showLeaf("mac", "the FDB: MACs learned or static, per VLAN and port (STATE_DB FDB_TABLE)", "",
 				[]string{"swctl show mac"}, false, false, showMACs),
 			showLeaf("neighbors", "ARP/ND neighbors of the switch (STATE_DB NEIGH_TABLE)", "",
