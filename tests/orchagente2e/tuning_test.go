@@ -218,3 +218,50 @@ func TestPortTuningBadCPU(t *testing.T) {
 	e.HSet("PORT_TUNING|Ethernet4", "rps_cpus", "1-0")
 	e.WaitState("PORT_TUNING|Ethernet4", "error", `range "1-0" ends before it starts`)
 }
+
+// TestPortTuningGlobalAndSweep: rps_sock_flow_entries is the largest
+// value any key asks for and comes back when none does; a key deleted
+// while orchagent is down is restored by the sweep after the restart.
+func TestPortTuningGlobalAndSweep(t *testing.T) {
+	e := e2eutil.NewSwitch(t)
+	peer := testns.New(t)
+	multiQueueVeth(t, e.NS, "Ethernet0", peer, "eth1")
+	multiQueueVeth(t, e.NS, "Ethernet4", peer, "eth2")
+	hostOrig := hostSockFlow(t)
+	t.Cleanup(func() { os.WriteFile(sockFlow, []byte(hostOrig), 0) })
+	storeFile := "/run/switchyard/orchagent/port_tuning-" + e.NS.Name + ".json"
+	t.Cleanup(func() { os.Remove(storeFile) })
+	orig0 := readTuning(t, e.NS, "Ethernet0", 4)
+	small, large := "4096", "8192"
+	if hostOrig == small || hostOrig == large {
+		small, large = "1024", "2048"
+	}
+	e.Start("orchagent", "--log-level", "debug")
+	e.SetInitialized()
+	e.HSet("PORT_TUNING|Ethernet0", "rps_sock_flow_entries", small, "rps_cpus", "0")
+	e.HSet("PORT_TUNING|Ethernet4", "rps_sock_flow_entries", large)
+	e.WaitApplied("PORT_TUNING|Ethernet0")
+	e.WaitApplied("PORT_TUNING|Ethernet4")
+	if got := hostSockFlow(t); got != large {
+		t.Fatalf("rps_sock_flow_entries = %s, want the larger %s", got, large)
+	}
+	e.Del("PORT_TUNING|Ethernet4")
+	e.WaitGone("PORT_TUNING|Ethernet4")
+	if got := hostSockFlow(t); got != small {
+		t.Fatalf("after the larger key went: %s, want %s", got, small)
+	}
+
+	// Deleted while orchagent is down: the sweep restores it.
+	e.Procs["orchagent"].Kill()
+	e.Del("PORT_TUNING|Ethernet0")
+	e.Start("orchagent", "--log-level", "debug")
+	e.Eventually("Ethernet0's originals and the host-wide value back", func() (bool, string) {
+		got := readTuning(t, e.NS, "Ethernet0", 4)
+		sf := hostSockFlow(t)
+		return same(got, orig0) && sf == hostOrig, fmt.Sprintf("%s; rps_sock_flow_entries %s", got, sf)
+	})
+	e.Eventually("state file removed", func() (bool, string) {
+		_, err := os.Stat(storeFile)
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+}
