@@ -232,6 +232,9 @@ func (o *Orch) writeTuning(port string, ifindex int, files []rxtune.File) error 
 			stale = append(stale, path)
 		}
 	}
+	if len(stale) == 0 && len(sp.Files) > 0 {
+		return nil // nothing else changed: the saved file is current
+	}
 	slices.Sort(stale)
 	errs := o.restoreFiles(port, sp, stale)
 	if len(sp.Files) == 0 {
