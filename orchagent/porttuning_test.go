@@ -163,3 +163,27 @@ func TestTuningErrors(t *testing.T) {
 		t.Fatalf("unavailable: %+v", out.res)
 	}
 }
+
+// TestTuningStoreOtherBoot: originals saved in another boot are ignored
+// (the devices and values they describe are gone).
+func TestTuningStoreOtherBoot(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openTuningStore(dir, "ns1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.data.Ports["e0"] = &savedPort{Ifindex: 3, Files: map[string]string{"/sys/class/net/e0/gro_flush_timeout": "0"}}
+	if err := st.save(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := openTuningStore(dir, "ns1")
+	if err != nil || len(again.data.Ports) != 1 {
+		t.Fatalf("same boot: %v, %v", again.data.Ports, err)
+	}
+	b, _ := os.ReadFile(st.path)
+	os.WriteFile(st.path, []byte(strings.Replace(string(b), bootID(), "another-boot", 1)), 0o644)
+	other, err := openTuningStore(dir, "ns1")
+	if err != nil || len(other.data.Ports) != 0 {
+		t.Fatalf("another boot's originals kept: %v, %v", other.data.Ports, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // DefaultStateDir is where orchagent keeps what must survive its own
@@ -23,6 +24,10 @@ type tuningStore struct {
 }
 
 type tuningData struct {
+	// BootID is the kernel's boot_id when the file was written: a file
+	// from another boot (a /run that is not a tmpfs, a container volume)
+	// describes devices and values that are gone, and is ignored.
+	BootID string `json:"boot_id"`
 	// Ports holds, per port, the device it was read from and the
 	// original content of each file written (path → value).
 	Ports map[string]*savedPort `json:"ports"`
@@ -58,6 +63,9 @@ func openTuningStore(dir, netns string) (*tuningStore, error) {
 		if err := json.Unmarshal(b, &s.data); err != nil {
 			return nil, fmt.Errorf("read saved PORT_TUNING originals %s: %w (remove it to forget them)", s.path, err)
 		}
+		if s.data.BootID != bootID() {
+			s.data = tuningData{}
+		}
 	}
 	if s.data.Ports == nil {
 		s.data.Ports = map[string]*savedPort{}
@@ -74,6 +82,7 @@ func (s *tuningStore) save() error {
 		}
 		return nil
 	}
+	s.data.BootID = bootID()
 	b, err := json.MarshalIndent(&s.data, "", "  ")
 	if err != nil {
 		return err
@@ -89,4 +98,10 @@ func (s *tuningStore) save() error {
 		return fmt.Errorf("save PORT_TUNING originals: %w", err)
 	}
 	return nil
+}
+
+// bootID is /proc/sys/kernel/random/boot_id ("" where unreadable).
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
 }
