@@ -86,6 +86,19 @@ func (o *Orch) applyTuning(key string, f schema.Fields) outcome {
 	if err := checkCPUs(p, online); err != nil {
 		return errorOut(err, refs)
 	}
+	l, present, err := o.getLink(key)
+	if err != nil {
+		return kernelOut(err, refs)
+	}
+	var files []rxtune.File
+	var warning string
+	if present {
+		// The port's files are all found before anything is written.
+		if files, warning, err = rxtune.Targets(tu.FS, p); err != nil {
+			return errorOut(fmt.Errorf("%s|%s: %w", schema.TablePortTuning, key, err), refs)
+		}
+	}
+	// Host-wide, so applied whether the port is there or not.
 	if err := o.applySockFlow(online); err != nil {
 		if p.RPSSockFlowEntries != nil {
 			return errorOut(fmt.Errorf("%s|%s: %w", schema.TablePortTuning, key, err), refs)
@@ -93,16 +106,8 @@ func (o *Orch) applyTuning(key string, f schema.Fields) outcome {
 		// Another key's value: its own result says so.
 		o.log.WithError(err).Debug("rps_sock_flow_entries")
 	}
-	l, ok, err := o.getLink(key)
-	if err != nil {
-		return kernelOut(err, refs)
-	}
-	if !ok {
+	if !present {
 		return pendingOut(waitingForLink(key), refs)
-	}
-	files, warning, err := rxtune.Targets(tu.FS, p)
-	if err != nil {
-		return errorOut(fmt.Errorf("%s|%s: %w", schema.TablePortTuning, key, err), refs)
 	}
 	if err := o.writeTuning(key, l.Index, files); err != nil {
 		return errorOut(err, refs)
