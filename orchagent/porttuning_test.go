@@ -142,11 +142,15 @@ func TestTuningErrors(t *testing.T) {
 	if got := r.file("/sys/class/net/e0/queues/rx-0/rps_cpus"); got != "0" {
 		t.Errorf("rejected entry wrote rps_cpus %q", got)
 	}
-	// A kernel without napi_defer_hard_irqs: terminal error naming the file.
-	r.set(schema.TablePortTuning, "e0", "napi_defer_hard_irqs", "2")
+	// A kernel without napi_defer_hard_irqs: terminal error naming the
+	// file, and the entry's other fields (the host-wide one too) unwritten.
+	r.set(schema.TablePortTuning, "e0", "napi_defer_hard_irqs", "2", "rps_cpus", "1", "rps_sock_flow_entries", "4096")
 	r.settle()
 	if res := r.result(); res.State != schema.StateError || !strings.Contains(res.Reason, "napi_defer_hard_irqs") {
 		t.Fatalf("result = %+v", res)
+	}
+	if a, b := r.file("/sys/class/net/e0/queues/rx-0/rps_cpus"), r.file("/proc/sys/net/core/rps_sock_flow_entries"); a != "0" || b != "0" {
+		t.Errorf("entry with a missing file wrote rps_cpus %q, rps_sock_flow_entries %q", a, b)
 	}
 	// A port that does not exist waits for it.
 	r.set(schema.TablePortTuning, "e9", "rps_cpus", "1")
