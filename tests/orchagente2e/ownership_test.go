@@ -411,6 +411,9 @@ func TestForeignObjectsSurviveRestartsAndSweep(t *testing.T) {
 	busy := churn(e.NS, 0)
 	e.Procs["orchagent"].Kill()
 	e.Start("orchagent", "--log-level", "debug")
+	// The killed process's results are still in STATE_DB: wait for the new
+	// one's scan, so the Redis restart below finds its keys cached.
+	e.Procs["orchagent"].WaitLog("the restarted orchagent's scan", "CONFIG_DB scanned")
 	e.WaitOK(keys...)
 	e.WaitState("STATIC_ROUTE|10.200.5.0/24", "error", "exists with protocol bird")
 	if err := <-busy; err != nil {
