@@ -166,10 +166,9 @@ func fdbAddErr(e FdbInfo, err error) error {
 	return opErr("add", "fdb "+e.String(), err)
 }
 
-// AddBatch adds every entry as Add does, sending the requests in batches
-// of routeBatchSize per netlink message on the route socket (the kernel
-// handles and acknowledges each in turn). Equivalent to bridge -batch of
-// fdb replace.
+// AddBatch adds every entry as Add does, sending the requests many per
+// netlink message on the route socket (execBatch, batch.go). Equivalent to
+// bridge -batch of fdb replace.
 func (x realFdbs) AddBatch(es []FdbInfo) []error {
 	k := x.k
 	errs := make([]error, len(es))
@@ -187,18 +186,14 @@ func (x realFdbs) AddBatch(es []FdbInfo) []error {
 		reqs = append(reqs, fdbRequest(li, e))
 		idx = append(idx, i)
 	}
-	for start := 0; start < len(reqs); start += routeBatchSize {
-		end := min(start+routeBatchSize, len(reqs))
-		res := k.rt.execBatch(reqs[start:end])
-		for j, err := range res {
-			i := idx[start+j]
-			if cached[i] && isNoDevice(err) {
-				e := es[i]
-				k.idx.forget(e.Link)
-				err = k.withIfindex(e.Link, func(li int) error { return k.rt.exec(fdbRequest(li, e)) })
-			}
-			errs[i] = fdbAddErr(es[i], err)
+	for j, err := range k.rt.execBatch(reqs) {
+		i := idx[j]
+		if cached[i] && isNoDevice(err) {
+			e := es[i]
+			k.idx.forget(e.Link)
+			err = k.withIfindex(e.Link, func(li int) error { return k.rt.exec(fdbRequest(li, e)) })
 		}
+		errs[i] = fdbAddErr(es[i], err)
 	}
 	return errs
 }

@@ -24,6 +24,10 @@ type Addrs interface {
 	// semantics (no error if present), or with a.Create EEXIST if present.
 	// Equivalent to: ip addr {replace|add} PREFIX dev LINK [proto P]
 	Add(a AddrInfo) error
+	// AddBatch is Add of every address in order, sent as a few netlink
+	// messages instead of one request per address; the error of as[i] is
+	// errs[i] (nil = added). One address's failure does not stop the others.
+	AddBatch(as []AddrInfo) (errs []error)
 	// Del removes an address; ErrNotFound only when a read confirms it is
 	// absent. Equivalent to: ip addr del PREFIX dev LINK
 	Del(a AddrInfo) error
@@ -55,6 +59,10 @@ type Routes interface {
 type BridgeVlans interface {
 	// Add adds a VLAN. Equivalent to: bridge vlan add dev LINK vid N [pvid] [untagged] [self]
 	Add(v BridgeVlanInfo) error
+	// AddBatch is Add of every VLAN in order, sent as a few netlink
+	// messages instead of one request per VLAN; the error of vs[i] is
+	// errs[i] (nil = added). One VLAN's failure does not stop the others.
+	AddBatch(vs []BridgeVlanInfo) (errs []error)
 	// Del removes a VLAN. Equivalent to: bridge vlan del dev LINK vid N [self]
 	Del(v BridgeVlanInfo) error
 	// List lists the VLANs of link ("" = all). Equivalent to: bridge vlan show [dev LINK]

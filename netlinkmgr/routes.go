@@ -188,7 +188,7 @@ func (x realRoutes) Replace(r RouteInfo) error {
 }
 
 // ReplaceBatch installs every route as Replace does, sending the requests
-// in batches of routeBatchSize per netlink message (the kernel handles and
+// many per netlink message (execBatch, batch.go: the kernel handles and
 // acknowledges each in turn). Equivalent to ip -batch of route replace.
 func (x realRoutes) ReplaceBatch(rs []RouteInfo) []error {
 	k := x.k
@@ -207,17 +207,13 @@ func (x realRoutes) ReplaceBatch(rs []RouteInfo) []error {
 		reqs = append(reqs, routeRequest(nr, r.Create))
 		idx = append(idx, i)
 	}
-	for start := 0; start < len(reqs); start += routeBatchSize {
-		end := min(start+routeBatchSize, len(reqs))
-		res := k.rt.execBatch(reqs[start:end])
-		for j, err := range res {
-			i := idx[start+j]
-			if cached[i] && isNoDevice(err) {
-				err = k.replaceRoute(rs[i]) // looks the links up afresh
-			}
-			if err != nil {
-				errs[i] = opErr("replace", rs[i].object(), err)
-			}
+	for j, err := range k.rt.execBatch(reqs) {
+		i := idx[j]
+		if cached[i] && isNoDevice(err) {
+			err = k.replaceRoute(rs[i]) // looks the links up afresh
+		}
+		if err != nil {
+			errs[i] = opErr("replace", rs[i].object(), err)
 		}
 	}
 	return errs

@@ -25,6 +25,9 @@ type routeSock struct {
 	s    *nl.NetlinkSocket
 	fd   int
 	rbuf []byte
+	sbuf []byte // the batch being sent, reused
+	// maxReqs bounds the requests of one sendmsg (0: only batchBytes does).
+	maxReqs int
 }
 
 func (r *routeSock) open(k *kernel) error {
@@ -33,6 +36,14 @@ func (r *routeSock) open(k *kernel) error {
 		return err
 	}
 	r.s, r.fd, r.rbuf = s, s.GetFd(), make([]byte, 64<<10)
+	r.maxReqs = batchReqsSmallBuf
+	// Room for the acknowledgements of a whole 64 KiB batch (about a
+	// thousand, each a socket buffer of its own): SO_RCVBUFFORCE needs
+	// CAP_NET_ADMIN; without it batches stay small enough for the
+	// default buffer.
+	if unix.SetsockoptInt(r.fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, batchRcvBuf) == nil {
+		r.maxReqs = 0
+	}
 	// The kernel's reason (extended ack, "Nexthop has invalid gateway")
 	// rides along with the errno; capped acks do not echo the request.
 	// Both are best effort: an older kernel answers with the errno only.
@@ -168,96 +179,6 @@ func routeRequest(nr *netlink.Route, create bool) *nl.NetlinkRequest {
 	}
 	req.AddData(nl.NewRtAttr(unix.RTA_OIF, u32(uint32(nr.LinkIndex))))
 	return req
-}
-
-// routeBatchSize bounds the requests sent in one message: their
-// acknowledgements (an error one echoes its request) must fit the
-// socket's receive buffer, or the kernel drops them.
-const routeBatchSize = 64
-
-// exec sends req and waits for its acknowledgement: nil, or the errno
-// the kernel answered (as the library returns it).
-func (r *routeSock) exec(req *nl.NetlinkRequest) error {
-	return r.execBatch([]*nl.NetlinkRequest{req})[0]
-}
-
-// execBatch sends reqs in one message and collects each one's
-// acknowledgement; a request left unanswered (timeout, socket error) gets
-// that error.
-func (r *routeSock) execBatch(reqs []*nl.NetlinkRequest) []error {
-	errs := make([]error, len(reqs))
-	acked := make([]bool, len(reqs))
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	fail := func(err error) []error {
-		for i := range errs {
-			if !acked[i] {
-				errs[i] = err
-			}
-		}
-		return errs
-	}
-	if r.s == nil {
-		return fail(syscall.EBADF)
-	}
-	var b []byte
-	bySeq := make(map[uint32]int, len(reqs))
-	for i, req := range reqs {
-		b = append(b, req.Serialize()...)
-		bySeq[req.Seq] = i
-	}
-	deadline := time.Now().Add(requestTimeout)
-	to := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
-	for {
-		err := unix.Sendto(r.fd, b, 0, to)
-		if err == nil {
-			break
-		}
-		if errors.Is(err, unix.EAGAIN) {
-			if err := r.wait(unix.POLLOUT, deadline); err != nil {
-				return fail(err)
-			}
-			continue
-		}
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return fail(err)
-	}
-	for left := len(reqs); left > 0; {
-		n, _, err := unix.Recvfrom(r.fd, r.rbuf, unix.MSG_DONTWAIT)
-		if err != nil {
-			if errors.Is(err, unix.EAGAIN) {
-				if err := r.wait(unix.POLLIN, deadline); err != nil {
-					return fail(err)
-				}
-				continue
-			}
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			return fail(err)
-		}
-		msgs, err := syscall.ParseNetlinkMessage(r.rbuf[:n])
-		if err != nil {
-			return fail(err)
-		}
-		for _, m := range msgs {
-			i, ok := bySeq[m.Header.Seq]
-			if !ok || acked[i] { // the late answer of a timed-out request
-				continue
-			}
-			if m.Header.Type != unix.NLMSG_ERROR && m.Header.Type != unix.NLMSG_DONE {
-				continue
-			}
-			acked[i] = true
-			left--
-			if m.Header.Type == unix.NLMSG_ERROR {
-				errs[i] = ackError(m.Header, m.Data)
-			}
-		}
-	}
-	return errs
 }
 
 // wait polls the socket for ev until deadline (EAGAIN then, as the

@@ -3,6 +3,8 @@ package orchagente2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,42 +79,58 @@ func BenchmarkSingleChangeLatency(b *testing.B) {
 // bulk writes keys (each with fields) in one pipeline and measures until
 // every result is ok; then the same kernel objects are added by
 // "ip -batch" in a fresh namespace with the same port. Returns both
-// durations.
+// durations. With SWITCHYARD_BENCH_CPUPROFILE=FILE orchagent serves pprof
+// and FILE gets its CPU profile of the burst (SWITCHYARD_BENCH_PROFILE_SECONDS,
+// default 2, from the pipeline on).
 func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb time.Duration) {
 	b.Helper()
 	ctx := context.Background()
 	e := e2eutil.NewSwitch(b)
 	peer := testns.New(b)
 	e.NS.Veth("Ethernet0", peer, "eth1")
-	e.Start("orchagent", "--log-level", "warn")
+	prof := os.Getenv("SWITCHYARD_BENCH_CPUPROFILE")
+	args := []string{"--log-level", "warn"}
+	if prof != "" {
+		args = append(args, "--metrics-addr", pprofAddr)
+	}
+	e.Start("orchagent", args...)
 	e.SetInitialized()
 	e.HSet("INTERFACE|Ethernet0|10.0.0.1/24")
 	e.WaitOK("INTERFACE|Ethernet0|10.0.0.1/24")
 
-	table, _, _ := strings.Cut(keys[0], "|")
-	ps := e.State.PSubscribe(ctx, "__keyspace@6__:"+table+"_TABLE|*")
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
+	// The judge polls STATE_DB's key count (DBSIZE, O(1)) until every
+	// result can be there, then reads every state: no keyspace
+	// subscription, whose 100k messages would cost redis-server and this
+	// process as much CPU as the daemon (2 vCPUs for all three).
+	base, err := e.State.DBSize(ctx).Result()
+	if err != nil {
 		b.Fatal(err)
 	}
-	ch := ps.Channel()
 	pipe := e.Config.Pipeline()
 	for _, k := range keys {
 		pipe.HSet(ctx, k, fields...)
+	}
+	var profDone chan struct{}
+	if prof != "" {
+		profDone = cpuProfile(b, prof)
 	}
 	t0 := time.Now()
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.Fatal(err)
 	}
-	seen := map[string]bool{}
-	deadline := time.After(120 * time.Second)
-	for len(seen) < len(keys) {
-		select {
-		case m := <-ch:
-			seen[m.Channel] = true
-		case <-deadline:
-			b.Fatalf("%d of %d results written after 120s", len(seen), len(keys))
+	limit := 300 * time.Second
+	for {
+		n, err := e.State.DBSize(ctx).Result()
+		if err != nil {
+			b.Fatal(err)
 		}
+		if n >= base+int64(len(keys)) {
+			break
+		}
+		if time.Since(t0) > limit {
+			b.Fatalf("%d of %d results written after %v", n-base, len(keys), limit)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	for {
 		p := e.State.Pipeline()
@@ -129,12 +147,15 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 		if ok == len(keys) {
 			break
 		}
-		if time.Since(t0) > 120*time.Second {
-			b.Fatalf("%d of %d ok after 120s", ok, len(keys))
+		if time.Since(t0) > limit {
+			b.Fatalf("%d of %d ok after %v", ok, len(keys), limit)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	orch = time.Since(t0)
+	if profDone != nil {
+		<-profDone
+	}
 	e.Procs["orchagent"].Stop()
 
 	ns := testns.New(b)
@@ -151,20 +172,58 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 	return orch, time.Since(t1)
 }
 
+// pprofAddr is where orchagent serves pprof when a benchmark profiles it.
+const pprofAddr = "127.0.0.1:16061"
+
+// cpuProfile fetches orchagent's CPU profile into file in the background;
+// the channel closes when it is written.
+func cpuProfile(b *testing.B, file string) chan struct{} {
+	secs := os.Getenv("SWITCHYARD_BENCH_PROFILE_SECONDS")
+	if secs == "" {
+		secs = "2"
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/profile?seconds=" + secs)
+		if err != nil {
+			b.Errorf("cpu profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		out, err := os.Create(file)
+		if err == nil {
+			_, err = io.Copy(out, resp.Body)
+			out.Close()
+		}
+		if err != nil {
+			b.Errorf("cpu profile: %v", err)
+		}
+	}()
+	return done
+}
+
+// reportBulk reports both rates and their ratio as the rows of make
+// bench's table read them: switchyard's rate (sy-UNIT/s), the batch
+// tool's (ref-UNIT/s) and sy/ref (≥ 1: switchyard is at least as fast).
 func reportBulk(b *testing.B, n int, unit string, orch, ipb time.Duration) {
-	b.ReportMetric(float64(n)/orch.Seconds(), "orchagent-"+unit+"/s")
-	b.ReportMetric(float64(n)/ipb.Seconds(), "ip-batch-"+unit+"/s")
-	b.ReportMetric(orch.Seconds()/ipb.Seconds(), "orch/ip-batch")
+	b.ReportMetric(float64(n)/orch.Seconds(), "sy-"+unit+"/s")
+	b.ReportMetric(float64(n)/ipb.Seconds(), "ref-"+unit+"/s")
+	b.ReportMetric(ipb.Seconds()/orch.Seconds(), "sy/ref")
 }
 
 // BenchmarkBulkStaticRoutes10k: 10,000 STATIC_ROUTE keys in one pipeline →
 // all ok, against ip -batch adding the same 10,000 routes.
-func BenchmarkBulkStaticRoutes10k(b *testing.B) {
-	const n = 10000
+func BenchmarkBulkStaticRoutes10k(b *testing.B) { benchRoutes(b, 10000) }
+
+// BenchmarkBulkStaticRoutes100k is the same with 100,000 routes.
+func BenchmarkBulkStaticRoutes100k(b *testing.B) { benchRoutes(b, 100000) }
+
+func benchRoutes(b *testing.B, n int) {
 	keys := make([]string, n)
 	batch := make([]string, n)
 	for i := range keys {
-		p := fmt.Sprintf("20.%d.%d.0/24", i/256, i%256)
+		p := fmt.Sprintf("%d.%d.%d.0/24", 20+i/65536, i/256%256, i%256)
 		keys[i] = "STATIC_ROUTE|" + p
 		batch[i] = "route add " + p + " via 10.0.0.2 dev Ethernet0 proto 201"
 	}
@@ -176,8 +235,12 @@ func BenchmarkBulkStaticRoutes10k(b *testing.B) {
 
 // BenchmarkBulkInterfaces1k: 1,000 INTERFACE addresses on one port in one
 // pipeline → all ok, against ip -batch adding the same addresses.
-func BenchmarkBulkInterfaces1k(b *testing.B) {
-	const n = 1000
+func BenchmarkBulkInterfaces1k(b *testing.B) { benchAddrs(b, 1000) }
+
+// BenchmarkBulkInterfaces10k is the same with 10,000 addresses.
+func BenchmarkBulkInterfaces10k(b *testing.B) { benchAddrs(b, 10000) }
+
+func benchAddrs(b *testing.B, n int) {
 	keys := make([]string, n)
 	batch := make([]string, n)
 	for i := range keys {

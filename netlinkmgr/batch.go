@@ -1,0 +1,266 @@
+package netlinkmgr
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// The batched write path. iproute2's -batch sends one request and waits
+// for its acknowledgement before the next; a netlink socket takes many
+// requests in one sendmsg (one buffer of nlmsghdrs, each with its own
+// sequence number and NLM_F_ACK), the kernel handles them in order and
+// acknowledges each. Routes().ReplaceBatch, Addrs().AddBatch,
+// Fdbs().AddBatch and BridgeVlans().AddBatch build their requests and
+// send them here, on the route socket (routeSock): up to batchBytes per
+// sendmsg, every acknowledgement read back and matched to its request by
+// sequence number, each error with the kernel's extended-ack reason.
+
+const (
+	// batchBytes bounds one sendmsg of a batch.
+	batchBytes = 64 << 10
+	// batchRcvBuf is the receive buffer asked for (SO_RCVBUFFORCE) so the
+	// acknowledgements of a whole batchBytes batch fit: the kernel drops
+	// those that do not (ENOBUFS on the socket).
+	batchRcvBuf = 4 << 20
+	// batchReqsSmallBuf bounds the requests of one sendmsg when the
+	// larger buffer was refused: 64 acknowledgements fit the default.
+	batchReqsSmallBuf = 64
+)
+
+// exec sends req and waits for its acknowledgement: nil, or the errno
+// the kernel answered (as the library returns it).
+func (r *routeSock) exec(req *nl.NetlinkRequest) error {
+	return r.execBatch([]*nl.NetlinkRequest{req})[0]
+}
+
+// execBatch sends reqs in order, as few sendmsgs as batchBytes (and
+// maxReqs) allow, and returns each one's answer: nil (acknowledged), the
+// errno the kernel answered (a *KernelError when it said why), or the
+// error that left it unanswered (timeout, socket error). A failed request
+// does not stop the ones after it: the kernel handles each on its own.
+func (r *routeSock) execBatch(reqs []*nl.NetlinkRequest) []error {
+	errs := make([]error, len(reqs))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.s == nil {
+		for i := range errs {
+			errs[i] = syscall.EBADF
+		}
+		return errs
+	}
+	for start := 0; start < len(reqs); {
+		b := r.sbuf[:0]
+		end := start
+		for end < len(reqs) && (r.maxReqs == 0 || end-start < r.maxReqs) {
+			m := reqs[end].Serialize()
+			if end > start && len(b)+len(m) > batchBytes {
+				break
+			}
+			b = append(b, m...)
+			end++
+		}
+		r.sbuf = b
+		r.sendChunk(b, reqs[start:end], errs[start:end])
+		start = end
+	}
+	return errs
+}
+
+// sendChunk sends the serialized requests b (reqs, in order) in one
+// sendmsg and fills errs from their acknowledgements.
+func (r *routeSock) sendChunk(b []byte, reqs []*nl.NetlinkRequest, errs []error) {
+	acked := make([]bool, len(reqs))
+	fail := func(err error) {
+		for i := range errs {
+			if !acked[i] {
+				errs[i] = err
+			}
+		}
+	}
+	// Sequence numbers are consecutive within a batch (the library's
+	// counter, under r.mu); a map covers any that are not.
+	first := reqs[0].Seq
+	var bySeq map[uint32]int
+	for i, req := range reqs {
+		if req.Seq != first+uint32(i) {
+			bySeq = make(map[uint32]int, len(reqs))
+			for j, q := range reqs {
+				bySeq[q.Seq] = j
+			}
+			break
+		}
+	}
+	index := func(seq uint32) (int, bool) {
+		if bySeq != nil {
+			i, ok := bySeq[seq]
+			return i, ok
+		}
+		i := int(seq - first)
+		return i, i >= 0 && i < len(reqs)
+	}
+	deadline := time.Now().Add(requestTimeout)
+	to := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
+	for {
+		err := unix.Sendto(r.fd, b, 0, to)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, unix.EAGAIN) {
+			if err := r.wait(unix.POLLOUT, deadline); err != nil {
+				fail(err)
+				return
+			}
+			continue
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		fail(err)
+		return
+	}
+	for left := len(reqs); left > 0; {
+		n, _, err := unix.Recvfrom(r.fd, r.rbuf, unix.MSG_DONTWAIT)
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) {
+				if err := r.wait(unix.POLLIN, deadline); err != nil {
+					fail(err)
+					return
+				}
+				continue
+			}
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			fail(err)
+			return
+		}
+		msgs, err := syscall.ParseNetlinkMessage(r.rbuf[:n])
+		if err != nil {
+			fail(err)
+			return
+		}
+		for _, m := range msgs {
+			i, ok := index(m.Header.Seq)
+			if !ok || acked[i] { // the late answer of a timed-out request
+				continue
+			}
+			if m.Header.Type != unix.NLMSG_ERROR && m.Header.Type != unix.NLMSG_DONE {
+				continue
+			}
+			acked[i] = true
+			left--
+			if m.Header.Type == unix.NLMSG_ERROR {
+				errs[i] = ackError(m.Header, m.Data)
+			}
+		}
+	}
+}
+
+// AddBatch adds every address as Add does (replace, or with Create only
+// create), sending the requests many per netlink message (execBatch).
+// Equivalent to ip -batch of address {replace|add} PREFIX dev LINK proto P.
+func (x realAddrs) AddBatch(as []AddrInfo) []error {
+	k := x.k
+	errs := make([]error, len(as))
+	reqs := make([]*nl.NetlinkRequest, 0, len(as))
+	idx := make([]int, 0, len(as))
+	cached := make([]bool, len(as))
+	for i, a := range as {
+		if !a.Prefix.IsValid() {
+			errs[i] = x.Add(a) // names the invalid prefix
+			continue
+		}
+		k.writes.Add(1)
+		li, c, err := k.ifindex(a.Link)
+		if err != nil {
+			errs[i] = opErr("add", "address "+a.String(), err)
+			continue
+		}
+		cached[i] = c
+		reqs = append(reqs, addrRequest(li, a, a.Create))
+		idx = append(idx, i)
+	}
+	for j, err := range k.rt.execBatch(reqs) {
+		i := idx[j]
+		a := as[i]
+		switch {
+		case err == nil:
+		case cached[i] && isNoDevice(err):
+			k.idx.forget(a.Link)
+			errs[i] = x.Add(a) // looks the link up afresh
+		case a.Create && errors.Is(err, unix.EEXIST):
+			errs[i] = opErr("add", "address "+a.String(), fmt.Errorf("address already exists: %w", err))
+		default:
+			errs[i] = opErr("add", "address "+a.String(), err)
+		}
+	}
+	return errs
+}
+
+// vlanRequest encodes v as the library's BridgeVlanAdd does (RTM_SETLINK
+// AF_BRIDGE, IFLA_AF_SPEC with IFLA_BRIDGE_FLAGS self or master and
+// IFLA_BRIDGE_VLAN_INFO).
+func vlanRequest(idx int, v BridgeVlanInfo) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_BRIDGE)
+	msg.Index = int32(idx)
+	req.AddData(msg)
+	br := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
+	flags := uint16(nl.BRIDGE_FLAGS_MASTER)
+	if v.Self {
+		flags = nl.BRIDGE_FLAGS_SELF
+	}
+	br.AddRtAttr(nl.IFLA_BRIDGE_FLAGS, nl.Uint16Attr(flags))
+	info := &nl.BridgeVlanInfo{Vid: v.VID}
+	if v.PVID {
+		info.Flags |= nl.BRIDGE_VLAN_INFO_PVID
+	}
+	if v.Untagged {
+		info.Flags |= nl.BRIDGE_VLAN_INFO_UNTAGGED
+	}
+	br.AddRtAttr(nl.IFLA_BRIDGE_VLAN_INFO, info.Serialize())
+	req.AddData(br)
+	return req
+}
+
+// AddBatch adds every VLAN as Add does, sending the requests many per
+// netlink message (execBatch). A request the kernel refuses is tried once
+// more alone (Add), which says why (not a bridge port, no VLAN
+// filtering...). Equivalent to bridge -batch of
+// vlan add dev LINK vid N [pvid] [untagged] [self|master].
+func (x realVlans) AddBatch(vs []BridgeVlanInfo) []error {
+	k := x.k
+	errs := make([]error, len(vs))
+	reqs := make([]*nl.NetlinkRequest, 0, len(vs))
+	idx := make([]int, 0, len(vs))
+	for i, v := range vs {
+		if v.VID < 1 || v.VID > 4094 {
+			errs[i] = x.Add(v) // names the range
+			continue
+		}
+		li, _, err := k.ifindex(v.Link)
+		if err != nil {
+			k.writes.Add(1)
+			errs[i] = opErr("add", fmt.Sprintf("vlan %d on %s", v.VID, v.Link), err)
+			continue
+		}
+		k.writes.Add(1)
+		reqs = append(reqs, vlanRequest(li, v))
+		idx = append(idx, i)
+	}
+	for j, err := range k.rt.execBatch(reqs) {
+		if err != nil {
+			i := idx[j]
+			if isNoDevice(err) {
+				k.idx.forget(vs[i].Link)
+			}
+			errs[i] = x.Add(vs[i])
+		}
+	}
+	return errs
+}
