@@ -38,7 +38,7 @@ const netlinkRecvBuffer = 32 << 20
 func Run(ctx context.Context, c Config) error {
 	return engine.Run(ctx, engine.Config{
 		Name: "orchagent", RedisURL: c.RedisURL, Log: c.Log, Registry: c.Registry, Ready: c.Ready,
-		Warn: schema.FieldsWarning,
+		Warn: schema.FieldsWarning, MaxBatch: maxBatch,
 	}, func(h *engine.Handle) (engine.Controller, error) { return newController(h, c.NetNS, c.StateDir) })
 }
 

@@ -34,7 +34,7 @@ func (o *Orch) applyFdb(key string, f schema.Fields) outcome {
 	}
 	want := netlinkmgr.FdbInfo{MAC: e.MAC, Link: e.Port, Master: BridgeName, Vlan: vid, Static: true}
 	if o.deferring(schema.TableFDB) {
-		o.batch.fdbs = append(o.batch.fdbs, deferredFdb{pos: o.batch.pos, key: key, want: want, refs: refs})
+		o.batch.fdbs = append(o.batch.fdbs, deferredFdb{deferred: o.batch.cur, want: want, refs: refs})
 		return outcome{deferred: true}
 	}
 	err = o.act(schema.TableFDB, key, describeFdb(&want), func() error { return o.k.Fdbs().Add(want) })
@@ -52,24 +52,6 @@ func (o *Orch) fdbWritten(want netlinkmgr.FdbInfo, refs []string, err error) out
 	}
 	o.view.notedFdb(want, true)
 	return okOut(refs)
-}
-
-// flushFdbs sends b's deferred FDB writes (Fdbs().AddBatch) and finishes
-// their keys.
-func (o *Orch) flushFdbs(b *routeBatch, errs []error) {
-	wants := make([]netlinkmgr.FdbInfo, len(b.fdbs))
-	for i := range b.fdbs {
-		wants[i] = b.fdbs[i].want
-	}
-	res := o.k.Fdbs().AddBatch(wants)
-	for i := range b.fdbs {
-		d := &b.fdbs[i]
-		err := res[i]
-		o.logAct(schema.TableFDB, d.key, func() string { return describeFdb(&d.want) }, err)
-		out := o.fdbWritten(d.want, d.refs, err)
-		o.finish(schema.ConfigKey(schema.TableFDB, d.key), schema.TableFDB, d.key, true, out, d.gen)
-		errs[d.pos] = out.err
-	}
 }
 
 // removeFdb deletes the static entry of a deleted FDB key.

@@ -2,7 +2,6 @@ package orchagent
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"strings"
 
@@ -65,26 +64,36 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 			return errorOut(addrConflict(table, key, netlinkmgr.AddrInfo{Link: in.Name, Prefix: in.Addr, Protocol: proto}), refs)
 		}
 		a := netlinkmgr.AddrInfo{Link: in.Name, Prefix: in.Addr, Protocol: netlinkmgr.ProtoSwitchyard, Create: true}
-		if err := o.act(table, key, fmt.Sprintf("add address %s dev %s proto %d", in.Addr, in.Name, netlinkmgr.ProtoSwitchyard),
-			func() error { return o.k.Addrs().Add(a) }); err != nil {
-			if errors.Is(err, unix.EEXIST) {
-				if c, ok := o.readAddr(in.Name, a); ok {
-					if c.Protocol != netlinkmgr.ProtoSwitchyard {
-						return errorOut(addrConflict(table, key, c), refs)
-					}
-					if c.Prefix == in.Addr {
-						return okOut(refs) // ours already: the view had forgotten it
-					}
+		if o.deferring(table) {
+			o.batch.addrs = append(o.batch.addrs, deferredAddr{deferred: o.batch.cur, want: a, refs: refs})
+			return outcome{deferred: true}
+		}
+		err = o.act(table, key, describeAddr(&a), func() error { return o.k.Addrs().Add(a) })
+		return o.addrWritten(table, key, a, refs, err)
+	}
+}
+
+// addrWritten is the outcome of the create-only add of a (proto 201) for
+// table|key: an equal address someone else added is a conflict.
+func (o *Orch) addrWritten(table, key string, a netlinkmgr.AddrInfo, refs []string, err error) outcome {
+	if err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			if c, ok := o.readAddr(a.Link, a); ok {
+				if c.Protocol != netlinkmgr.ProtoSwitchyard {
+					return errorOut(addrConflict(table, key, c), refs)
+				}
+				if c.Prefix == a.Prefix {
+					return okOut(refs) // ours already: the view had forgotten it
 				}
 			}
-			return kernelOut(err, refs)
 		}
-		o.view.notedAddr(in.Name, in.Addr, true)
-		// The echo will match the view: tell routes waiting for a
-		// reachable gateway ourselves.
-		o.enqueueRefs(resReach)
-		return okOut(refs)
+		return kernelOut(err, refs)
 	}
+	o.view.notedAddr(a.Link, a.Prefix, true)
+	// The echo will match the view: tell routes waiting for a
+	// reachable gateway ourselves.
+	o.enqueueRefs(resReach)
+	return okOut(refs)
 }
 
 // applyBare applies a bare interface key: a loopback's admin state, then

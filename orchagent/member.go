@@ -94,17 +94,19 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 			vid1 = true
 		}
 	}
+	dropVid1 := vid1 && vid != 1 && !o.configured(schema.TableVlanMember, "Vlan1|"+m.Port)
 	if have == nil || have.PVID != untagged || have.Untagged != untagged {
-		mode := "tagged"
-		if untagged {
-			mode = "pvid untagged"
+		want := netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: vid, PVID: untagged, Untagged: untagged}
+		if !dropVid1 && o.deferring(schema.TableVlanMember) {
+			// The key's last write: it goes with the next keys'.
+			o.batch.vids = append(o.batch.vids, deferredVid{deferred: o.batch.cur, want: want, refs: refs})
+			return outcome{deferred: true}
 		}
-		if err := o.addVid(schema.TableVlanMember, key, fmt.Sprintf("add vid %d %s on %s", vid, mode, m.Port),
-			netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: vid, PVID: untagged, Untagged: untagged}); err != nil {
+		if err := o.addVid(schema.TableVlanMember, key, describeVid(&want), want); err != nil {
 			return kernelOut(err, refs)
 		}
 	}
-	if vid1 && vid != 1 && !o.configured(schema.TableVlanMember, "Vlan1|"+m.Port) {
+	if dropVid1 {
 		if err := o.delVid(schema.TableVlanMember, key, "delete vid 1 from "+m.Port,
 			netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: 1}); err != nil {
 			return kernelOut(err, refs)

@@ -80,54 +80,10 @@ type Orch struct {
 	vxremotes map[string]string
 	queued    []string // Enqueue == nil: keys for Drain
 
-	// batch, while ReconcileBatch runs, collects the route or FDB writes
-	// of consecutive keys of one table to send together; nil = every
-	// write goes out at once (Reconcile).
-	batch *routeBatch
-}
-
-// routeBatch holds the writes ReconcileBatch defers (routes or FDB
-// entries, one table at a time): each key's reconcile is finished
-// (result, dependencies) once its write is answered.
-type routeBatch struct {
-	table string // schema.TableStaticRoute or schema.TableFDB
-	pos   int    // index of the key being reconciled
-	items []deferredRoute
-	fdbs  []deferredFdb
-}
-
-// deferring reports whether table's kernel writes are being collected.
-func (o *Orch) deferring(table string) bool { return o.batch != nil && o.batch.table == table }
-
-// setGen stamps the last deferred write with the view generation seen
-// before its key was applied.
-func (b *routeBatch) setGen(gen uint64, ent engine.Entry) {
-	if b.table == schema.TableFDB {
-		b.fdbs[len(b.fdbs)-1].gen = gen
-		b.fdbs[len(b.fdbs)-1].ent = ent
-	} else {
-		b.items[len(b.items)-1].gen = gen
-		b.items[len(b.items)-1].ent = ent
-	}
-}
-
-type deferredFdb struct {
-	pos  int          // index in ReconcileBatch's keys
-	key  string       // FDB key (no table)
-	ent  engine.Entry // the config version applied (result stamp)
-	gen  uint64       // view generation before the key was applied
-	want netlinkmgr.FdbInfo
-	refs []string
-}
-
-type deferredRoute struct {
-	pos  int          // index in ReconcileBatch's keys
-	key  string       // STATIC_ROUTE key (no table)
-	ent  engine.Entry // the config version applied (result stamp)
-	gen  uint64       // view generation before the key was applied
-	r    schema.StaticRoute
-	want netlinkmgr.RouteInfo
-	refs []string
+	// batch, while ReconcileBatch runs, collects the route, address, FDB
+	// or bridge VLAN writes of consecutive keys of one table to send
+	// together (batch.go); nil = every write goes out at once (Reconcile).
+	batch *writeBatch
 }
 
 // tableHandler applies a present key or removes what a deleted key owned.
@@ -338,6 +294,9 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 	}
 	ent, present := o.cfg.Get(table, k)
 	gen := o.view.gen.Load()
+	if o.batch != nil {
+		o.batch.cur = deferred{pos: o.batch.pos, table: table, key: k, ent: ent, gen: gen}
+	}
 	var out outcome
 	if present {
 		out = h.apply(k, ent.Fields)
@@ -345,8 +304,7 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		out = h.remove(k)
 	}
 	if out.deferred {
-		o.batch.setGen(gen, ent)
-		return nil
+		return nil // finished by flushBatch
 	}
 	own := out.res.Warning // the controller's (PORT_TUNING's IRQs)
 	out.res = ent.Stamp(out.res)
@@ -368,68 +326,6 @@ func (o *Orch) finish(key, table, k string, present bool, out outcome, gen uint6
 		// possibly before its dependencies were registered above: look
 		// again rather than miss the wake-up.
 		o.enqueue(key)
-	}
-}
-
-// maxBatch bounds the keys ReconcileBatch is given at once (the daemon's
-// worker takes up to this many ready keys per pass).
-const maxBatch = 256
-
-// ReconcileBatch reconciles keys in order, as Reconcile does one by one,
-// except that the kernel writes of consecutive STATIC_ROUTE keys are sent
-// together (Routes().ReplaceBatch), and those of consecutive FDB keys
-// likewise (Fdbs().AddBatch), before their results are recorded. Any key
-// of another table first flushes the writes before it, so the order of
-// writes across tables is unchanged. errs[i] is what Reconcile(keys[i])
-// would return.
-func (o *Orch) ReconcileBatch(ctx context.Context, keys []string) []error {
-	errs := make([]error, len(keys))
-	for i, key := range keys {
-		table, _, _ := strings.Cut(key, schema.ConfigSep)
-		if table != schema.TableStaticRoute && table != schema.TableFDB {
-			o.flushBatch(errs)
-			errs[i] = o.Reconcile(ctx, key)
-			continue
-		}
-		if o.batch != nil && o.batch.table != table {
-			o.flushBatch(errs)
-		}
-		if o.batch == nil {
-			o.batch = &routeBatch{table: table}
-		}
-		o.batch.pos = i
-		errs[i] = o.Reconcile(ctx, key)
-	}
-	o.flushBatch(errs)
-	return errs
-}
-
-// flushBatch sends the deferred writes and finishes their keys.
-func (o *Orch) flushBatch(errs []error) {
-	b := o.batch
-	o.batch = nil
-	if b == nil {
-		return
-	}
-	if len(b.fdbs) > 0 {
-		o.flushFdbs(b, errs)
-	}
-	if len(b.items) == 0 {
-		return
-	}
-	wants := make([]netlinkmgr.RouteInfo, len(b.items))
-	for i := range b.items {
-		wants[i] = b.items[i].want
-	}
-	res := o.k.Routes().ReplaceBatch(wants)
-	for i := range b.items {
-		d := &b.items[i]
-		err := res[i]
-		o.logAct(schema.TableStaticRoute, d.key, func() string { return "replace route " + describeRoute(&d.want) }, err)
-		out := o.routeWritten(d.r, d.want, d.refs, err)
-		out.res = d.ent.Stamp(out.res)
-		o.finish(schema.ConfigKey(schema.TableStaticRoute, d.key), schema.TableStaticRoute, d.key, true, out, d.gen)
-		errs[d.pos] = out.err
 	}
 }
 
@@ -488,6 +384,9 @@ func (o *Orch) record(table, key string, present bool, out outcome) {
 // act runs one kernel change and logs it with table, key, action and
 // outcome: the daemon's audit trail.
 func (o *Orch) act(table, key, action string, f func() error) error {
+	// Writes deferred before this one go first: the kernel sees every
+	// write in the order a key-by-key reconcile would make it.
+	o.flushBatch()
 	err := f()
 	o.logAct(table, key, func() string { return action }, err)
 	return err

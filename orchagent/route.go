@@ -99,7 +99,7 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	// answer EEXIST instead of being overwritten.
 	want.Create = !ours
 	if o.deferring(schema.TableStaticRoute) {
-		o.batch.items = append(o.batch.items, deferredRoute{pos: o.batch.pos, key: key, r: r, want: want, refs: refs})
+		o.batch.items = append(o.batch.items, deferredRoute{deferred: o.batch.cur, r: r, want: want, refs: refs})
 		return outcome{deferred: true}
 	}
 	err = o.act(schema.TableStaticRoute, key, "replace route "+describeRoute(&want),

@@ -1,17 +1,75 @@
 #!/bin/sh
-# Runs every benchmark suite and prints its table. Most need root (netns,
+# Runs every benchmark suite, then prints one table of the rows that
+# compare switchyard with a reference tool. Most suites need root (netns,
 # netlink writes, BPF); they skip with a reason otherwise.
 # Each suite's numbers, with how they were measured, are recorded in docs/.
+#
+# A benchmark joins the table by reporting (b.ReportMetric) a switchyard
+# figure "sy-UNIT", the reference's "ref-UNIT" and their ratio "sy/ref"
+# (oriented so that >= 1 means switchyard is at least as good), or
+# single-change latency percentiles "p50-ms" and "p99-ms". With
+# BENCHCOUNT=N every benchmark runs N times and the table shows the
+# median with (min-max).
+#
+#   BENCHTIME=1x BENCHCOUNT=3 scripts/bench.sh
+#   BENCH='Bulk|SingleChange' scripts/bench.sh     # a subset
 set -u
 export PATH="/usr/local/go/bin:$PATH"
 cd "$(dirname "$0")/.."
 make -s build >/dev/null
 status=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 # Every package with a Benchmark function. The VM-only benchmarks (4,094
 # VLANs, 10k static FDB, EDT vs netem) skip here; docs/orchagent.md and
 # docs/edt.md say how to run them in the VM.
 for pkg in $(grep -rl '^func Benchmark' --include='*_test.go' . | xargs -n1 dirname | sort -u); do
 	echo "== $pkg"
-	go test -run '^$' -bench . ${BENCHTIME:+-benchtime "$BENCHTIME"} -timeout 30m "$pkg" || status=1
+	go test -run '^$' -bench "${BENCH:-.}" ${BENCHTIME:+-benchtime "$BENCHTIME"} ${BENCHCOUNT:+-count "$BENCHCOUNT"} \
+		-timeout 60m "$pkg" | tee -a "$out" || status=1
 done
+echo
+echo "== switchyard against the reference, same run (median (min-max) of ${BENCHCOUNT:-1})"
+awk '
+function fmt(v) {
+	if (v >= 100) return sprintf("%.0f", v)
+	if (v >= 10) return sprintf("%.1f", v)
+	return sprintf("%.2f", v)
+}
+# med(name): "median (min-max)" of the values collected under name.
+function med(name,    n, i, j, t, a, s) {
+	n = cnt[name]
+	if (n == 0) return "-"
+	for (i = 1; i <= n; i++) a[i] = val[name, i]
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+	s = fmt(a[int((n + 1) / 2)])
+	if (n > 1) s = s " (" fmt(a[1]) "-" fmt(a[n]) ")"
+	return s
+}
+function add(name, v) { cnt[name]++; val[name, cnt[name]] = v }
+/^Benchmark/ {
+	row = $1; sub(/-[0-9]+$/, "", row); sub(/^Benchmark/, "", row)
+	for (i = 3; i < NF; i += 2) {
+		v = $i; u = $(i + 1)
+		if (u ~ /^sy-/ || u ~ /^ref-/ || u == "sy/ref" || u == "p50-ms" || u == "p99-ms") {
+			if (!(row in seen)) { seen[row] = 1; rows[++nrows] = row }
+			if (u ~ /^sy-/) { unit[row] = substr(u, 4); add(row SUBSEP "sy", v) }
+			else if (u ~ /^ref-/) add(row SUBSEP "ref", v)
+			else if (u == "sy/ref") add(row SUBSEP "ratio", v)
+			else add(row SUBSEP u, v)
+		}
+	}
+}
+END {
+	if (nrows == 0) { print "(no comparison rows: nothing ran, or every such benchmark skipped)"; exit }
+	printf "| %-36s | %-28s | %-28s | %-20s |\n", "row", "switchyard", "reference", "ratio sy/ref (goal >= 1)"
+	printf "|%s|%s|%s|%s|\n", "--------------------------------------", "------------------------------", "------------------------------", "----------------------"
+	for (r = 1; r <= nrows; r++) {
+		row = rows[r]
+		if (cnt[row SUBSEP "p99-ms"] > 0)
+			printf "| %-36s | %-28s | %-28s | %-20s |\n", row, "p50 " med(row SUBSEP "p50-ms") " ms", "goal: p99 <= 2 ms", "p99 " med(row SUBSEP "p99-ms") " ms"
+		else
+			printf "| %-36s | %-28s | %-28s | %-20s |\n", row, med(row SUBSEP "sy") " " unit[row], med(row SUBSEP "ref") " " unit[row], med(row SUBSEP "ratio")
+	}
+}' "$out"
 exit $status

@@ -281,8 +281,16 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) boo
 		}
 		return true
 	}
-	var set []any
-	for _, f := range slices.Sorted(maps.Keys(o.fields)) {
+	// The profile of a burst of results (BenchmarkStateWriter10kBatch,
+	// -cpuprofile) had a fifth of the client's CPU in sorting the fields
+	// through an iterator and growing the slices: size them once.
+	names := make([]string, 0, len(o.fields))
+	for f := range o.fields {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	set := make([]any, 0, 2*len(names))
+	for _, f := range names {
 		if v, ok := cached[f]; !ok || v != o.fields[f] {
 			set = append(set, f, o.fields[f])
 		}

@@ -155,6 +155,7 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 	orch = time.Since(t0)
 	if profDone != nil {
 		<-profDone
+		logMetrics(b, "reconciles_total")
 	}
 	e.Procs["orchagent"].Stop()
 
@@ -201,6 +202,23 @@ func cpuProfile(b *testing.B, file string) chan struct{} {
 		}
 	}()
 	return done
+}
+
+// logMetrics logs orchagent's metrics lines containing substr (when it
+// serves them, see bulk).
+func logMetrics(b *testing.B, substr string) {
+	resp, err := http.Get("http://" + pprofAddr + "/metrics")
+	if err != nil {
+		b.Logf("metrics: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.Contains(l, substr) && !strings.HasPrefix(l, "#") {
+			b.Log(l)
+		}
+	}
 }
 
 // reportBulk reports both rates and their ratio as the rows of make

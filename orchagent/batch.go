@@ -1,0 +1,212 @@
+package orchagent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/switchyard-net/switchyard/internal/engine"
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// Batched reconcile: ReconcileBatch runs keys as Reconcile does one by
+// one, except that the last kernel write of a key of a batching table
+// (a route, an address, a static FDB entry, a member's VLAN) waits in
+// Orch.batch and goes to the kernel with those of the keys after it, many
+// requests per netlink message (netlinkmgr's AddBatch/ReplaceBatch). The
+// key is finished — result, dependencies — when its own answer is in.
+// Any other kernel write (act) and any key of another table first send
+// what waits, so the kernel sees the writes in key order.
+
+// maxBatch bounds the keys ReconcileBatch is given at once (the daemon's
+// worker takes up to this many ready keys per pass): a pass of routes is
+// about 64 KiB of requests, one netlink message.
+const maxBatch = 1024
+
+// batchTables are the tables whose writes ReconcileBatch defers.
+var batchTables = map[string]bool{
+	schema.TableStaticRoute:          true,
+	schema.TableFDB:                  true,
+	schema.TableInterface:            true,
+	schema.TableVlanInterface:        true,
+	schema.TableLoopback:             true,
+	schema.TablePortChannelInterface: true,
+	schema.TableVlanMember:           true,
+}
+
+// writeBatch holds the writes deferred for consecutive keys of one table.
+type writeBatch struct {
+	table string
+	pos   int      // index of the key being reconciled
+	cur   deferred // the key being reconciled (set by Reconcile)
+	errs  []error  // ReconcileBatch's
+	items []deferredRoute
+	fdbs  []deferredFdb
+	addrs []deferredAddr
+	vids  []deferredVid
+}
+
+// deferred is the key a deferred write belongs to.
+type deferred struct {
+	pos   int          // index in ReconcileBatch's keys
+	table string       // its table
+	key   string       // key (no table)
+	ent   engine.Entry // the config version applied (result stamp)
+	gen   uint64       // view generation before the key was applied
+}
+
+type deferredFdb struct {
+	deferred
+	want netlinkmgr.FdbInfo
+	refs []string
+}
+
+type deferredRoute struct {
+	deferred
+	r    schema.StaticRoute
+	want netlinkmgr.RouteInfo
+	refs []string
+}
+
+type deferredAddr struct {
+	deferred
+	want netlinkmgr.AddrInfo
+	refs []string
+}
+
+type deferredVid struct {
+	deferred
+	want netlinkmgr.BridgeVlanInfo
+	refs []string
+}
+
+// deferring reports whether table's kernel writes are being collected.
+func (o *Orch) deferring(table string) bool { return o.batch != nil && o.batch.table == table }
+
+// ReconcileBatch reconciles keys in order, as Reconcile does one by one,
+// except that the writes of consecutive keys of a batching table go to
+// the kernel together (see above). errs[i] is what Reconcile(keys[i])
+// would return.
+func (o *Orch) ReconcileBatch(ctx context.Context, keys []string) []error {
+	errs := make([]error, len(keys))
+	for i, key := range keys {
+		table, _, _ := strings.Cut(key, schema.ConfigSep)
+		if o.batch != nil && o.batch.table != table {
+			o.flushBatch()
+		}
+		if !batchTables[table] {
+			errs[i] = o.Reconcile(ctx, key)
+			continue
+		}
+		if o.batch == nil {
+			o.batch = &writeBatch{table: table, errs: errs}
+		}
+		o.batch.pos = i
+		errs[i] = o.Reconcile(ctx, key)
+	}
+	o.flushBatch()
+	return errs
+}
+
+// flushBatch sends the deferred writes and finishes their keys.
+func (o *Orch) flushBatch() {
+	b := o.batch
+	o.batch = nil
+	if b == nil {
+		return
+	}
+	if len(b.fdbs) > 0 {
+		o.flushFdbs(b)
+	}
+	if len(b.items) > 0 {
+		o.flushRoutes(b)
+	}
+	if len(b.addrs) > 0 {
+		o.flushAddrs(b)
+	}
+	if len(b.vids) > 0 {
+		o.flushVids(b)
+	}
+}
+
+// finishDeferred records the outcome of d's key once its write is answered.
+func (o *Orch) finishDeferred(b *writeBatch, d *deferred, out outcome) {
+	out.res = d.ent.Stamp(out.res)
+	o.finish(schema.ConfigKey(d.table, d.key), d.table, d.key, true, out, d.gen)
+	b.errs[d.pos] = out.err
+}
+
+func (o *Orch) flushRoutes(b *writeBatch) {
+	wants := make([]netlinkmgr.RouteInfo, len(b.items))
+	for i := range b.items {
+		wants[i] = b.items[i].want
+	}
+	res := o.k.Routes().ReplaceBatch(wants)
+	for i := range b.items {
+		d := &b.items[i]
+		o.logAct(d.table, d.key, func() string { return "replace route " + describeRoute(&d.want) }, res[i])
+		o.finishDeferred(b, &d.deferred, o.routeWritten(d.r, d.want, d.refs, res[i]))
+	}
+}
+
+// flushFdbs sends b's deferred FDB writes (Fdbs().AddBatch) and finishes
+// their keys.
+func (o *Orch) flushFdbs(b *writeBatch) {
+	wants := make([]netlinkmgr.FdbInfo, len(b.fdbs))
+	for i := range b.fdbs {
+		wants[i] = b.fdbs[i].want
+	}
+	res := o.k.Fdbs().AddBatch(wants)
+	for i := range b.fdbs {
+		d := &b.fdbs[i]
+		o.logAct(d.table, d.key, func() string { return describeFdb(&d.want) }, res[i])
+		o.finishDeferred(b, &d.deferred, o.fdbWritten(d.want, d.refs, res[i]))
+	}
+}
+
+// flushAddrs sends b's deferred address adds (Addrs().AddBatch).
+func (o *Orch) flushAddrs(b *writeBatch) {
+	wants := make([]netlinkmgr.AddrInfo, len(b.addrs))
+	for i := range b.addrs {
+		wants[i] = b.addrs[i].want
+	}
+	res := o.k.Addrs().AddBatch(wants)
+	for i := range b.addrs {
+		d := &b.addrs[i]
+		o.logAct(d.table, d.key, func() string { return describeAddr(&d.want) }, res[i])
+		o.finishDeferred(b, &d.deferred, o.addrWritten(d.table, d.key, d.want, d.refs, res[i]))
+	}
+}
+
+// flushVids sends b's deferred bridge VLAN adds (BridgeVlans().AddBatch).
+func (o *Orch) flushVids(b *writeBatch) {
+	wants := make([]netlinkmgr.BridgeVlanInfo, len(b.vids))
+	for i := range b.vids {
+		wants[i] = b.vids[i].want
+	}
+	res := o.k.BridgeVlans().AddBatch(wants)
+	for i := range b.vids {
+		d := &b.vids[i]
+		o.logAct(d.table, d.key, func() string { return describeVid(&d.want) }, res[i])
+		out := okOut(d.refs)
+		if res[i] != nil {
+			out = kernelOut(res[i], d.refs)
+		} else {
+			o.view.notedVid(d.want, true)
+		}
+		o.finishDeferred(b, &d.deferred, out)
+	}
+}
+
+func describeAddr(a *netlinkmgr.AddrInfo) string {
+	return fmt.Sprintf("add address %s dev %s proto %d", a.Prefix, a.Link, a.Protocol)
+}
+
+func describeVid(v *netlinkmgr.BridgeVlanInfo) string {
+	mode := "tagged"
+	if v.PVID && v.Untagged {
+		mode = "pvid untagged"
+	}
+	return fmt.Sprintf("add vid %d %s on %s", v.VID, mode, v.Link)
+}
