@@ -7,7 +7,9 @@
 # A benchmark joins the table by reporting (b.ReportMetric) a switchyard
 # figure "sy-UNIT", the reference's "ref-UNIT" and their ratio "sy/ref"
 # (oriented so that >= 1 means switchyard is at least as good), or
-# single-change latency percentiles "p50-ms" and "p99-ms". With
+# single-change latency percentiles "p50-ms" and "p99-ms"; a bulk row may
+# add the CPU each party spent per object ("cpu-orch-us/obj",
+# "cpu-redis-us/obj", "cpu-tool-us/obj"), printed as a second table. With
 # BENCHCOUNT=N every benchmark runs N times and the table shows the
 # median with (min-max).
 #
@@ -51,6 +53,10 @@ function add(name, v) { cnt[name]++; val[name, cnt[name]] = v }
 	row = $1; sub(/-[0-9]+$/, "", row); sub(/^Benchmark/, "", row)
 	for (i = 3; i < NF; i += 2) {
 		v = $i; u = $(i + 1)
+		if (u ~ /^cpu-(orch|redis|tool)-us\/obj$/) {
+			if (!(row in cseen)) { cseen[row] = 1; crows[++ncrows] = row }
+			split(u, p, "-"); add(row SUBSEP "cpu" p[2], v)
+		}
 		if (u ~ /^sy-/ || u ~ /^ref-/ || u == "sy/ref" || u == "p50-ms" || u == "p99-ms") {
 			if (!(row in seen)) { seen[row] = 1; rows[++nrows] = row }
 			if (u ~ /^sy-/) { unit[row] = substr(u, 4); add(row SUBSEP "sy", v) }
@@ -70,6 +76,15 @@ END {
 			printf "| %-36s | %-28s | %-28s | %-20s |\n", row, "p50 " med(row SUBSEP "p50-ms") " ms", "goal: p99 <= 2 ms", "p99 " med(row SUBSEP "p99-ms") " ms"
 		else
 			printf "| %-36s | %-28s | %-28s | %-20s |\n", row, med(row SUBSEP "sy") " " unit[row], med(row SUBSEP "ref") " " unit[row], med(row SUBSEP "ratio")
+	}
+	if (ncrows == 0) exit
+	print ""
+	print "CPU per object, µs (less sensitive to the machine'"'"'s load than the rates above):"
+	printf "| %-36s | %-20s | %-20s | %-20s |\n", "row", "orchagent", "redis-server", "batch tool"
+	printf "|%s|%s|%s|%s|\n", "--------------------------------------", "----------------------", "----------------------", "----------------------"
+	for (r = 1; r <= ncrows; r++) {
+		row = crows[r]
+		printf "| %-36s | %-20s | %-20s | %-20s |\n", row, med(row SUBSEP "cpuorch"), med(row SUBSEP "cpuredis"), med(row SUBSEP "cputool")
 	}
 }' "$out"
 exit $status

@@ -76,13 +76,20 @@ func BenchmarkSingleChangeLatency(b *testing.B) {
 	}
 }
 
+// cpuCost is the CPU time each party spent on a bulk run: orchagent's
+// threads, redis-server's (INFO cpu) and the batch tool's (its rusage:
+// the kernel's work happens in its system calls). Unlike wall time on a
+// shared machine it hardly depends on the other engineers' load.
+type cpuCost struct{ orch, redis, tool time.Duration }
+
 // bulk writes keys (each with fields) in one pipeline and measures until
 // every result is ok; then the same kernel objects are added by
 // "ip -batch" in a fresh namespace with the same port. Returns both
-// durations. With SWITCHYARD_BENCH_CPUPROFILE=FILE orchagent serves pprof
-// and FILE gets its CPU profile of the burst (SWITCHYARD_BENCH_PROFILE_SECONDS,
-// default 2, from the pipeline on).
-func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb time.Duration) {
+// durations and the CPU each party spent (cpuCost). With
+// SWITCHYARD_BENCH_CPUPROFILE=FILE orchagent serves pprof and FILE gets
+// its CPU profile of the burst (SWITCHYARD_BENCH_PROFILE_SECONDS, default
+// 2, from the pipeline on).
+func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb time.Duration, cpu cpuCost) {
 	b.Helper()
 	ctx := context.Background()
 	e := e2eutil.NewSwitch(b)
@@ -93,7 +100,7 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 	if prof != "" {
 		args = append(args, "--metrics-addr", pprofAddr)
 	}
-	e.Start("orchagent", args...)
+	proc := e.Start("orchagent", args...)
 	e.SetInitialized()
 	e.HSet("INTERFACE|Ethernet0|10.0.0.1/24")
 	e.WaitOK("INTERFACE|Ethernet0|10.0.0.1/24")
@@ -114,6 +121,7 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 	if prof != "" {
 		profDone = cpuProfile(b, prof)
 	}
+	orchCPU0, redisCPU0 := procCPU(b, proc.Cmd.Process.Pid), redisCPU(b, e)
 	t0 := time.Now()
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.Fatal(err)
@@ -153,6 +161,8 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 		time.Sleep(5 * time.Millisecond)
 	}
 	orch = time.Since(t0)
+	cpu.orch = procCPU(b, proc.Cmd.Process.Pid) - orchCPU0
+	cpu.redis = redisCPU(b, e) - redisCPU0
 	if profDone != nil {
 		<-profDone
 		logMetrics(b, "reconciles_total")
@@ -167,10 +177,46 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 		b.Fatal(err)
 	}
 	t1 := time.Now()
-	if out, err := exec.Command("ip", "-n", ns.Name, "-batch", f).CombinedOutput(); err != nil {
+	cmd := exec.Command("ip", "-n", ns.Name, "-batch", f)
+	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("ip -batch: %v: %s", err, out)
 	}
-	return orch, time.Since(t1)
+	ipb = time.Since(t1)
+	cpu.tool = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return orch, ipb, cpu
+}
+
+// procCPU is the user+system CPU time of every thread of process pid.
+func procCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the parenthesised command name: utime is the 12th.
+	_, rest, _ := strings.Cut(string(raw), ") ")
+	f := strings.Fields(rest)
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// redisCPU is redis-server's user+system CPU time (INFO cpu).
+func redisCPU(b *testing.B, e *e2eutil.Switch) time.Duration {
+	info, err := e.Config.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, l := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			var x float64
+			fmt.Sscan(v, &x)
+			total += x
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // pprofAddr is where orchagent serves pprof when a benchmark profiles it.
@@ -230,6 +276,15 @@ func reportBulk(b *testing.B, n int, unit string, orch, ipb time.Duration) {
 	b.ReportMetric(ipb.Seconds()/orch.Seconds(), "sy/ref")
 }
 
+// reportCPU reports cpuCost per object in µs (cpu-orch, cpu-redis,
+// cpu-tool: scripts/bench.sh prints them as a second table).
+func reportCPU(b *testing.B, n int, c cpuCost) {
+	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	b.ReportMetric(us(c.orch), "cpu-orch-us/obj")
+	b.ReportMetric(us(c.redis), "cpu-redis-us/obj")
+	b.ReportMetric(us(c.tool), "cpu-tool-us/obj")
+}
+
 // BenchmarkBulkStaticRoutes10k: 10,000 STATIC_ROUTE keys in one pipeline →
 // all ok, against ip -batch adding the same 10,000 routes.
 func BenchmarkBulkStaticRoutes10k(b *testing.B) { benchRoutes(b, 10000) }
@@ -246,8 +301,9 @@ func benchRoutes(b *testing.B, n int) {
 		batch[i] = "route add " + p + " via 10.0.0.2 dev Ethernet0 proto 201"
 	}
 	for i := 0; i < b.N; i++ {
-		orch, ipb := bulk(b, keys, []any{"nexthop", "10.0.0.2", "ifname", "Ethernet0"}, batch)
+		orch, ipb, cpu := bulk(b, keys, []any{"nexthop", "10.0.0.2", "ifname", "Ethernet0"}, batch)
 		reportBulk(b, n, "routes", orch, ipb)
+		reportCPU(b, n, cpu)
 	}
 }
 
@@ -267,7 +323,8 @@ func benchAddrs(b *testing.B, n int) {
 		batch[i] = "addr add " + a + " dev Ethernet0"
 	}
 	for i := 0; i < b.N; i++ {
-		orch, ipb := bulk(b, keys, []any{"NULL", "NULL"}, batch)
+		orch, ipb, cpu := bulk(b, keys, []any{"NULL", "NULL"}, batch)
 		reportBulk(b, n, "addrs", orch, ipb)
+		reportCPU(b, n, cpu)
 	}
 }
