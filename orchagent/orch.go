@@ -84,6 +84,7 @@ type Orch struct {
 	// or bridge VLAN writes of consecutive keys of one table to send
 	// together (batch.go); nil = every write goes out at once (Reconcile).
 	batch *writeBatch
+	spare *writeBatch // the last batch, emptied, for the next
 }
 
 // tableHandler applies a present key or removes what a deleted key owned.

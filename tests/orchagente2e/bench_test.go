@@ -165,6 +165,7 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 	cpu.redis = redisCPU(b, e) - redisCPU0
 	if profDone != nil {
 		<-profDone
+		fetch(b, "/debug/pprof/allocs", prof+".allocs")
 		logMetrics(b, "reconciles_total")
 	}
 	e.Procs["orchagent"].Stop()
@@ -248,6 +249,20 @@ func cpuProfile(b *testing.B, file string) chan struct{} {
 		}
 	}()
 	return done
+}
+
+// fetch saves orchagent's pprof/metrics page path into file.
+func fetch(b *testing.B, path, file string) {
+	resp, err := http.Get("http://" + pprofAddr + path)
+	if err != nil {
+		b.Errorf("%s: %v", path, err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if err := os.WriteFile(file, body, 0o644); err != nil {
+		b.Error(err)
+	}
 }
 
 // logMetrics logs orchagent's metrics lines containing substr (when it
