@@ -26,6 +26,9 @@ const (
 	flagCorrupt      = 16
 	flagScopeFlow    = 32
 	flagSeeded       = 64
+	flagLossCorr     = 128
+	flagLoss4State   = 256
+	flagDup          = 512
 )
 
 // tickPerNs is the policer's time unit (impair.c TICK_SHIFT): 1/64 ns.
@@ -74,6 +77,8 @@ const (
 	LossRandom LossModel = iota
 	LossGilbert
 	LossPeriodic
+	// LossState is netem's 4-state Markov model (Spec.P13 ... P14).
+	LossState
 )
 
 // Spec is what happens to the packets of a port or a rule, in the units
@@ -91,6 +96,15 @@ type Spec struct {
 	Burst                           uint64  // policer bucket in bytes (with Rate; the caller picks any default)
 	Corrupt                         float64 // percent of passed packets with one L4 payload bit flipped
 	Seed                            *uint64 // nil = seeded from the kernel's RNG
+	// LossCorr is netem's loss correlation, percent (LossRandom): the
+	// random number of each packet is netem's get_crandom.
+	LossCorr float64
+	// P13, P31, P32, P23, P14: LossState's transition probabilities,
+	// percent, as tc netem "loss state" takes them (all given).
+	P13, P31, P32, P23, P14 float64
+	// Duplicate is the percent of passed packets the port's tc ingress
+	// program (impair_dup, see AttachDuplicate) delivers twice.
+	Duplicate float64
 }
 
 // PortRange is an inclusive L4 port range; the zero value (Set false)
@@ -154,6 +168,8 @@ type RuleSpec struct {
 // Counters of one slot, summed over CPUs.
 type Counters struct {
 	RxPackets, RxBytes, Passed, DroppedLoss, DroppedRate, Corrupted uint64
+	// Duplicated counts the passed packets sent twice (duplicate).
+	Duplicated uint64
 }
 
 // MaxEDTClass is the highest EDT class id a rule can carry (impair.c
@@ -221,11 +237,26 @@ func CompileProfile(s *Spec, scopeFlow bool) Profile {
 	case LossPeriodic:
 		p.Flags |= flagLossPeriodic
 		p.Period = s.Period
+	case LossState:
+		// impair.c's field sharing: a1..a5 = p13, p31, p32, p14, p23
+		p.Flags |= flagLoss4State
+		p.GeP, p.GeR, p.GeLg = netemProb(s.P13), netemProb(s.P31), netemProb(s.P32)
+		p.GeLb, p.Period = netemProb(s.P14), netemProb(s.P23)
 	default:
-		if s.Loss > 0 {
+		switch {
+		case s.Loss > 0 && s.LossCorr > 0:
+			// impair.c's field sharing: rho and netem's loss threshold
+			p.Flags |= flagLossCorr
+			p.GeP, p.GeR = netemProb(s.LossCorr), netemProb(s.Loss)
+			p.Loss = prob(s.Loss)
+		case s.Loss > 0:
 			p.Flags |= flagLossRandom
 			p.Loss = prob(s.Loss)
 		}
+	}
+	if s.Duplicate > 0 {
+		p.Flags |= flagDup
+		p.Dup = uint32(min(prob(s.Duplicate), math.MaxUint32))
 	}
 	if s.Rate > 0 {
 		p.Flags |= flagRate
@@ -253,6 +284,12 @@ func CompileProfile(s *Spec, scopeFlow bool) Profile {
 // 32-bit random number against (100% = 2^32: always).
 func prob(pct float64) uint64 {
 	return uint64(math.Round(pct / 100 * (1 << 32)))
+}
+
+// netemProb is a percentage as tc netem sends it (get_percent: rint of
+// the fraction times 2^32-1).
+func netemProb(pct float64) uint64 {
+	return uint64(math.RoundToEven(pct / 100 * math.MaxUint32))
 }
 
 // compileMatch gives the masks and masked keys of one rule: one entry per

@@ -16,6 +16,7 @@
 #include <linux/ipv6.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
+#include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -35,6 +36,9 @@ char __license[] SEC("license") = "Dual MIT/GPL";
 #define F_CORRUPT 16
 #define F_SCOPE_FLOW 32
 #define F_SEEDED 64
+#define F_LOSS_CORR 128   /* random loss with netem's correlation (loss_corr) */
+#define F_LOSS_4STATE 256 /* netem's 4-state Markov loss (loss_model state) */
+#define F_DUP 512         /* duplicate: copy made by impair_dup (tc ingress) */
 
 /* A packet's match tuple; also a mask (same layout, ANDed field by field)
  * and, with mask_id set, a key of matches6 (IPv4: its tuple4 form is the
@@ -69,7 +73,13 @@ struct tuple4 {
 };
 
 /* One impairment profile. Probabilities are scaled to 2^32 (drop when a
- * 32-bit random number is below; 2^32 = always). */
+ * 32-bit random number is below; 2^32 = always).
+ *
+ * The loss models share fields so the profile (copied per matching rule)
+ * does not grow: F_LOSS_CORR keeps netem's rho in ge_p and netem's loss
+ * threshold (percent * (2^32-1)) in ge_r; F_LOSS_4STATE keeps netem's
+ * a1..a5 (p13, p31, p32, p14, p23, same scale) in ge_p, ge_r, ge_lg,
+ * ge_lb and period. */
 struct profile {
 	__u32 flags;
 	__u32 gen; /* changed on every rewrite: resets RNG, Gilbert and policer state */
@@ -83,7 +93,7 @@ struct profile {
 	/* IMPAIRMENT_FLOW with delay/jitter/shape: the rule's EDT class id
 	 * (1..0x7fffff; 0 = none), handed to tc as XDP metadata on pass */
 	__u32 edt_class;
-	__u32 pad;
+	__u32 dup; /* F_DUP: P(duplicate) * 2^32, saturated at 2^32-1 */
 };
 
 /* Value of matches4/matches6: the rule's slot, rank (lower wins) and
@@ -113,8 +123,11 @@ struct slot_pcpu {
 	__u64 rx_packets, rx_bytes, passed, dropped_loss, dropped_rate, corrupted;
 	__u64 rng;
 	__u32 gen;
-	__u32 ge_bad;
+	__u32 ge_bad; /* Markov state: Gilbert bad (1), or the 4-state model's (0..3) */
 	__u64 share; /* policer, scope rule: ticks this CPU took from the bucket, unspent */
+	__u64 duplicated;
+	__u32 crnd_last; /* loss_corr: netem's last correlated random number */
+	__u32 pad;
 };
 
 /* Shared (all CPUs) state of one slot for scope rule. */
@@ -410,9 +423,69 @@ static __always_inline void reseed(struct slot_pcpu *c, struct profile *p)
 	else
 		s = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32();
 	c->rng = s ? s : 0x9E3779B97F4A7C15ULL;
+	c->crnd_last = splitmix64(s) >> 32; /* netem: init_crandom's first "last" */
 	c->ge_bad = 0;
 	c->share = 0;
 	c->gen = p->gen;
+}
+
+/* crandom_lose is netem's correlated random loss (loss_event, CLG_RANDOM
+ * with get_crandom): the random number is a weighted mean of a fresh one
+ * and the last, weights 1 - rho and rho (rho = correlation * (2^32-1) +
+ * 1, over 2^32); lost when netem's threshold is >= it. */
+static __always_inline int crandom_lose(struct profile *p, struct slot_pcpu *c)
+{
+	__u64 value = rng_next(c);
+	__u64 rho = p->ge_p + 1;
+	__u32 answer = (value * ((1ULL << 32) - rho) + (__u64)c->crnd_last * rho) >> 32;
+	c->crnd_last = answer;
+	return p->ge_r && p->ge_r >= answer;
+}
+
+/* States of the 4-state model, netem's numbering minus one (so a zeroed
+ * state is the initial TX_IN_GAP_PERIOD). */
+#define S4_TX_GAP 0
+#define S4_TX_BURST 1
+#define S4_LOST_GAP 2
+#define S4_LOST_BURST 3
+
+/* lose_4state is netem's loss_4state, comparison for comparison (32-bit
+ * sums wrap as netem's do): one random number per packet picks the next
+ * state, and the packet is lost when that state is a loss state. */
+static __always_inline int lose_4state(struct profile *p, struct slot_pcpu *c, __u32 *state)
+{
+	__u32 rnd = rng_next(c);
+	__u32 a1 = p->ge_p, a2 = p->ge_r, a3 = p->ge_lg, a4 = p->ge_lb, a5 = p->period;
+
+	switch (*state) {
+	case S4_TX_GAP:
+		if (rnd < a4) {
+			*state = S4_LOST_GAP;
+			return 1;
+		}
+		if (rnd < (__u32)(a1 + a4)) {
+			*state = S4_LOST_BURST;
+			return 1;
+		}
+		return 0;
+	case S4_TX_BURST:
+		if (rnd < a5) {
+			*state = S4_LOST_BURST;
+			return 1;
+		}
+		return 0;
+	case S4_LOST_BURST:
+		if (rnd < a3)
+			*state = S4_TX_BURST;
+		else if (rnd < (__u32)(a2 + a3))
+			*state = S4_TX_GAP;
+		else
+			return 1;
+		return 0;
+	default: /* S4_LOST_GAP */
+		*state = S4_TX_GAP;
+		return 0;
+	}
 }
 
 /* lose decides the loss verdict for one packet. */
@@ -420,6 +493,10 @@ static __always_inline int lose(struct profile *p, struct slot_pcpu *c, __u32 *g
 {
 	if (p->flags & F_LOSS_RANDOM)
 		return rng_next(c) < p->loss;
+	if (p->flags & F_LOSS_CORR)
+		return crandom_lose(p, c);
+	if (p->flags & F_LOSS_4STATE)
+		return lose_4state(p, c, ge_bad);
 	if (p->flags & F_LOSS_GILBERT) {
 		__u32 bad = *ge_bad;
 		if (bad) {
@@ -530,6 +607,35 @@ static __always_inline void set_class(struct xdp_md *ctx, __u32 id)
 	if ((void *)(meta + 1) > data)
 		return;
 	*meta = EDT_MARK_MAGIC | (id & EDT_CLASS_MASK);
+}
+
+/* Duplication (docs/impaird.md): XDP cannot clone a packet, so it decides
+ * (seeded RNG, counted in the slot) and asks impair_dup, the port's tc
+ * ingress program, for the copy: metadata DUP_MAGIC | class id (0 =
+ * none). impair_dup turns it back into the class metadata, clones the
+ * packet into the port's ingress with skb->mark DUP_MAGIC | class id,
+ * and when the copy comes by, gives it its class mark and lets it go. */
+#define DUP_MAGIC 0xdd000000
+#define MAGIC_MASK 0xff000000
+
+/* pass_meta writes the pass metadata: the EDT class and, drawn here,
+ * the duplicate request. */
+static __always_inline void pass_meta(struct xdp_md *ctx, struct profile *p, struct slot_pcpu *c)
+{
+	__u32 magic = EDT_MARK_MAGIC;
+	if ((p->flags & F_DUP) && rng_next(c) < p->dup) {
+		magic = DUP_MAGIC;
+		c->duplicated++;
+	}
+	if (magic == EDT_MARK_MAGIC && !p->edt_class)
+		return;
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
+		return;
+	void *data = (void *)(long)ctx->data;
+	__u32 *meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > data)
+		return;
+	*meta = magic | (p->edt_class & EDT_CLASS_MASK);
 }
 
 /* best is the best match found so far (rank 0xffffffff = none). */
@@ -776,9 +882,38 @@ int impair(struct xdp_md *ctx)
 	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt(ctx, payload, c))
 		c->corrupted++;
 	c->passed++;
-	if (p->edt_class)
+	if (p->flags & F_DUP)
+		pass_meta(ctx, p, c);
+	else if (p->edt_class)
 		set_class(ctx, p->edt_class);
 	return XDP_PASS;
+}
+
+/* impair_dup: tc ingress (direct action) on a port with duplicate, in
+ * front of any other ingress filter (it returns TC_ACT_UNSPEC: the next
+ * filter runs). See pass_meta. */
+SEC("tc")
+int impair_dup(struct __sk_buff *skb)
+{
+	if ((skb->mark & MAGIC_MASK) == DUP_MAGIC) { /* the copy */
+		__u32 cls = skb->mark & EDT_CLASS_MASK;
+		skb->mark = cls ? (EDT_MARK_MAGIC | cls) : 0;
+		return TC_ACT_UNSPEC;
+	}
+	void *data = (void *)(long)skb->data;
+	__u32 *meta = (void *)(long)skb->data_meta;
+	if ((void *)(meta + 1) > data)
+		return TC_ACT_UNSPEC;
+	__u32 v = *meta;
+	if ((v & MAGIC_MASK) != DUP_MAGIC)
+		return TC_ACT_UNSPEC;
+	__u32 cls = v & EDT_CLASS_MASK;
+	*meta = cls ? (EDT_MARK_MAGIC | cls) : 0;
+	__u32 mark = skb->mark;
+	skb->mark = DUP_MAGIC | cls;
+	bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS);
+	skb->mark = mark;
+	return TC_ACT_UNSPEC;
 }
 
 /* The minimal program the benchmark compares against. */

@@ -75,7 +75,7 @@ type impairProfile struct {
 	NsPerByteFp uint64
 	Depth       uint64
 	EdtClass    uint32
-	Pad         uint32
+	Dup         uint32
 }
 
 type impairSlotName struct {
@@ -95,6 +95,9 @@ type impairSlotPcpu struct {
 	Gen         uint32
 	GeBad       uint32
 	Share       uint64
+	Duplicated  uint64
+	CrndLast    uint32
+	Pad         uint32
 }
 
 type impairSlotShared struct {
@@ -138,19 +141,20 @@ type impairTuple4 struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	impairMapBlooms    = "blooms"
-	impairMapCfg       = "cfg"
-	impairMapCfgProto  = "cfg_proto"
-	impairMapFlows     = "flows"
-	impairMapFlows4    = "flows4"
-	impairMapMasks     = "masks"
-	impairMapMatches4  = "matches4"
-	impairMapMatches6  = "matches6"
-	impairMapPcpu      = "pcpu"
-	impairMapShared    = "shared"
-	impairMapSlotNames = "slot_names"
-	impairProgImpair   = "impair"
-	impairProgXdpPass  = "xdp_pass"
+	impairMapBlooms     = "blooms"
+	impairMapCfg        = "cfg"
+	impairMapCfgProto   = "cfg_proto"
+	impairMapFlows      = "flows"
+	impairMapFlows4     = "flows4"
+	impairMapMasks      = "masks"
+	impairMapMatches4   = "matches4"
+	impairMapMatches6   = "matches6"
+	impairMapPcpu       = "pcpu"
+	impairMapShared     = "shared"
+	impairMapSlotNames  = "slot_names"
+	impairProgImpair    = "impair"
+	impairProgImpairDup = "impair_dup"
+	impairProgXdpPass   = "xdp_pass"
 )
 
 // loadImpair returns the embedded CollectionSpec for impair.
@@ -195,8 +199,9 @@ type impairSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type impairProgramSpecs struct {
-	Impair  *ebpf.ProgramSpec `ebpf:"impair"`
-	XdpPass *ebpf.ProgramSpec `ebpf:"xdp_pass"`
+	Impair    *ebpf.ProgramSpec `ebpf:"impair"`
+	ImpairDup *ebpf.ProgramSpec `ebpf:"impair_dup"`
+	XdpPass   *ebpf.ProgramSpec `ebpf:"xdp_pass"`
 }
 
 // impairMapSpecs contains maps before they are loaded into the kernel.
@@ -281,13 +286,15 @@ type impairVariables struct {
 //
 // It can be passed to loadImpairObjects or ebpf.CollectionSpec.LoadAndAssign.
 type impairPrograms struct {
-	Impair  *ebpf.Program `ebpf:"impair"`
-	XdpPass *ebpf.Program `ebpf:"xdp_pass"`
+	Impair    *ebpf.Program `ebpf:"impair"`
+	ImpairDup *ebpf.Program `ebpf:"impair_dup"`
+	XdpPass   *ebpf.Program `ebpf:"xdp_pass"`
 }
 
 func (p *impairPrograms) Close() error {
 	return _ImpairClose(
 		p.Impair,
+		p.ImpairDup,
 		p.XdpPass,
 	)
 }

@@ -276,6 +276,7 @@ func (p *Port) Counters() (map[string]Counters, error) {
 			c.DroppedLoss += v.DroppedLoss
 			c.DroppedRate += v.DroppedRate
 			c.Corrupted += v.Corrupted
+			c.Duplicated += v.Duplicated
 		}
 		out[name] = c
 		return nil

@@ -33,8 +33,12 @@ func xdpSpec(p *schema.ImpairmentProfile) bpf.Spec {
 	s := bpf.Spec{
 		Loss: p.Loss, GEP: p.GEP, GER: p.GER, GELossGood: p.GELossGood, GELossBad: p.GELossBad,
 		Period: p.Period, Rate: p.Rate, Corrupt: p.Corrupt,
+		LossCorr: p.LossCorr, P13: p.P13, P31: p.P31, P32: p.P32, P23: p.P23, P14: p.P14,
+		Duplicate: p.Duplicate,
 	}
 	switch p.LossModel {
+	case schema.LossState:
+		s.LossModel = bpf.LossState
 	case schema.LossGilbert:
 		s.LossModel = bpf.LossGilbert
 	case schema.LossPeriodic:

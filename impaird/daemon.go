@@ -40,7 +40,7 @@ const (
 )
 
 // Counter field names of IMPAIRMENT_COUNTERS.
-var counterFields = []string{"rx_packets", "rx_bytes", "passed", "dropped_loss", "dropped_rate", "corrupted"}
+var counterFields = []string{"rx_packets", "rx_bytes", "passed", "dropped_loss", "dropped_rate", "corrupted", "duplicated"}
 
 // edtCounterFields are the IMPAIRMENT_COUNTERS fields of a port with a
 // delay/jitter/shape profile (see edt.go).

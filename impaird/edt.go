@@ -140,13 +140,13 @@ func (d *daemon) edtFlows() map[string]flowEDT {
 
 // edtSplit returns the EDT profile of imp and the impairment XDP must
 // apply: random loss moves to the EDT profile when the port shapes, so it
-// follows the shaping.
+// follows the shaping (correlated loss stays in XDP, which models it).
 func edtSplit(imp *schema.Impairment) (edt.Profile, *schema.Impairment) {
 	if imp == nil {
 		return edt.Profile{}, nil
 	}
 	p := imp.EDT
-	if p.Shape > 0 && imp.LossModel == schema.LossRandom && imp.Loss > 0 {
+	if p.Shape > 0 && imp.LossModel == schema.LossRandom && imp.Loss > 0 && imp.LossCorr == 0 {
 		p.Loss = imp.Loss
 		x := *imp
 		x.Loss = 0

@@ -37,7 +37,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for rule, v := range cs {
 			for outcome, n := range map[string]uint64{"rx": v.RxPackets, "passed": v.Passed,
-				"dropped_loss": v.DroppedLoss, "dropped_rate": v.DroppedRate, "corrupted": v.Corrupted} {
+				"dropped_loss": v.DroppedLoss, "dropped_rate": v.DroppedRate, "corrupted": v.Corrupted,
+				"duplicated": v.Duplicated} {
 				ch <- prometheus.MustNewConstMetric(descPackets, prometheus.CounterValue, float64(n), port, rule, outcome)
 			}
 			ch <- prometheus.MustNewConstMetric(descBytes, prometheus.CounterValue, float64(v.RxBytes), port, rule)

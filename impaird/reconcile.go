@@ -299,6 +299,7 @@ func (d *daemon) writeCounters(ctx context.Context) error {
 			total.DroppedLoss += c.DroppedLoss
 			total.DroppedRate += c.DroppedRate
 			total.Corrupted += c.Corrupted
+			total.Duplicated += c.Duplicated
 			if name != "" {
 				want[schema.CountersKey(schema.ImpairmentCountersTable, port+schema.ConfigSep+name)] = counterHash(c)
 			}
@@ -359,5 +360,6 @@ func counterHash(c bpf.Counters) schema.Fields {
 	return schema.Fields{
 		"rx_packets": u(c.RxPackets), "rx_bytes": u(c.RxBytes), "passed": u(c.Passed),
 		"dropped_loss": u(c.DroppedLoss), "dropped_rate": u(c.DroppedRate), "corrupted": u(c.Corrupted),
+		"duplicated": u(c.Duplicated),
 	}
 }

@@ -13,7 +13,8 @@ import (
 type LossModel string
 
 // Loss models (seed 004): independent random loss, the Gilbert-Elliott
-// two-state burst model, and "drop every Nth packet".
+// two-state burst model, and "drop every Nth packet"; LossState (netem's
+// 4-state model) is in impairment_models.go.
 const (
 	LossRandom   LossModel = "random"
 	LossGilbert  LossModel = "gilbert"
@@ -85,6 +86,15 @@ type ImpairmentProfile struct {
 	Burst                           uint64  // policer bucket in bytes; 0 = DefaultBurst(Rate)
 	Corrupt                         float64 // percent of packets with one bit flipped in the L4 payload
 	Seed                            *uint64 // nil = seeded from the kernel's RNG
+	// LossCorr is netem's loss correlation (percent, loss_model random):
+	// each packet's random number leans on the previous one (see
+	// docs/impaird.md for what that does to the loss rate).
+	LossCorr float64
+	// P13, P31, P32, P23, P14 are the transition probabilities (percent)
+	// of loss_model state, netem's 4-state Markov model.
+	P13, P31, P32, P23, P14 float64
+	// Duplicate is the percent of passed packets delivered twice.
+	Duplicate float64
 	// EDT is delay, jitter, shaping and reordering (per port on
 	// IMPAIRMENT, per class on IMPAIRMENT_FLOW), applied by tc on egress
 	// (impaird/edt); the zero value is none.
@@ -205,12 +215,16 @@ func (p *ImpairmentProfile) Impairs() bool {
 		}
 	case LossPeriodic:
 		return true
+	case LossState:
+		if p.P13 > 0 || p.P14 > 0 {
+			return true
+		}
 	default:
 		if p.Loss > 0 {
 			return true
 		}
 	}
-	return p.Rate > 0 || p.Corrupt > 0
+	return p.Rate > 0 || p.Corrupt > 0 || p.Duplicate > 0
 }
 
 func withNull(f Fields) Fields {
@@ -249,6 +263,7 @@ func (p *ImpairmentProfile) fields(f Fields) Fields {
 	if p.Seed != nil {
 		f[FieldSeed] = strconv.FormatUint(*p.Seed, 10)
 	}
+	p.modelsFields(f)
 	for k, v := range p.EDT.Format() {
 		f[k] = v
 	}
@@ -436,10 +451,10 @@ func parseProfile(t, key string, f Fields, used map[string]bool, p *ImpairmentPr
 	p.LossModel = LossRandom
 	if v, ok := get(FieldLossModel); ok {
 		switch LossModel(v) {
-		case LossRandom, LossGilbert, LossPeriodic:
+		case LossRandom, LossGilbert, LossPeriodic, LossState:
 			p.LossModel = LossModel(v)
 		default:
-			return valueError(t, key, FieldLossModel, v, "random, gilbert or periodic")
+			return valueError(t, key, FieldLossModel, v, "random, gilbert, periodic or state")
 		}
 	}
 	p.GELossBad = 100
@@ -487,6 +502,9 @@ func parseProfile(t, key string, f Fields, used map[string]bool, p *ImpairmentPr
 			return valueError(t, key, FieldPeriod, v, "an integer N >= 1 (drop every Nth packet)")
 		}
 		p.Period = n
+	}
+	if err := parseModels(t, key, f, used, p); err != nil {
+		return err
 	}
 	if v, ok := get(FieldRate); ok {
 		r, ok := ParseRate(v)
@@ -540,6 +558,7 @@ func unknownFields(t, key string, f Fields, used map[string]bool) error {
 func knownFields(t string) []string {
 	names := []string{FieldLoss, FieldLossModel, FieldGEP, FieldGER, FieldGELossGood, FieldGELossBad,
 		FieldPeriod, FieldRate, FieldBurst, FieldCorrupt, FieldSeed}
+	names = append(names, modelFields...)
 	names = append(names, EDTFields...)
 	if t == TableImpairmentFlow {
 		names = append([]string{FieldSrc, FieldDst, FieldProto, FieldSport, FieldDport, FieldDSCP,

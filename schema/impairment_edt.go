@@ -21,10 +21,14 @@ const (
 	FieldShape              = "shape"
 	FieldShapeLimit         = "shape_limit"
 	FieldReorder            = "reorder"
+	FieldSlot               = "slot"
+	FieldSlotPackets        = "slot_packets"
+	FieldSlotBytes          = "slot_bytes"
 )
 
 // EDTFields lists every field ParseEDTFields reads, in a stable order.
-var EDTFields = []string{FieldDelay, FieldJitter, FieldJitterDistribution, FieldShape, FieldShapeLimit, FieldReorder}
+var EDTFields = []string{FieldDelay, FieldJitter, FieldJitterDistribution, FieldShape, FieldShapeLimit, FieldReorder,
+	FieldSlot, FieldSlotPackets, FieldSlotBytes}
 
 // Limits of the accepted values.
 const (
@@ -84,6 +88,14 @@ type EDTProfile struct {
 	// the jitter exceeds the packet gap). Off by default: a packet never
 	// departs before the previous packet of its flow.
 	Reorder bool
+	// SlotMin and SlotMax are netem's slotting ("slot MIN [MAX]"):
+	// packets leave only at slot times, the next slot opening a uniform
+	// random time in [SlotMin, SlotMax] after the last one closed.
+	// SlotMax == SlotMin without a MAX. Both zero: no slotting.
+	SlotMin, SlotMax time.Duration
+	// SlotPackets and SlotBytes cap what one slot releases (netem's
+	// "packets N", "bytes N"); 0 = no cap.
+	SlotPackets, SlotBytes uint64
 	// Loss is channel loss in percent (0-100) applied after shaping, as
 	// seed 004 §3.4 orders it. ParseEDTFields never sets it: the loss field
 	// belongs to the schema, and impaird copies it here for a port whose
@@ -92,7 +104,9 @@ type EDTProfile struct {
 }
 
 // Active reports whether the profile needs the EDT data path at all.
-func (p EDTProfile) Active() bool { return p.Delay > 0 || p.Jitter > 0 || p.Shape > 0 }
+func (p EDTProfile) Active() bool {
+	return p.Delay > 0 || p.Jitter > 0 || p.Shape > 0 || p.SlotMax > 0
+}
 
 // QueueLimit is the longest a packet may wait in the shaping queue
 // (ShapeLimitBytes converted at the Shape rate); 0 without shaping.
@@ -172,6 +186,9 @@ func ParseEDTFields(fields map[string]string) (p EDTProfile, found bool, err err
 			return EDTProfile{}, true, err
 		}
 	}
+	if err := parseSlot(fields, &p); err != nil {
+		return EDTProfile{}, true, err
+	}
 	if v, ok := fields[FieldReorder]; ok {
 		switch strings.ToLower(v) {
 		case "true":
@@ -210,7 +227,71 @@ func (p EDTProfile) Format() map[string]string {
 	if p.Reorder {
 		f[FieldReorder] = "true"
 	}
+	if p.SlotMax > 0 {
+		f[FieldSlot] = formatEDTDuration(p.SlotMin)
+		if p.SlotMax != p.SlotMin {
+			f[FieldSlot] += " " + formatEDTDuration(p.SlotMax)
+		}
+		if p.SlotPackets > 0 {
+			f[FieldSlotPackets] = strconv.FormatUint(p.SlotPackets, 10)
+		}
+		if p.SlotBytes > 0 {
+			f[FieldSlotBytes] = strconv.FormatUint(p.SlotBytes, 10)
+		}
+	}
 	return f
+}
+
+// MaxSlotPackets is the largest slot_packets (netem's is an int).
+const MaxSlotPackets = 1<<31 - 1
+
+// parseSlot reads slot ("MIN [MAX]", tc's units), slot_packets and
+// slot_bytes.
+func parseSlot(fields map[string]string, p *EDTProfile) error {
+	v, ok := fields[FieldSlot]
+	if !ok {
+		for _, n := range []string{FieldSlotPackets, FieldSlotBytes} {
+			if x, has := fields[n]; has {
+				return &EDTFieldError{n, x, "needs slot (it caps what one slot releases)"}
+			}
+		}
+		return nil
+	}
+	parts := strings.Fields(v)
+	if len(parts) < 1 || len(parts) > 2 {
+		return &EDTFieldError{FieldSlot, v, "want MIN_DELAY [MAX_DELAY] such as 800us or 800us 1ms (as tc netem slot)"}
+	}
+	var err error
+	if p.SlotMin, err = parseEDTDuration(FieldSlot, parts[0], MaxEDTDelay); err != nil {
+		return err
+	}
+	p.SlotMax = p.SlotMin
+	if len(parts) == 2 {
+		if p.SlotMax, err = parseEDTDuration(FieldSlot, parts[1], MaxEDTDelay); err != nil {
+			return err
+		}
+	}
+	if p.SlotMax < p.SlotMin {
+		return &EDTFieldError{FieldSlot, v, "MAX_DELAY is below MIN_DELAY"}
+	}
+	if p.SlotMax == 0 {
+		return &EDTFieldError{FieldSlot, v, "a slot delay must be more than 0"}
+	}
+	if x, has := fields[FieldSlotPackets]; has {
+		n, err := strconv.ParseUint(x, 10, 64)
+		if err != nil || n < 1 || n > MaxSlotPackets || strings.HasPrefix(x, "+") {
+			return &EDTFieldError{FieldSlotPackets, x, fmt.Sprintf("want packets per slot, 1 to %d", MaxSlotPackets)}
+		}
+		p.SlotPackets = n
+	}
+	if x, has := fields[FieldSlotBytes]; has {
+		b, ok := ParseSize(x)
+		if !ok || b > MaxSlotPackets {
+			return &EDTFieldError{FieldSlotBytes, x, fmt.Sprintf("want bytes per slot (15000, 64kb, 1mb; 1 to %d)", MaxSlotPackets)}
+		}
+		p.SlotBytes = b
+	}
+	return nil
 }
 
 // edtDurationUnits are tc's time units (longest suffix first).

@@ -11,7 +11,7 @@ import (
 )
 
 // impairmentCounterOrder is the order of impaird's counters in the table.
-var impairmentCounterOrder = []string{"rx_packets", "rx_bytes", "passed", "dropped_loss", "dropped_rate", "corrupted"}
+var impairmentCounterOrder = []string{"rx_packets", "rx_bytes", "passed", "dropped_loss", "dropped_rate", "corrupted", "duplicated"}
 
 func showImpairment(ctx context.Context, db *DB, o showOpts) (*View, error) {
 	if o.Counters {

@@ -12,7 +12,7 @@ import (
 // rateFields are the counters that get a per-second column under --watch
 // (interfaces and impairment counters).
 var rateFields = []string{"rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "rx_dropped", "tx_dropped",
-	"passed", "dropped_loss", "dropped_rate", "corrupted"}
+	"passed", "dropped_loss", "dropped_rate", "corrupted", "duplicated"}
 
 // watchView shows the view build makes every interval until ctx is done:
 // on a terminal the screen is cleared and the table redrawn in place (as

@@ -16,6 +16,9 @@ const (
 	FieldShape              = schema.FieldShape
 	FieldShapeLimit         = schema.FieldShapeLimit
 	FieldReorder            = schema.FieldReorder
+	FieldSlot               = schema.FieldSlot
+	FieldSlotPackets        = schema.FieldSlotPackets
+	FieldSlotBytes          = schema.FieldSlotBytes
 )
 
 // Fields lists every field ParseFields reads, in a stable order.
