@@ -235,6 +235,10 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		return 0, err
 	}
 	d.plans[port] = plan
+	if err := d.k.do(func() error { return syncDuplicate(p, st.ifindex, plan.Duplicates()) }); err != nil {
+		setAll(schema.Error(err.Error()), nil)
+		return 0, err
+	}
 	if st, err = d.k.xdp(port); err != nil {
 		return 0, err
 	}
@@ -248,6 +252,15 @@ func (d *daemon) apply(p *bpf.Port, plan *bpf.Plan) error {
 		return d.applyPlan(p, plan)
 	}
 	return p.Apply(plan)
+}
+
+// syncDuplicate attaches impair_dup (tc ingress) to a port whose plan
+// duplicates packets and takes it off one whose plan does not.
+func syncDuplicate(p *bpf.Port, ifindex int, want bool) error {
+	if want {
+		return p.AttachDuplicate(ifindex)
+	}
+	return p.DetachDuplicate(ifindex)
 }
 
 // foreignReason names the program impaird refuses to replace.
@@ -268,6 +281,11 @@ func (d *daemon) teardown(port string) error {
 		return nil // an invalid key ("..", "a/b"): never a pin directory of ours
 	}
 	delete(d.plans, port)
+	if st, err := d.k.xdp(port); err == nil {
+		if err := d.k.do(func() error { return bpf.DetachDuplicate(st.ifindex) }); err != nil {
+			return fmt.Errorf("detach duplicate program of %s: %w", port, err)
+		}
+	}
 	if p := d.ports[port]; p != nil {
 		delete(d.ports, port)
 		if err := p.Remove(); err != nil {

@@ -529,23 +529,23 @@ func (i *Installer) ensureClsact(ifname string, idx int) (created bool, err erro
 	return true, nil
 }
 
-// maybeDelClsact deletes clsact when ours, or when no filter is left on
-// it (after a restart we no longer know who made it).
-func (i *Installer) maybeDelClsact(ifname string, idx int, ours bool) error {
+// maybeDelClsact deletes clsact when no filter is left on it, whether
+// ours or not (after a restart we no longer know who made it, and a clsact
+// we made may carry another program since: impaird's impair_dup, see
+// bpf.Port.AttachDuplicate).
+func (i *Installer) maybeDelClsact(ifname string, idx int, _ bool) error {
 	has, err := i.hasClsact(idx)
 	if err != nil || !has {
 		return err
 	}
-	if !ours {
-		link := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx}}
-		for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
-			fs, err := i.h.FilterList(link, parent)
-			if err != nil {
-				return fmt.Errorf("%s: list filters: %w", ifname, err)
-			}
-			if len(fs) > 0 {
-				return nil
-			}
+	link := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx}}
+	for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
+		fs, err := i.h.FilterList(link, parent)
+		if err != nil {
+			return fmt.Errorf("%s: list filters: %w", ifname, err)
+		}
+		if len(fs) > 0 {
+			return nil
 		}
 	}
 	if err := i.h.QdiscDel(clsact(idx)); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
