@@ -45,6 +45,11 @@ struct cfg {
 	__u32 dist;       /* enum dist */
 	__u32 flags;      /* F_* */
 	__u32 _pad;
+	/* netem's slotting: slot_max_ns 0 = none */
+	__u64 slot_min_ns;
+	__u64 slot_max_ns;
+	__u32 slot_packets; /* per slot; 0 = no cap */
+	__u32 slot_bytes;   /* per slot; 0 = no cap */
 };
 
 /* The shaper's virtual clock: when the link is next free. */
@@ -52,6 +57,15 @@ struct shaper {
 	struct bpf_spin_lock lock;
 	__u32 _pad;
 	__u64 next_ns;
+};
+
+/* Slotting state of a profile (netem's struct slotstate). */
+struct slot_state {
+	struct bpf_spin_lock lock;
+	__u32 _pad;
+	__u64 next_ns; /* when the current slot opens; 0 = none yet */
+	__s64 packets_left;
+	__s64 bytes_left;
 };
 
 struct stats {
@@ -93,6 +107,14 @@ struct {
 	__type(key, struct key);
 	__type(value, struct stats);
 } counters SEC(".maps");
+
+/* key -> slotting state, shared by all CPUs (spin lock) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct key);
+	__type(value, struct slot_state);
+} slots SEC(".maps");
 
 /* flow -> last departure time, to keep a flow's order without reorder */
 struct {
@@ -179,6 +201,58 @@ static __always_inline struct shaper *shaper_of(const struct key *k)
 	return bpf_map_lookup_elem(&shapers, k);
 }
 
+static __always_inline struct slot_state *slot_of(const struct key *k)
+{
+	struct slot_state *ss = bpf_map_lookup_elem(&slots, k);
+	if (ss)
+		return ss;
+	struct slot_state zero = {};
+	bpf_map_update_elem(&slots, k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&slots, k);
+}
+
+/* slot_gap is netem's next slot delay (get_slot_next without a
+ * distribution): uniform in [min, max]. 30 random bits keep the product
+ * in 64 bits for gaps up to 10 s. */
+static __always_inline __u64 slot_gap(const struct cfg *c)
+{
+	__u64 span = c->slot_max_ns - c->slot_min_ns;
+	if (!span)
+		return c->slot_min_ns;
+	return c->slot_min_ns + ((span * (rng_next() >> 34)) >> 30);
+}
+
+/* slot_time is netem's slotting on a departure time t (netem_dequeue):
+ * a packet due after the current slot opened starts a new slot one gap
+ * after it; a packet leaves when its slot opens; a slot whose packets or
+ * bytes run out is followed by the next one a gap later. */
+static __always_inline __u64 slot_time(const struct key *k, const struct cfg *c, __u64 t, __u32 len)
+{
+	struct slot_state *ss = slot_of(k);
+	if (!ss)
+		return t;
+	__s64 maxp = c->slot_packets ? c->slot_packets : 0x7fffffff;
+	__s64 maxb = c->slot_bytes ? c->slot_bytes : 0x7fffffff;
+	/* random numbers first: no helper calls under the lock */
+	__u64 gap_new = slot_gap(c), gap_next = slot_gap(c);
+	bpf_spin_lock(&ss->lock);
+	if (ss->next_ns < t) {
+		ss->next_ns = t + gap_new;
+		ss->packets_left = maxp;
+		ss->bytes_left = maxb;
+	}
+	__u64 dep = ss->next_ns;
+	ss->packets_left--;
+	ss->bytes_left -= len;
+	if (ss->packets_left <= 0 || ss->bytes_left <= 0) {
+		ss->next_ns = dep + gap_next;
+		ss->packets_left = maxp;
+		ss->bytes_left = maxb;
+	}
+	bpf_spin_unlock(&ss->lock);
+	return dep;
+}
+
 SEC("tc")
 int edt_egress(struct __sk_buff *skb)
 {
@@ -242,6 +316,8 @@ int edt_egress(struct __sk_buff *skb)
 		d += jitter_sample(c);
 	if (d > 0)
 		t += d;
+	if (c->slot_max_ns)
+		t = slot_time(&k, c, t, len);
 
 	if (!(c->flags & F_REORDER)) {
 		/* Never depart before the previous packet of this flow. Two

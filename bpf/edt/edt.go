@@ -38,17 +38,25 @@ type Config struct {
 	QueueLimit    time.Duration
 	Loss          float64 // channel loss after shaping, 0..1
 	Reorder       bool
+	// SlotMin, SlotMax: netem's slotting (packets leave at slot times,
+	// the next slot a uniform [SlotMin, SlotMax] after the last closed);
+	// SlotMax 0 = none. SlotPackets, SlotBytes cap a slot (0 = no cap).
+	SlotMin, SlotMax       time.Duration
+	SlotPackets, SlotBytes uint32
 }
 
 // flagReorder is edt.c's F_REORDER.
 const flagReorder = 1
 
 func (c Config) kernel() (edtCfg, error) {
-	if c.Delay < 0 || c.Jitter < 0 || c.QueueLimit < 0 || c.Dist < 0 || c.Dist >= numDists || c.Loss < 0 || c.Loss > 1 {
+	if c.Delay < 0 || c.Jitter < 0 || c.QueueLimit < 0 || c.Dist < 0 || c.Dist >= numDists || c.Loss < 0 || c.Loss > 1 ||
+		c.SlotMin < 0 || c.SlotMax < c.SlotMin || c.SlotMax > 10*time.Second {
 		return edtCfg{}, fmt.Errorf("invalid edt config %+v", c)
 	}
 	k := edtCfg{DelayNs: uint64(c.Delay), JitterNs: uint64(c.Jitter), RateBps: c.RateBps, LimitNs: uint64(c.QueueLimit), Dist: uint32(c.Dist)}
 	k.Loss = uint32(math.Min(c.Loss*(1<<32), math.MaxUint32))
+	k.SlotMinNs, k.SlotMaxNs = uint64(c.SlotMin), uint64(c.SlotMax)
+	k.SlotPackets, k.SlotBytes = c.SlotPackets, c.SlotBytes
 	if c.Reorder {
 		k.Flags |= flagReorder
 	}
@@ -134,7 +142,7 @@ func (o *Objects) Set(k Key, c Config) error {
 // Delete removes the profile at k with its shaper and counters; packets
 // of k then pass unstamped. Absent is not an error.
 func (o *Objects) Delete(k Key) error {
-	for _, m := range []*ebpf.Map{o.objs.Configs, o.objs.Shapers, o.objs.Counters} {
+	for _, m := range []*ebpf.Map{o.objs.Configs, o.objs.Shapers, o.objs.Slots, o.objs.Counters} {
 		if err := m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("delete edt profile %+v: %w", k, err)
 		}

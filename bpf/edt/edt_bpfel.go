@@ -14,15 +14,19 @@ import (
 )
 
 type edtCfg struct {
-	_        structs.HostLayout
-	DelayNs  uint64
-	JitterNs uint64
-	RateBps  uint64
-	LimitNs  uint64
-	Loss     uint32
-	Dist     uint32
-	Flags    uint32
-	Pad      uint32
+	_           structs.HostLayout
+	DelayNs     uint64
+	JitterNs    uint64
+	RateBps     uint64
+	LimitNs     uint64
+	Loss        uint32
+	Dist        uint32
+	Flags       uint32
+	Pad         uint32
+	SlotMinNs   uint64
+	SlotMaxNs   uint64
+	SlotPackets uint32
+	SlotBytes   uint32
 }
 
 type edtDistTable struct {
@@ -52,6 +56,18 @@ type edtShaper struct {
 	NextNs uint64
 }
 
+type edtSlotState struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Pad         uint32
+	NextNs      uint64
+	PacketsLeft int64
+	BytesLeft   int64
+}
+
 type edtStats struct {
 	_            structs.HostLayout
 	Packets      uint64
@@ -71,6 +87,7 @@ const (
 	edtMapPortClasses     = "port_classes"
 	edtMapRng             = "rng"
 	edtMapShapers         = "shapers"
+	edtMapSlots           = "slots"
 	edtProgEdtEgress      = "edt_egress"
 	edtProgEdtIngressMeta = "edt_ingress_meta"
 	edtProgEdtIngressPort = "edt_ingress_port"
@@ -134,6 +151,7 @@ type edtMapSpecs struct {
 	PortClasses *ebpf.MapSpec `ebpf:"port_classes"`
 	Rng         *ebpf.MapSpec `ebpf:"rng"`
 	Shapers     *ebpf.MapSpec `ebpf:"shapers"`
+	Slots       *ebpf.MapSpec `ebpf:"slots"`
 }
 
 // edtVariableSpecs contains global variables before they are loaded into the kernel.
@@ -169,6 +187,7 @@ type edtMaps struct {
 	PortClasses *ebpf.Map `ebpf:"port_classes"`
 	Rng         *ebpf.Map `ebpf:"rng"`
 	Shapers     *ebpf.Map `ebpf:"shapers"`
+	Slots       *ebpf.Map `ebpf:"slots"`
 }
 
 func (m *edtMaps) Close() error {
@@ -180,6 +199,7 @@ func (m *edtMaps) Close() error {
 		m.PortClasses,
 		m.Rng,
 		m.Shapers,
+		m.Slots,
 	)
 }
 

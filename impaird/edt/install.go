@@ -152,19 +152,23 @@ func FqFor(ifindex int, p Profile) *netlink.Fq {
 	return fq
 }
 
-// window is the longest a packet of p can wait in fq.
+// window is the longest a packet of p can wait in fq (with slots capped
+// by packets or bytes, a backlog beyond it is dropped at the horizon, as
+// netem drops beyond its limit).
 func window(p Profile) time.Duration {
 	tail := p.Jitter
 	if p.Distribution != Uniform {
 		tail = p.Jitter * 4 // netem tables clamp at 32767/8192 sigma
 	}
-	return p.Delay + tail + p.QueueLimit()
+	return p.Delay + tail + p.QueueLimit() + p.SlotMax
 }
 
 func config(p Profile) bpfedt.Config {
 	return bpfedt.Config{
 		Delay: p.Delay, Jitter: p.Jitter, Dist: int(p.Distribution),
 		RateBps: p.Shape, QueueLimit: p.QueueLimit(), Loss: p.Loss / 100, Reorder: p.Reorder,
+		SlotMin: p.SlotMin, SlotMax: p.SlotMax,
+		SlotPackets: uint32(p.SlotPackets), SlotBytes: uint32(p.SlotBytes),
 	}
 }
 
