@@ -66,7 +66,9 @@ func parseModels(t, key string, f Fields, used map[string]bool, p *ImpairmentPro
 		if _, has := f[FieldLoss]; !has {
 			return fieldError(t, key, FieldLossCorr, f[FieldLossCorr], "loss_corr needs loss (it correlates the random loss)", "")
 		}
-		p.LossCorr = corr
+		if p.Loss > 0 { // with loss 0 the correlation has nothing to correlate
+			p.LossCorr = corr
+		}
 	}
 	var vals [5]float64
 	var given [5]bool

@@ -32,6 +32,17 @@ func TestParseImpairmentValid(t *testing.T) {
 			ImpairmentProfile{LossModel: LossRandom, Loss: 1, EDT: EDTProfile{Delay: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Distribution: JitterNormal, Reorder: true}}},
 		{"eth1", Fields{"shape": "100mbit", "shape_limit": "64kb"}, ImpairmentProfile{LossModel: LossRandom, EDT: EDTProfile{Shape: 100e6, ShapeLimitBytes: 65536}}},
 		{"eth1", Fields{"shape": "1gbit", "shape_limit": "20ms", "rate": "2gbit"}, ImpairmentProfile{LossModel: LossRandom, Rate: 2e9, EDT: EDTProfile{Shape: 1e9, ShapeLimitTime: 20 * time.Millisecond}}},
+		// netem's remaining models
+		{"eth1", Fields{"loss": "10", "loss_corr": "25"}, ImpairmentProfile{LossModel: LossRandom, Loss: 10, LossCorr: 25}},
+		{"eth1", Fields{"loss_model": "state", "p13": "2"}, ImpairmentProfile{LossModel: LossState, P13: 2, P31: 98, P23: 100}},
+		{"eth1", Fields{"loss_model": "state", "p13": "3", "p31": "30", "p32": "20", "p23": "40", "p14": "1"},
+			ImpairmentProfile{LossModel: LossState, P13: 3, P31: 30, P32: 20, P23: 40, P14: 1}},
+		{"eth1", Fields{"loss_model": "state", "p13": "5", "p31": "50", "p32": "10"},
+			ImpairmentProfile{LossModel: LossState, P13: 5, P31: 50, P32: 10, P23: 100}},
+		{"eth1", Fields{"duplicate": "1.5", "seed": "42"}, ImpairmentProfile{LossModel: LossRandom, Duplicate: 1.5, Seed: &seed}},
+		{"eth1", Fields{"slot": "800us 1ms", "slot_packets": "32", "slot_bytes": "64kb"},
+			ImpairmentProfile{LossModel: LossRandom, EDT: EDTProfile{SlotMin: 800 * time.Microsecond, SlotMax: time.Millisecond, SlotPackets: 32, SlotBytes: 65536}}},
+		{"eth1", Fields{"slot": "2ms"}, ImpairmentProfile{LossModel: LossRandom, EDT: EDTProfile{SlotMin: 2 * time.Millisecond, SlotMax: 2 * time.Millisecond}}},
 	} {
 		got, err := ParseImpairment(tc.key, tc.in)
 		if err != nil {
@@ -79,6 +90,23 @@ func TestParseImpairmentErrors(t *testing.T) {
 		{"Ethernet0", Fields{"shape": "fast"}, "shape", "100mbit"},
 		{"Ethernet0", Fields{"shape_limit": "1mb"}, "shape_limit", "needs shape"},
 		{"Ethernet0", Fields{"reorder": "5"}, "reorder", "true or false"},
+		{"Ethernet0", Fields{"loss_corr": "25"}, "loss_corr", "needs loss"},
+		{"Ethernet0", Fields{"loss": "5", "loss_corr": "101"}, "loss_corr", "percentage"},
+		{"Ethernet0", Fields{"loss_model": "gilbert", "ge_p": "1", "ge_r": "2", "loss_corr": "5"}, "loss_corr", "needs loss_model random"},
+		{"Ethernet0", Fields{"loss_model": "state"}, "p13", "needs p13"},
+		{"Ethernet0", Fields{"loss_model": "state", "p13": "x"}, "p13", "percentage"},
+		{"Ethernet0", Fields{"p13": "5"}, "p13", "needs loss_model state"},
+		{"Ethernet0", Fields{"loss_model": "state", "p13": "60", "p14": "50"}, "p14", "p13 + p14 exceed 100"},
+		{"Ethernet0", Fields{"loss_model": "state", "p13": "5", "p31": "80", "p32": "30"}, "p32", "p31 + p32 exceed 100"},
+		{"Ethernet0", Fields{"loss_model": "state", "p13": "5", "loss": "1"}, "loss", "needs loss_model random"},
+		{"Ethernet0", Fields{"duplicate": "200"}, "duplicate", "percentage"},
+		{"Ethernet0", Fields{"slot": "1ms 800us"}, "slot", "below MIN_DELAY"},
+		{"Ethernet0", Fields{"slot": "1ms 2ms 3ms"}, "slot", "MIN_DELAY [MAX_DELAY]"},
+		{"Ethernet0", Fields{"slot": "0ms"}, "slot", "more than 0"},
+		{"Ethernet0", Fields{"slot": "5"}, "slot", "needs a unit"},
+		{"Ethernet0", Fields{"slot_packets": "5"}, "slot_packets", "needs slot"},
+		{"Ethernet0", Fields{"slot": "1ms", "slot_packets": "0"}, "slot_packets", "packets per slot"},
+		{"Ethernet0", Fields{"slot": "1ms", "slot_bytes": "lots"}, "slot_bytes", "bytes per slot"},
 		{"", Fields{"loss": "5"}, "", "empty"},
 		{"a|b", Fields{"loss": "5"}, "", "cannot contain"},
 	} {
@@ -211,6 +239,9 @@ func FuzzParseImpairment(f *testing.F) {
 	f.Add("Ethernet0", "shape", "100mbit", "shape_limit", "64kb", "loss", "1")
 	f.Add("Ethernet0", "shape", "1gbit", "shape_limit", "20ms", "reorder", "true")
 	f.Add("Ethernet0", "delay", "1.5", "jitter", "0ms", "jitter_distribution", "normal")
+	f.Add("Ethernet0", "loss", "10", "loss_corr", "25", "duplicate", "1")
+	f.Add("Ethernet0|v", "loss_model", "state", "p13", "5", "p31", "30")
+	f.Add("Ethernet0", "slot", "800us 1ms", "slot_packets", "8", "slot_bytes", "64kb")
 	f.Fuzz(func(t *testing.T, key, k1, v1, k2, v2, k3, v3 string) {
 		in := Fields{k1: v1, k2: v2, k3: v3}
 		for _, table := range []string{TableImpairment, TableImpairmentFlow} {
