@@ -12,7 +12,13 @@ import (
 // know yet can still be passed with --field k=v.
 var impairmentFields = []fieldFlag{
 	{"loss", "loss", "drop this percent of packets, 0-100"},
-	{"loss-model", "loss_model", "random, gilbert or periodic"},
+	{"loss-model", "loss_model", "random, gilbert, periodic or state (netem's 4-state Markov model)"},
+	{"loss-corr", "loss_corr", "netem's loss correlation, percent (loss-model random; see docs/impaird.md)"},
+	{"p13", "p13", "4-state model: good → burst loss, percent per packet (required with state)"},
+	{"p31", "p31", "4-state model: burst loss → good (default 100 - p13)"},
+	{"p32", "p32", "4-state model: burst loss → good within burst (default 0)"},
+	{"p23", "p23", "4-state model: good within burst → burst loss (default 100)"},
+	{"p14", "p14", "4-state model: good → isolated loss (default 0)"},
 	{"ge-p", "ge_p", "Gilbert-Elliott: good→bad transition, percent per packet"},
 	{"ge-r", "ge_r", "Gilbert-Elliott: bad→good transition, percent per packet"},
 	{"ge-loss-good", "ge_loss_good", "Gilbert-Elliott: loss percent in the good state"},
@@ -21,12 +27,17 @@ var impairmentFields = []fieldFlag{
 	{"rate", "rate", "police to this rate: 100mbit, 1gbit, 500kbit or bit/s"},
 	{"burst", "burst", "policer burst: bytes, 64kb, 1mb (default max(10 ms of rate, 10 full frames))"},
 	{"corrupt", "corrupt", "flip one bit in this percent of packets"},
+	{"duplicate", "duplicate", "deliver this percent of packets twice (tc ingress copy)"},
 	{"seed", "seed", "RNG seed (uint64): same seed, same drop pattern"},
 	{"delay", "delay", "added delay: 50ms, 200us"},
 	{"jitter", "jitter", "delay jitter: 5ms"},
 	{"jitter-distribution", "jitter_distribution", "uniform, normal, pareto or paretonormal"},
 	{"shape", "shape", "shape (queue and pace) to this rate"},
 	{"shape-limit", "shape_limit", "shaper queue limit"},
+	{"reorder", "reorder", "true: jitter may reorder a flow"},
+	{"slot", "slot", "netem slotting: MIN [MAX] between delivery slots, e.g. '800us 1ms' (VM/fq only)"},
+	{"slot-packets", "slot_packets", "slotting: packets per slot"},
+	{"slot-bytes", "slot_bytes", "slotting: bytes per slot (64kb)"},
 }
 
 // flowMatchFields are the IMPAIRMENT_FLOW match fields with a flag.
@@ -56,6 +67,8 @@ flag for pass through with --field NAME=VALUE.`,
 			"swctl config impairment set Ethernet1 --loss 20",
 			"swctl config impairment set Ethernet0 --loss 1.5 --rate 100mbit --burst 64kb --seed 42",
 			"swctl config impairment set Ethernet0 --loss-model gilbert --ge-p 1 --ge-r 25",
+			"swctl config impairment set Ethernet0 --loss-model state --p13 3 --p31 30 --p32 20 --p23 40 --p14 1",
+			"swctl config impairment set Ethernet0 --loss 10 --loss-corr 25 --duplicate 1 --seed 7",
 			"swctl config impairment set Ethernet0 --unset rate --field corrupt=0.1",
 		},
 	}
