@@ -41,6 +41,9 @@ func BenchmarkImpair(b *testing.B) {
 		{name: "random-loss", port: &Spec{Loss: 1}},
 		{name: "gilbert", port: &gilbert},
 		{name: "policer", port: &Spec{Rate: rate10g, Burst: burst10g}},
+		{name: "loss-corr", port: &Spec{Loss: 1, LossCorr: 25}},
+		{name: "4-state", port: &Spec{LossModel: LossState, P13: 1, P31: 30, P32: 20, P23: 40, P14: 1}},
+		{name: "duplicate", port: &Spec{Duplicate: 1}},
 		{name: "1000-rules-match-last", flows: func() []RuleSpec { return flowsLast(1000, 1) }},
 		{name: "1000-rules-8-shapes", flows: func() []RuleSpec { return flowsLast(1000, 8) }},
 		{name: "scope-flow", flows: func() []RuleSpec {

@@ -493,10 +493,6 @@ static __always_inline int lose(struct profile *p, struct slot_pcpu *c, __u32 *g
 {
 	if (p->flags & F_LOSS_RANDOM)
 		return rng_next(c) < p->loss;
-	if (p->flags & F_LOSS_CORR)
-		return crandom_lose(p, c);
-	if (p->flags & F_LOSS_4STATE)
-		return lose_4state(p, c, ge_bad);
 	if (p->flags & F_LOSS_GILBERT) {
 		__u32 bad = *ge_bad;
 		if (bad) {
@@ -512,6 +508,11 @@ static __always_inline int lose(struct profile *p, struct slot_pcpu *c, __u32 *g
 		__u64 n = __sync_fetch_and_add(pcnt, 1) + 1;
 		return p->period && n % p->period == 0;
 	}
+	/* netem's models last: the older ones pay no extra branch */
+	if (p->flags & F_LOSS_CORR)
+		return crandom_lose(p, c);
+	if (p->flags & F_LOSS_4STATE)
+		return lose_4state(p, c, ge_bad);
 	return 0;
 }
 
