@@ -141,10 +141,11 @@ func TestNetemModelsVsXDP(t *testing.T) {
 }
 
 // slotStats groups arrivals into slots (a gap of more than 200 us starts
-// a new one): packets per slot and the mean gap between slots.
-func slotStats(ss []sample) (perSlot, gapMs float64, slots int) {
+// a new one): packets per slot, the mean gap between slots and the span
+// from the first arrival to the last.
+func slotStats(ss []sample) (perSlot, gapMs float64, slots int, span time.Duration) {
 	if len(ss) == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	sort.Slice(ss, func(i, j int) bool { return ss[i].rx < ss[j].rx })
 	slots = 1
@@ -162,29 +163,35 @@ func slotStats(ss []sample) (perSlot, gapMs float64, slots int) {
 	if len(gaps) > 0 {
 		gapMs = sum / float64(len(gaps))
 	}
-	return float64(len(ss)) / float64(slots), gapMs, slots
+	return float64(len(ss)) / float64(slots), gapMs, slots, time.Duration(ss[len(ss)-1].rx - ss[0].rx)
 }
 
-// TestSlotVsNetem: slot 2ms 4ms packets 4 on 4,000 packets at 4,000/s
-// (more than a slot carries: every slot is full) through netem and
-// through the EDT program: packets per slot within 25% of each other and
-// at most 4 on average (TCG timers blur slot edges; the exact slot times
-// are bpf/edt's host tests).
+// TestSlotVsNetem: slot 2ms 4ms packets 4 on 4,000 packets at 4,000/s,
+// more than the slots carry (4 per 3 ms on average), through netem and
+// through the EDT program. The EDT program computes every slot time in
+// advance, so the backlog drains in (1000 - 1) slots x 3 ms: the span of
+// the arrivals is checked within 15% of that. netem opens the next slot
+// from the time its timer actually fired, so under TCG its slots come
+// later (logged for docs/edt.md), while a VM stall makes fq release
+// several of EDT's overdue slots at once (more packets per observed slot,
+// same span). The exact slot times are bpf/edt's host tests.
 func TestSlotVsNetem(t *testing.T) {
 	requireKernel(t)
 	const n, pps = 4000, 4000
 	p := newPair(t)
 	p.A.Run("tc", "-n", p.A.Name, "qdisc", "replace", "dev", "a0", "root", "netem", "limit", "100000", "slot", "2ms", "4ms", "packets", "4")
-	nper, ngap, nslots := slotStats(measure(t, p, n, pps, 3*time.Second))
+	nper, ngap, nslots, nspan := slotStats(measure(t, p, n, pps, 3*time.Second))
 	p.A.Run("tc", "-n", p.A.Name, "qdisc", "del", "dev", "a0", "root")
 	in := installer(t, p)
 	if err := in.Apply("a0", edt.Profile{SlotMin: 2 * time.Millisecond, SlotMax: 4 * time.Millisecond, SlotPackets: 4}); err != nil {
 		t.Fatal(err)
 	}
-	eper, egap, eslots := slotStats(measure(t, p, n, pps, 3*time.Second))
-	t.Logf("slot 2ms 4ms packets 4: netem %.2f packets per slot, mean gap %.2f ms, %d slots", nper, ngap, nslots)
-	t.Logf("slot 2ms 4ms packets 4: EDT   %.2f packets per slot, mean gap %.2f ms, %d slots", eper, egap, eslots)
-	if eper > 4.2 || math.Abs(eper-nper)/nper > 0.25 {
-		t.Errorf("EDT %.2f packets per slot, netem %.2f: want at most 4 and within 25%%", eper, nper)
+	ss := measure(t, p, n, pps, 3*time.Second)
+	eper, egap, eslots, espan := slotStats(ss)
+	want := time.Duration(n/4-1) * 3 * time.Millisecond
+	t.Logf("slot 2ms 4ms packets 4 (model span %v): netem %.2f packets per slot, mean gap %.2f ms, %d slots, span %v", want, nper, ngap, nslots, nspan)
+	t.Logf("slot 2ms 4ms packets 4 (model span %v): EDT   %.2f packets per slot, mean gap %.2f ms, %d slots, span %v", want, eper, egap, eslots, espan)
+	if len(ss) != n || math.Abs(float64(espan-want))/float64(want) > 0.15 {
+		t.Errorf("EDT: %d of %d arrived over %v; want all, over %v +- 15%%", len(ss), n, espan, want)
 	}
 }
