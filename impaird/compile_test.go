@@ -31,6 +31,8 @@ func TestCompileFromSchema(t *testing.T) {
 		{"v", schema.Fields{"vlan": "100", "dscp": "46", "loss": "2"}},
 		{"ping", schema.Fields{"proto": "icmp", "delay": "50ms"}},
 		{"lossonly", schema.Fields{"proto": "icmp", "loss": "1"}},
+		{"corr", schema.Fields{"proto": "udp", "loss": "10", "loss_corr": "25", "duplicate": "3"}},
+		{"state", schema.Fields{"proto": "tcp", "loss_model": "state", "p13": "3", "p31": "30", "p32": "20", "scope": "flow"}},
 	} {
 		f, err := schema.ParseImpairmentFlow("Ethernet0|"+kv.name, kv.fields)
 		if err != nil {
@@ -54,6 +56,8 @@ func TestCompileFromSchema(t *testing.T) {
 		{Name: "v", Match: bpf.Match{VLAN: 100, DSCP: 46, DSCPSet: true}, Spec: bpf.Spec{Loss: 2}},
 		{Name: "ping", Match: icmp, EDTClass: 7},
 		{Name: "lossonly", Match: icmp, Spec: bpf.Spec{Loss: 1}},
+		{Name: "corr", Match: udp, Spec: bpf.Spec{Loss: 10, LossCorr: 25, Duplicate: 3}},
+		{Name: "state", Match: tcp, Spec: bpf.Spec{LossModel: bpf.LossState, P13: 3, P31: 30, P32: 20, P23: 100}, ScopeFlow: true},
 	})
 	if err != nil {
 		t.Fatal(err)

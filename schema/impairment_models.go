@@ -99,7 +99,11 @@ func parseModels(t, key string, f Fields, used map[string]bool, p *ImpairmentPro
 			if !given[2] {
 				name = FieldP31
 			}
-			return fieldError(t, key, name, f[name], "p31 + p32 exceed 100 (both leave state 3)", "")
+			reason := "p31 + p32 exceed 100 (both leave state 3)"
+			if !given[1] {
+				reason += "; p31 defaults to 100 - p13 as in tc: give p31"
+			}
+			return fieldError(t, key, name, f[name], reason, "")
 		}
 	}
 	dup, ok, err := pct(FieldDuplicate)
