@@ -101,3 +101,27 @@ func ingressFilters(t testing.TB, e *env) string {
 	}
 	return out
 }
+
+// TestImpairdDuplicateRule: duplicate on an IMPAIRMENT_FLOW rule copies
+// only that class (its counters say so); other traffic arrives once.
+func TestImpairdDuplicateRule(t *testing.T) {
+	e := newEnv(t)
+	e2eutil.Ping(t, e.h1, swAddr, 1)
+	e.start()
+	e.HSet("IMPAIRMENT_FLOW|Ethernet0|dup", "proto", "udp", "dport", "9001", "duplicate", "50", "seed", "2")
+	e.WaitState("IMPAIRMENT_FLOW|Ethernet0|dup", "ok", "")
+	r0, r1 := e.listen(9000), e.listen(9001)
+	const n = 2000
+	got0, got1 := e.through(r0, 9000, n), e.through(r1, 9001, n)
+	t.Logf("duplicate 50 on dport 9001: 9000 got %d, 9001 got %d of %d each", got0, got1, n)
+	if got0 > n {
+		t.Errorf("port 9000 (no rule) got %d of %d: copied", got0, n)
+	}
+	if d := 100 * (float64(got1)/n - 1); math.Abs(d-50) > 6 {
+		t.Errorf("port 9001 got %.2f%% extra, want 50 +- 6", d)
+	}
+	e.Eventually("rule counters", func() (bool, string) {
+		c := e.counters("Ethernet0|dup")
+		return c["passed"] >= n && c["duplicated"] > 0 && int64(c["passed"]+c["duplicated"]) >= got1, fmt.Sprint(c)
+	})
+}
