@@ -913,7 +913,10 @@ int impair_dup(struct __sk_buff *skb)
 	__u32 mark = skb->mark;
 	skb->mark = DUP_MAGIC | cls;
 	bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS);
-	skb->mark = mark;
+	/* The clone left the original cloned, so the helper made its head
+	 * private (pskb_expand_head), which drops the metadata: the class
+	 * goes on in skb->mark, where edt_ingress_meta/_port keep it. */
+	skb->mark = cls ? (EDT_MARK_MAGIC | cls) : mark;
 	return TC_ACT_UNSPEC;
 }
 

@@ -382,6 +382,11 @@ int edt_ingress_port(struct __sk_buff *skb)
 			return TC_ACT_OK;
 		}
 	}
+	/* A class an earlier ingress program set in the mark (impaird's
+	 * impair_dup, for a duplicated packet whose metadata the clone
+	 * dropped) is kept, as the metadata's would be. */
+	if ((skb->mark & MARK_MAGIC_MASK) == MARK_MAGIC)
+		return TC_ACT_OK;
 	__u32 idx = skb->ifindex;
 	__u32 *id = bpf_map_lookup_elem(&port_classes, &idx);
 

@@ -125,3 +125,33 @@ func TestImpairdDuplicateRule(t *testing.T) {
 		return c["passed"] >= n && c["duplicated"] > 0 && int64(c["passed"]+c["duplicated"]) >= got1, fmt.Sprint(c)
 	})
 }
+
+// TestEDTFlowDuplicate (VM: needs fq): a flow rule with delay 50ms and
+// duplicate 100: every ping to h2 arrives twice (ping reports DUP!), and
+// both copies are delayed: the copy impair_dup makes carries the rule's
+// EDT class (skb->mark) to the egress program like the original.
+func TestEDTFlowDuplicate(t *testing.T) {
+	e := newRoutedEnv(t, "10.0.1.1/24")
+	e2eutil.Ping(t, e.h1, "10.0.1.1", 1)
+	e.start()
+	e.HSet("IMPAIRMENT|Ethernet4", "NULL", "NULL")
+	e.HSet("IMPAIRMENT_FLOW|Ethernet0|ping", "proto", "icmp", "dst", "10.0.1.1", "delay", "50ms", "duplicate", "100")
+	e.WaitState("IMPAIRMENT_FLOW|Ethernet0|ping", "ok", "")
+	e.WaitState("IMPAIRMENT|Ethernet4", "ok", "")
+	if f := ingressFilters(t, e); !strings.Contains(f, "switchyard_dup") || !strings.Contains(f, "switchyard_edt") {
+		t.Fatalf("Ethernet0 ingress filters %q: want switchyard_dup and the EDT ingress program", f)
+	}
+	const n = 10
+	d := pingRTTs(t, e.h1, "10.0.1.1", n)
+	t.Logf("delay 50ms duplicate 100: %d replies to %d pings, RTT ms min %.3f median %.3f max %.3f", len(d), n, d[0], median(d), d[len(d)-1])
+	if len(d) < 2*n-1 {
+		t.Errorf("%d replies to %d pings: want every request copied (the last copy may come after ping exits)", len(d), n)
+	}
+	if d[0] < 50 {
+		t.Errorf("a reply after %.3f ms: a copy went undelayed (lost its class)", d[0])
+	}
+	e.Eventually("rule counters", func() (bool, string) {
+		c := e.counters("Ethernet0|ping")
+		return c["duplicated"] >= n, fmt.Sprint(c)
+	})
+}
