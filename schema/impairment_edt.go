@@ -24,11 +24,12 @@ const (
 	FieldSlot               = "slot"
 	FieldSlotPackets        = "slot_packets"
 	FieldSlotBytes          = "slot_bytes"
+	FieldSlotDistribution   = "slot_distribution"
 )
 
 // EDTFields lists every field ParseEDTFields reads, in a stable order.
 var EDTFields = []string{FieldDelay, FieldJitter, FieldJitterDistribution, FieldShape, FieldShapeLimit, FieldReorder,
-	FieldSlot, FieldSlotPackets, FieldSlotBytes}
+	FieldSlot, FieldSlotPackets, FieldSlotBytes, FieldSlotDistribution}
 
 // Limits of the accepted values.
 const (
@@ -93,6 +94,12 @@ type EDTProfile struct {
 	// random time in [SlotMin, SlotMax] after the last one closed.
 	// SlotMax == SlotMin without a MAX. Both zero: no slotting.
 	SlotMin, SlotMax time.Duration
+	// SlotDist, when not JitterUniform, is netem's distribution form
+	// ("slot distribution normal DELAY JITTER"): the gap is DELAY +
+	// table[rnd] x JITTER / 8192 (at least 0), with SlotDelay and
+	// SlotJitter from slot; SlotMin and SlotMax are then 0.
+	SlotDist              JitterDistribution
+	SlotDelay, SlotJitter time.Duration
 	// SlotPackets and SlotBytes cap what one slot releases (netem's
 	// "packets N", "bytes N"); 0 = no cap.
 	SlotPackets, SlotBytes uint64
@@ -105,8 +112,11 @@ type EDTProfile struct {
 
 // Active reports whether the profile needs the EDT data path at all.
 func (p EDTProfile) Active() bool {
-	return p.Delay > 0 || p.Jitter > 0 || p.Shape > 0 || p.SlotMax > 0
+	return p.Delay > 0 || p.Jitter > 0 || p.Shape > 0 || p.Slotted()
 }
+
+// Slotted reports whether the profile has netem's slotting.
+func (p EDTProfile) Slotted() bool { return p.SlotMax > 0 || p.SlotDist != JitterUniform }
 
 // QueueLimit is the longest a packet may wait in the shaping queue
 // (ShapeLimitBytes converted at the Shape rate); 0 without shaping.
@@ -227,10 +237,15 @@ func (p EDTProfile) Format() map[string]string {
 	if p.Reorder {
 		f[FieldReorder] = "true"
 	}
-	if p.SlotMax > 0 {
-		f[FieldSlot] = formatEDTDuration(p.SlotMin)
-		if p.SlotMax != p.SlotMin {
-			f[FieldSlot] += " " + formatEDTDuration(p.SlotMax)
+	if p.Slotted() {
+		switch {
+		case p.SlotDist != JitterUniform:
+			f[FieldSlotDistribution] = p.SlotDist.String()
+			f[FieldSlot] = formatEDTDuration(p.SlotDelay) + " " + formatEDTDuration(p.SlotJitter)
+		case p.SlotMax != p.SlotMin:
+			f[FieldSlot] = formatEDTDuration(p.SlotMin) + " " + formatEDTDuration(p.SlotMax)
+		default:
+			f[FieldSlot] = formatEDTDuration(p.SlotMin)
 		}
 		if p.SlotPackets > 0 {
 			f[FieldSlotPackets] = strconv.FormatUint(p.SlotPackets, 10)
@@ -250,7 +265,7 @@ const MaxSlotPackets = 1<<31 - 1
 func parseSlot(fields map[string]string, p *EDTProfile) error {
 	v, ok := fields[FieldSlot]
 	if !ok {
-		for _, n := range []string{FieldSlotPackets, FieldSlotBytes} {
+		for _, n := range []string{FieldSlotPackets, FieldSlotBytes, FieldSlotDistribution} {
 			if x, has := fields[n]; has {
 				return &EDTFieldError{n, x, "needs slot (it caps what one slot releases)"}
 			}
@@ -258,10 +273,30 @@ func parseSlot(fields map[string]string, p *EDTProfile) error {
 		return nil
 	}
 	parts := strings.Fields(v)
+	var err error
+	if d, has := fields[FieldSlotDistribution]; has {
+		dist, ok := parseJitterDistribution(d)
+		if !ok || dist == JitterUniform {
+			return &EDTFieldError{FieldSlotDistribution, d, "want normal, pareto or paretonormal (netem's tables; without it slot is MIN [MAX], uniform)"}
+		}
+		if len(parts) != 2 {
+			return &EDTFieldError{FieldSlot, v, "with slot_distribution, want DELAY JITTER such as 2ms 500us (as tc netem slot distribution)"}
+		}
+		if p.SlotDelay, err = parseEDTDuration(FieldSlot, parts[0], MaxEDTDelay); err != nil {
+			return err
+		}
+		if p.SlotJitter, err = parseEDTDuration(FieldSlot, parts[1], MaxEDTDelay); err != nil {
+			return err
+		}
+		if p.SlotJitter == 0 {
+			return &EDTFieldError{FieldSlot, v, "with slot_distribution the JITTER must be more than 0"}
+		}
+		p.SlotDist = dist
+		return parseSlotCaps(fields, p)
+	}
 	if len(parts) < 1 || len(parts) > 2 {
 		return &EDTFieldError{FieldSlot, v, "want MIN_DELAY [MAX_DELAY] such as 800us or 800us 1ms (as tc netem slot)"}
 	}
-	var err error
 	if p.SlotMin, err = parseEDTDuration(FieldSlot, parts[0], MaxEDTDelay); err != nil {
 		return err
 	}
@@ -277,6 +312,11 @@ func parseSlot(fields map[string]string, p *EDTProfile) error {
 	if p.SlotMax == 0 {
 		return &EDTFieldError{FieldSlot, v, "a slot delay must be more than 0"}
 	}
+	return parseSlotCaps(fields, p)
+}
+
+// parseSlotCaps reads slot_packets and slot_bytes.
+func parseSlotCaps(fields map[string]string, p *EDTProfile) error {
 	if x, has := fields[FieldSlotPackets]; has {
 		n, err := strconv.ParseUint(x, 10, 64)
 		if err != nil || n < 1 || n > MaxSlotPackets || strings.HasPrefix(x, "+") {

@@ -12,13 +12,14 @@ import (
 // accepted profile round-trips and keeps the models' invariants
 // (probabilities out of a state sum to at most 100, slot MIN <= MAX).
 func FuzzParseNetemModels(f *testing.F) {
-	f.Add("state", "", "", "3", "30", "20", "40", "1", "", "800us 1ms", "4", "")
-	f.Add("random", "10", "25", "", "", "", "", "", "5", "", "", "")
-	f.Add("state", "", "", "60", "", "", "", "50", "", "1ms 800us", "0", "1mb")
-	f.Fuzz(func(t *testing.T, model, loss, corr, p13, p31, p32, p23, p14, dup, slot, slotPkts, slotBytes string) {
+	f.Add("state", "", "", "3", "30", "20", "40", "1", "", "800us 1ms", "4", "", "")
+	f.Add("random", "10", "25", "", "", "", "", "", "5", "", "", "", "")
+	f.Add("state", "", "", "60", "", "", "", "50", "", "1ms 800us", "0", "1mb", "")
+	f.Add("", "", "", "", "", "", "", "", "", "2ms 500us", "", "", "pareto")
+	f.Fuzz(func(t *testing.T, model, loss, corr, p13, p31, p32, p23, p14, dup, slot, slotPkts, slotBytes, slotDist string) {
 		in := Fields{}
 		for k, v := range map[string]string{"loss_model": model, "loss": loss, "loss_corr": corr, "p13": p13, "p31": p31,
-			"p32": p32, "p23": p23, "p14": p14, "duplicate": dup, "slot": slot, "slot_packets": slotPkts, "slot_bytes": slotBytes} {
+			"p32": p32, "p23": p23, "p14": p14, "duplicate": dup, "slot": slot, "slot_packets": slotPkts, "slot_bytes": slotBytes, "slot_distribution": slotDist} {
 			if v != "" {
 				in[k] = v
 			}
@@ -38,7 +39,8 @@ func FuzzParseNetemModels(f *testing.F) {
 		if p.LossModel == LossState && (p.P13+p.P14 > 100 || p.P31+p.P32 > 100) {
 			t.Fatalf("%v: accepted transition probabilities over 100: %+v", in, p)
 		}
-		if p.EDT.SlotMin > p.EDT.SlotMax || (p.EDT.SlotPackets > 0 && p.EDT.SlotMax == 0) {
+		if p.EDT.SlotMin > p.EDT.SlotMax || (p.EDT.SlotPackets > 0 && !p.EDT.Slotted()) ||
+			(p.EDT.SlotDist != JitterUniform && (p.EDT.SlotJitter == 0 || p.EDT.SlotMax != 0)) {
 			t.Fatalf("%v: accepted slot %+v", in, p.EDT)
 		}
 		again, err := ParseImpairment(r.Key(), r.Fields())

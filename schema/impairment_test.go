@@ -43,6 +43,9 @@ func TestParseImpairmentValid(t *testing.T) {
 		{"eth1", Fields{"slot": "800us 1ms", "slot_packets": "32", "slot_bytes": "64kb"},
 			ImpairmentProfile{LossModel: LossRandom, EDT: EDTProfile{SlotMin: 800 * time.Microsecond, SlotMax: time.Millisecond, SlotPackets: 32, SlotBytes: 65536}}},
 		{"eth1", Fields{"slot": "2ms"}, ImpairmentProfile{LossModel: LossRandom, EDT: EDTProfile{SlotMin: 2 * time.Millisecond, SlotMax: 2 * time.Millisecond}}},
+		{"eth1", Fields{"slot": "2ms 500us", "slot_distribution": "normal", "slot_packets": "4"},
+			ImpairmentProfile{LossModel: LossRandom, EDT: EDTProfile{SlotDist: JitterNormal, SlotDelay: 2 * time.Millisecond, SlotJitter: 500 * time.Microsecond, SlotPackets: 4}}},
+		{"eth1", Fields{"loss": "0", "loss_corr": "25"}, ImpairmentProfile{LossModel: LossRandom}},
 	} {
 		got, err := ParseImpairment(tc.key, tc.in)
 		if err != nil {
@@ -107,6 +110,10 @@ func TestParseImpairmentErrors(t *testing.T) {
 		{"Ethernet0", Fields{"slot_packets": "5"}, "slot_packets", "needs slot"},
 		{"Ethernet0", Fields{"slot": "1ms", "slot_packets": "0"}, "slot_packets", "packets per slot"},
 		{"Ethernet0", Fields{"slot": "1ms", "slot_bytes": "lots"}, "slot_bytes", "bytes per slot"},
+		{"Ethernet0", Fields{"slot_distribution": "normal"}, "slot_distribution", "needs slot"},
+		{"Ethernet0", Fields{"slot": "2ms 1ms", "slot_distribution": "uniform"}, "slot_distribution", "normal, pareto or paretonormal"},
+		{"Ethernet0", Fields{"slot": "2ms", "slot_distribution": "pareto"}, "slot", "DELAY JITTER"},
+		{"Ethernet0", Fields{"slot": "2ms 0ms", "slot_distribution": "pareto"}, "slot", "JITTER must be more than 0"},
 		{"", Fields{"loss": "5"}, "", "empty"},
 		{"a|b", Fields{"loss": "5"}, "", "cannot contain"},
 	} {
@@ -242,6 +249,7 @@ func FuzzParseImpairment(f *testing.F) {
 	f.Add("Ethernet0", "loss", "10", "loss_corr", "25", "duplicate", "1")
 	f.Add("Ethernet0|v", "loss_model", "state", "p13", "5", "p31", "30")
 	f.Add("Ethernet0", "slot", "800us 1ms", "slot_packets", "8", "slot_bytes", "64kb")
+	f.Add("Ethernet0", "slot", "2ms 500us", "slot_distribution", "normal", "slot_bytes", "64kb")
 	f.Fuzz(func(t *testing.T, key, k1, v1, k2, v2, k3, v3 string) {
 		in := Fields{k1: v1, k2: v2, k3: v3}
 		for _, table := range []string{TableImpairment, TableImpairmentFlow} {

@@ -38,6 +38,7 @@ var impairmentFields = []fieldFlag{
 	{"slot", "slot", "netem slotting: MIN [MAX] between delivery slots, e.g. '800us 1ms' (VM/fq only)"},
 	{"slot-packets", "slot_packets", "slotting: packets per slot"},
 	{"slot-bytes", "slot_bytes", "slotting: bytes per slot (64kb)"},
+	{"slot-distribution", "slot_distribution", "slotting: normal, pareto or paretonormal; slot is then 'DELAY JITTER'"},
 }
 
 // flowMatchFields are the IMPAIRMENT_FLOW match fields with a flag.

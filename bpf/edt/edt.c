@@ -50,6 +50,9 @@ struct cfg {
 	__u64 slot_max_ns;
 	__u32 slot_packets; /* per slot; 0 = no cap */
 	__u32 slot_bytes;   /* per slot; 0 = no cap */
+	__u32 slot_dist;    /* enum dist: not uniform = netem's "slot distribution"
+			     * form, slot_min_ns the delay, slot_max_ns the jitter */
+	__u32 _pad2;
 };
 
 /* The shaper's virtual clock: when the link is next free. */
@@ -211,11 +214,22 @@ static __always_inline struct slot_state *slot_of(const struct key *k)
 	return bpf_map_lookup_elem(&slots, k);
 }
 
-/* slot_gap is netem's next slot delay (get_slot_next without a
- * distribution): uniform in [min, max]. 30 random bits keep the product
- * in 64 bits for gaps up to 10 s. */
+/* slot_gap is netem's next slot delay (get_slot_next): with a
+ * distribution, delay + table sample x jitter (tabledist; at least 0),
+ * else uniform in [min, max] (30 random bits keep the product in 64 bits
+ * for gaps up to 10 s). */
 static __always_inline __u64 slot_gap(const struct cfg *c)
 {
+	if (c->slot_dist != DIST_UNIFORM) {
+		/* tabledist(delay, jitter) with the jitter tables */
+		__u32 d = c->slot_dist;
+		struct dist_table *t = bpf_map_lookup_elem(&dists, &d);
+		if (!t)
+			return c->slot_min_ns;
+		__s64 v = t->v[(rng_next() >> 52) & (DIST_SIZE - 1)];
+		__s64 g = (__s64)c->slot_min_ns + ((v * (__s64)c->slot_max_ns) >> DIST_SCALE_SHIFT);
+		return g > 0 ? g : 0;
+	}
 	__u64 span = c->slot_max_ns - c->slot_min_ns;
 	if (!span)
 		return c->slot_min_ns;
@@ -316,7 +330,7 @@ int edt_egress(struct __sk_buff *skb)
 		d += jitter_sample(c);
 	if (d > 0)
 		t += d;
-	if (c->slot_max_ns)
+	if (c->slot_max_ns || c->slot_dist)
 		t = slot_time(&k, c, t, len);
 
 	if (!(c->flags & F_REORDER)) {

@@ -41,7 +41,12 @@ type Config struct {
 	// SlotMin, SlotMax: netem's slotting (packets leave at slot times,
 	// the next slot a uniform [SlotMin, SlotMax] after the last closed);
 	// SlotMax 0 = none. SlotPackets, SlotBytes cap a slot (0 = no cap).
-	SlotMin, SlotMax       time.Duration
+	SlotMin, SlotMax time.Duration
+	// SlotDist, when not DistUniform, is netem's distribution form: the
+	// gap is SlotDelay + the table's sample x SlotJitter (at least 0);
+	// SlotMin and SlotMax are then unused.
+	SlotDist               int
+	SlotDelay, SlotJitter  time.Duration
 	SlotPackets, SlotBytes uint32
 }
 
@@ -50,12 +55,18 @@ const flagReorder = 1
 
 func (c Config) kernel() (edtCfg, error) {
 	if c.Delay < 0 || c.Jitter < 0 || c.QueueLimit < 0 || c.Dist < 0 || c.Dist >= numDists || c.Loss < 0 || c.Loss > 1 ||
-		c.SlotMin < 0 || c.SlotMax < c.SlotMin || c.SlotMax > 10*time.Second {
+		c.SlotMin < 0 || c.SlotMax < c.SlotMin || c.SlotMax > 10*time.Second ||
+		c.SlotDist < 0 || c.SlotDist >= numDists || c.SlotDelay < 0 || c.SlotJitter < 0 || c.SlotDelay > 10*time.Second || c.SlotJitter > 10*time.Second {
 		return edtCfg{}, fmt.Errorf("invalid edt config %+v", c)
 	}
 	k := edtCfg{DelayNs: uint64(c.Delay), JitterNs: uint64(c.Jitter), RateBps: c.RateBps, LimitNs: uint64(c.QueueLimit), Dist: uint32(c.Dist)}
 	k.Loss = uint32(math.Min(c.Loss*(1<<32), math.MaxUint32))
 	k.SlotMinNs, k.SlotMaxNs = uint64(c.SlotMin), uint64(c.SlotMax)
+	if c.SlotDist != DistUniform {
+		// edt.c's distribution form: delay and jitter in the same words
+		k.SlotDist = uint32(c.SlotDist)
+		k.SlotMinNs, k.SlotMaxNs = uint64(c.SlotDelay), uint64(c.SlotJitter)
+	}
 	k.SlotPackets, k.SlotBytes = c.SlotPackets, c.SlotBytes
 	if c.Reorder {
 		k.Flags |= flagReorder

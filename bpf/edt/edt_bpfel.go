@@ -27,6 +27,8 @@ type edtCfg struct {
 	SlotMaxNs   uint64
 	SlotPackets uint32
 	SlotBytes   uint32
+	SlotDist    uint32
+	Pad2        uint32
 }
 
 type edtDistTable struct {

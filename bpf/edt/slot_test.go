@@ -91,3 +91,29 @@ func TestSlotRandomGap(t *testing.T) {
 		t.Errorf("mean slot gap %.1f us, want 2000 +- 1%%", mean/1e3)
 	}
 }
+
+// TestSlotDistribution: netem's distribution form, slot distribution
+// normal 2ms 500us with one packet per slot: the gaps between 5000
+// back-to-back packets have the table's mean and standard deviation
+// (2 ms and 0.5 ms; the table is clamped at 4 sigma, so no gap is
+// negative): mean within 5% of the deviation, deviation within 5%.
+func TestSlotDistribution(t *testing.T) {
+	o := load(t)
+	if err := o.Set(PortKey(loIfindex), Config{SlotDist: DistNormal, SlotDelay: 2 * time.Millisecond, SlotJitter: 500 * time.Microsecond, SlotPackets: 1}); err != nil {
+		t.Fatal(err)
+	}
+	deps, _ := slotDepartures(t, o, 5001, 100)
+	var s, s2 float64
+	for i := 1; i < len(deps); i++ {
+		x := (float64(deps[i]-deps[i-1]) - 2e6) / 5e5
+		s += x
+		s2 += x * x
+	}
+	n := float64(len(deps) - 1)
+	mean, sd := s/n, math.Sqrt(s2/n-(s/n)*(s/n))
+	wm, wsd := DistMoments(DistNormal)
+	t.Logf("slot distribution normal 2ms 500us: gap mean %+.4f, stddev %.4f jitter units (table %+.4f, %.4f)", mean, sd, wm, wsd)
+	if math.Abs(mean-wm) > 0.05*wsd || math.Abs(sd/wsd-1) > 0.05 {
+		t.Errorf("gap mean %+.4f stddev %.4f, want %+.4f and %.4f within 5%%", mean, sd, wm, wsd)
+	}
+}

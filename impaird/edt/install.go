@@ -160,7 +160,7 @@ func window(p Profile) time.Duration {
 	if p.Distribution != Uniform {
 		tail = p.Jitter * 4 // netem tables clamp at 32767/8192 sigma
 	}
-	return p.Delay + tail + p.QueueLimit() + p.SlotMax
+	return p.Delay + tail + p.QueueLimit() + p.SlotMax + p.SlotDelay + 4*p.SlotJitter
 }
 
 func config(p Profile) bpfedt.Config {
@@ -168,6 +168,7 @@ func config(p Profile) bpfedt.Config {
 		Delay: p.Delay, Jitter: p.Jitter, Dist: int(p.Distribution),
 		RateBps: p.Shape, QueueLimit: p.QueueLimit(), Loss: p.Loss / 100, Reorder: p.Reorder,
 		SlotMin: p.SlotMin, SlotMax: p.SlotMax,
+		SlotDist: int(p.SlotDist), SlotDelay: p.SlotDelay, SlotJitter: p.SlotJitter,
 		SlotPackets: uint32(p.SlotPackets), SlotBytes: uint32(p.SlotBytes),
 	}
 }

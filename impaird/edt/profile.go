@@ -19,6 +19,7 @@ const (
 	FieldSlot               = schema.FieldSlot
 	FieldSlotPackets        = schema.FieldSlotPackets
 	FieldSlotBytes          = schema.FieldSlotBytes
+	FieldSlotDistribution   = schema.FieldSlotDistribution
 )
 
 // Fields lists every field ParseFields reads, in a stable order.

@@ -114,7 +114,7 @@ func TestQueueLimit(t *testing.T) {
 }
 
 func TestFieldsListed(t *testing.T) {
-	want := []string{"delay", "jitter", "jitter_distribution", "shape", "shape_limit", "reorder", "slot", "slot_packets", "slot_bytes"}
+	want := []string{"delay", "jitter", "jitter_distribution", "shape", "shape_limit", "reorder", "slot", "slot_packets", "slot_bytes", "slot_distribution"}
 	if !reflect.DeepEqual(Fields, want) {
 		t.Fatalf("Fields = %v; want %v", Fields, want)
 	}
