@@ -16,7 +16,6 @@
 #include <linux/ipv6.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
-#include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -429,64 +428,8 @@ static __always_inline void reseed(struct slot_pcpu *c, struct profile *p)
 	c->gen = p->gen;
 }
 
-/* crandom_lose is netem's correlated random loss (loss_event, CLG_RANDOM
- * with get_crandom): the random number is a weighted mean of a fresh one
- * and the last, weights 1 - rho and rho (rho = correlation * (2^32-1) +
- * 1, over 2^32); lost when netem's threshold is >= it. */
-static __always_inline int crandom_lose(struct profile *p, struct slot_pcpu *c)
-{
-	__u64 value = rng_next(c);
-	__u64 rho = p->ge_p + 1;
-	__u32 answer = (value * ((1ULL << 32) - rho) + (__u64)c->crnd_last * rho) >> 32;
-	c->crnd_last = answer;
-	return p->ge_r && p->ge_r >= answer;
-}
-
-/* States of the 4-state model, netem's numbering minus one (so a zeroed
- * state is the initial TX_IN_GAP_PERIOD). */
-#define S4_TX_GAP 0
-#define S4_TX_BURST 1
-#define S4_LOST_GAP 2
-#define S4_LOST_BURST 3
-
-/* lose_4state is netem's loss_4state, comparison for comparison (32-bit
- * sums wrap as netem's do): one random number per packet picks the next
- * state, and the packet is lost when that state is a loss state. */
-static __always_inline int lose_4state(struct profile *p, struct slot_pcpu *c, __u32 *state)
-{
-	__u32 rnd = rng_next(c);
-	__u32 a1 = p->ge_p, a2 = p->ge_r, a3 = p->ge_lg, a4 = p->ge_lb, a5 = p->period;
-
-	switch (*state) {
-	case S4_TX_GAP:
-		if (rnd < a4) {
-			*state = S4_LOST_GAP;
-			return 1;
-		}
-		if (rnd < (__u32)(a1 + a4)) {
-			*state = S4_LOST_BURST;
-			return 1;
-		}
-		return 0;
-	case S4_TX_BURST:
-		if (rnd < a5) {
-			*state = S4_LOST_BURST;
-			return 1;
-		}
-		return 0;
-	case S4_LOST_BURST:
-		if (rnd < a3)
-			*state = S4_TX_BURST;
-		else if (rnd < (__u32)(a2 + a3))
-			*state = S4_TX_GAP;
-		else
-			return 1;
-		return 0;
-	default: /* S4_LOST_GAP */
-		*state = S4_TX_GAP;
-		return 0;
-	}
-}
+/* netem's correlated loss and 4-state model (crandom_lose, lose_4state) */
+#include "netem.h"
 
 /* lose decides the loss verdict for one packet. */
 static __always_inline int lose(struct profile *p, struct slot_pcpu *c, __u32 *ge_bad, __u64 *pcnt)
@@ -610,34 +553,8 @@ static __always_inline void set_class(struct xdp_md *ctx, __u32 id)
 	*meta = EDT_MARK_MAGIC | (id & EDT_CLASS_MASK);
 }
 
-/* Duplication (docs/impaird.md): XDP cannot clone a packet, so it decides
- * (seeded RNG, counted in the slot) and asks impair_dup, the port's tc
- * ingress program, for the copy: metadata DUP_MAGIC | class id (0 =
- * none). impair_dup turns it back into the class metadata, clones the
- * packet into the port's ingress with skb->mark DUP_MAGIC | class id,
- * and when the copy comes by, gives it its class mark and lets it go. */
-#define DUP_MAGIC 0xdd000000
-#define MAGIC_MASK 0xff000000
-
-/* pass_meta writes the pass metadata: the EDT class and, drawn here,
- * the duplicate request. */
-static __always_inline void pass_meta(struct xdp_md *ctx, struct profile *p, struct slot_pcpu *c)
-{
-	__u32 magic = EDT_MARK_MAGIC;
-	if ((p->flags & F_DUP) && rng_next(c) < p->dup) {
-		magic = DUP_MAGIC;
-		c->duplicated++;
-	}
-	if (magic == EDT_MARK_MAGIC && !p->edt_class)
-		return;
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
-		return;
-	void *data = (void *)(long)ctx->data;
-	__u32 *meta = (void *)(long)ctx->data_meta;
-	if ((void *)(meta + 1) > data)
-		return;
-	*meta = magic | (p->edt_class & EDT_CLASS_MASK);
-}
+/* duplicate: pass_meta (XDP side) and impair_dup (the tc program) */
+#include "dup.h"
 
 /* best is the best match found so far (rank 0xffffffff = none). */
 struct best {
@@ -888,36 +805,6 @@ int impair(struct xdp_md *ctx)
 	else if (p->edt_class)
 		set_class(ctx, p->edt_class);
 	return XDP_PASS;
-}
-
-/* impair_dup: tc ingress (direct action) on a port with duplicate, in
- * front of any other ingress filter (it returns TC_ACT_UNSPEC: the next
- * filter runs). See pass_meta. */
-SEC("tc")
-int impair_dup(struct __sk_buff *skb)
-{
-	if ((skb->mark & MAGIC_MASK) == DUP_MAGIC) { /* the copy */
-		__u32 cls = skb->mark & EDT_CLASS_MASK;
-		skb->mark = cls ? (EDT_MARK_MAGIC | cls) : 0;
-		return TC_ACT_UNSPEC;
-	}
-	void *data = (void *)(long)skb->data;
-	__u32 *meta = (void *)(long)skb->data_meta;
-	if ((void *)(meta + 1) > data)
-		return TC_ACT_UNSPEC;
-	__u32 v = *meta;
-	if ((v & MAGIC_MASK) != DUP_MAGIC)
-		return TC_ACT_UNSPEC;
-	__u32 cls = v & EDT_CLASS_MASK;
-	*meta = cls ? (EDT_MARK_MAGIC | cls) : 0;
-	__u32 mark = skb->mark;
-	skb->mark = DUP_MAGIC | cls;
-	bpf_clone_redirect(skb, skb->ifindex, BPF_F_INGRESS);
-	/* The clone left the original cloned, so the helper made its head
-	 * private (pskb_expand_head), which drops the metadata: the class
-	 * goes on in skb->mark, where edt_ingress_meta/_port keep it. */
-	skb->mark = cls ? (EDT_MARK_MAGIC | cls) : mark;
-	return TC_ACT_UNSPEC;
 }
 
 /* The minimal program the benchmark compares against. */
