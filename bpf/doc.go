@@ -16,10 +16,13 @@
 //   - rules are classified by tuple space search: each distinct match
 //     shape (which fields, prefix lengths, port-range block sizes) is a
 //     mask; per packet one hash lookup per active mask, best rank wins;
-//   - counters, RNG (xorshift64*) and Gilbert state are per CPU per slot;
+//   - counters, RNG (xorshift64*), Gilbert and 4-state Markov state and
+//     netem's correlated number (netem.h) are per CPU per slot;
 //     the policer (GCRA in nanoseconds, compare-and-swap) and the periodic
 //     counter are shared per slot, or per 5-tuple in an LRU hash for
-//     scope flow.
+//     scope flow;
+//   - duplicate: XDP decides and asks in the packet metadata; impair_dup
+//     (dup.h, dup.go), a tc ingress program of the same object, clones.
 //
 // It must not talk to Redis, import the schema or run commands (impaird
 // translates CONFIG_DB records into Specs); netlink questions (is a
