@@ -1,8 +1,8 @@
 package bpf
 
 import (
-	"errors"
 	"fmt"
+	"sort"
 )
 
 // ACLAction is what an ACL rule does with the packets it matches.
@@ -57,44 +57,275 @@ type ACLRuleError struct {
 
 func (e *ACLRuleError) Error() string { return fmt.Sprintf("ACL rule %s: %s", e.Name, e.Reason) }
 
-// ErrACLNotImplemented is returned by the API until the data plane lands.
-var ErrACLNotImplemented = errors.New("bpf ACL data plane: not implemented yet")
+// Limits of one port's ACL (they match acl.h).
+const (
+	ACLMaxRules   = 16384 - 1 // rules per port and stage (counter index 0 counts unmatched packets)
+	ACLMaxShapes  = 64        // distinct match shapes per stage and address family
+	ACLMaxEntries = 262144    // hash entries per stage and address family (port ranges expand)
+	aclNameLen    = 64        // bytes of a rule name, with its NUL
+	aclStride     = ACLMaxRules + 1
+)
 
-// ACLPlan is the compiled rule set of one port and stage.
+// ACLPlan is the compiled rule set of one port and stage: rules in rank
+// order and, per address family, the shapes (sorted by their best rank)
+// and hash entries.
 type ACLPlan struct {
-	rules []ACLRule
+	// Names and actions in rank order (rank = index).
+	names   []string
+	actions []ACLAction
+	fam     [2]aclFamily // 0: IPv4 and non-IP, 1: IPv6
+}
+
+type aclFamily struct {
+	shapes []impairAclShape
+	// entries: key (shape set) -> rank of the best rule holding it
+	entries map[impairAclKey]uint32
+}
+
+// Rules returns the rule names in rank order (best first).
+func (p *ACLPlan) Rules() []string { return append([]string(nil), p.names...) }
+
+// Lookups is the number of hash lookups the data plane does, at most, for
+// a packet of family 4 (or non-IP) or 6: one per shape.
+func (p *ACLPlan) Lookups(family int) int {
+	if family == 6 {
+		return len(p.fam[1].shapes)
+	}
+	return len(p.fam[0].shapes)
+}
+
+// ip fields: does the rule match anything only IP packets have?
+func (r *ACLRule) ipFields() bool {
+	m := &r.Match
+	return m.Src.IsValid() || m.Dst.IsValid() || m.ProtoSet || m.Sport.Set || m.Dport.Set || m.DSCPSet ||
+		r.TCPFlagsMask != 0 || r.ICMPTypeSet || r.ICMPCodeSet
+}
+
+// families gives the address families the rule's entries go in (4: the
+// IPv4 / non-IP hash, 6: the IPv6 hash), or a reason it matches nothing.
+func (r *ACLRule) families() ([]int, string) {
+	fam := r.Match.Family()
+	if r.EtherTypeSet {
+		switch r.EtherType {
+		case 0x0800:
+			if fam == 6 {
+				return nil, "ETHER_TYPE 0x0800 (IPv4) with IPv6 fields matches no packet"
+			}
+			fam = 4
+		case 0x86dd:
+			if fam == 4 {
+				return nil, "ETHER_TYPE 0x86DD (IPv6) with IPv4 fields matches no packet"
+			}
+			fam = 6
+		default:
+			if r.ipFields() {
+				return nil, fmt.Sprintf("ETHER_TYPE %#04x is not IP: IP fields match no packet of it", r.EtherType)
+			}
+			return []int{4}, ""
+		}
+	}
+	if r.Match.Src.IsValid() && r.Match.Dst.IsValid() && r.Match.Src.Addr().Is4() != r.Match.Dst.Addr().Is4() {
+		return nil, "source and destination prefixes of different address families"
+	}
+	if r.Match.ProtoSet && fam != 0 {
+		if (r.Match.Proto == 1 && fam == 6) || (r.Match.Proto == 58 && fam == 4) {
+			return nil, fmt.Sprintf("IP protocol %d is not of the rule's address family", r.Match.Proto)
+		}
+	}
+	switch fam {
+	case 4:
+		return []int{4}, ""
+	case 6:
+		return []int{6}, ""
+	}
+	return []int{4, 6}, ""
+}
+
+// check reports what the data plane cannot match in r, or "".
+func (r *ACLRule) check() string {
+	m := &r.Match
+	if r.Name == "" {
+		return "empty name"
+	}
+	if len(r.Name) >= aclNameLen {
+		return fmt.Sprintf("name longer than %d bytes", aclNameLen-1)
+	}
+	if r.Action > ACLDrop {
+		return fmt.Sprintf("unknown action %d", r.Action)
+	}
+	if m.DSCPSet && m.DSCP > 63 {
+		return fmt.Sprintf("DSCP %d above 63", m.DSCP)
+	}
+	if m.VLAN > 4095 {
+		return fmt.Sprintf("VLAN_ID %d above 4095", m.VLAN)
+	}
+	for _, pr := range []PortRange{m.Sport, m.Dport} {
+		if pr.Set && pr.Lo > pr.Hi {
+			return fmt.Sprintf("port range %d-%d is empty", pr.Lo, pr.Hi)
+		}
+	}
+	icmp := r.ICMPTypeSet || r.ICMPCodeSet
+	if icmp && m.ProtoSet && m.Proto != 1 && m.Proto != 58 {
+		return fmt.Sprintf("ICMP_TYPE/ICMP_CODE with IP_PROTOCOL %d", m.Proto)
+	}
+	if icmp && (m.Sport.Set || m.Dport.Set) {
+		return "ICMP_TYPE/ICMP_CODE with L4 ports"
+	}
+	if r.TCPFlagsMask != 0 && (icmp || (m.ProtoSet && m.Proto != 6)) {
+		return "TCP_FLAGS on a rule that is not TCP"
+	}
+	if (m.Sport.Set || m.Dport.Set) && m.ProtoSet && m.Proto != 6 && m.Proto != 17 && m.Proto != 132 {
+		return fmt.Sprintf("L4 ports with IP_PROTOCOL %d (the data plane reads TCP and UDP ports)", m.Proto)
+	}
+	return ""
+}
+
+// aclKey builds the mask and key of a rule for family fam (4 or 6),
+// without ports (the caller expands them).
+func (r *ACLRule) aclKey(fam int) (mask, key impairAclKey) {
+	m := &r.Match
+	proto, protoSet := m.Proto, m.ProtoSet
+	if !protoSet && (r.ICMPTypeSet || r.ICMPCodeSet) {
+		proto, protoSet = 1, true
+		if fam == 6 {
+			proto = 58
+		}
+	}
+	if !protoSet && r.TCPFlagsMask != 0 {
+		proto, protoSet = 6, true
+	}
+	if protoSet {
+		mask.Proto, key.Proto = 0xff, proto
+	}
+	if m.DSCPSet {
+		mask.Dscp, key.Dscp = 0x3f, m.DSCP
+	}
+	if r.TCPFlagsMask != 0 {
+		mask.Tcpflags, key.Tcpflags = r.TCPFlagsMask, r.TCPFlags&r.TCPFlagsMask
+	}
+	if m.VLAN != 0 {
+		mask.Vlan, key.Vlan = 0x0fff, m.VLAN
+	}
+	if r.EtherTypeSet {
+		mask.Etype, key.Etype = 0xffff, r.EtherType
+	}
+	if r.ICMPTypeSet {
+		mask.IcmpType, key.IcmpType = 0xff, r.ICMPType
+	}
+	if r.ICMPCodeSet {
+		mask.IcmpCode, key.IcmpCode = 0xff, r.ICMPCode
+	}
+	mask.Src, key.Src = prefixWords(m.Src)
+	mask.Dst, key.Dst = prefixWords(m.Dst)
+	return mask, key
+}
+
+// l2only: the mask has only fields a non-IP packet has.
+func l2only(m impairAclKey) bool {
+	z := impairAclKey{Vlan: m.Vlan, Etype: m.Etype}
+	return m == z
 }
 
 // CompileACL ranks rules (priority, then name) and compiles them to the
-// data plane's match entries; a rule the maps cannot hold is an
-// *ACLRuleError naming it.
+// data plane's shapes and hash entries; a rule the maps cannot hold is an
+// *ACLRuleError naming it (the first such rule in rank order).
 func CompileACL(rules []ACLRule) (*ACLPlan, error) {
-	return nil, ErrACLNotImplemented
+	sorted := append([]ACLRule(nil), rules...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Priority != sorted[j].Priority {
+			return sorted[i].Priority > sorted[j].Priority
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	p := &ACLPlan{}
+	type shapeAcc struct{ best uint32 }
+	shapes := [2]map[impairAclKey]*shapeAcc{{}, {}}
+	entries := [2]map[maskedKey]uint32{{}, {}}
+	for rank := range sorted {
+		r := &sorted[rank]
+		if rank > 0 && sorted[rank-1].Name == r.Name {
+			return nil, &ACLRuleError{Name: r.Name, Reason: "name used by two rules"}
+		}
+		if rank >= ACLMaxRules {
+			return nil, &ACLRuleError{Name: r.Name, Reason: fmt.Sprintf("more than %d rules on one port and stage", ACLMaxRules)}
+		}
+		if why := r.check(); why != "" {
+			return nil, &ACLRuleError{Name: r.Name, Reason: why}
+		}
+		fams, why := r.families()
+		if why != "" {
+			return nil, &ACLRuleError{Name: r.Name, Reason: why}
+		}
+		p.names = append(p.names, r.Name)
+		p.actions = append(p.actions, r.Action)
+		for _, fam := range fams {
+			fi := 0
+			if fam == 6 {
+				fi = 1
+			}
+			mask, key := r.aclKey(fam)
+			for _, sp := range portBlocks(r.Match.Sport) {
+				for _, dp := range portBlocks(r.Match.Dport) {
+					mm, kk := mask, key
+					mm.Sport, kk.Sport = sp.mask, sp.val
+					mm.Dport, kk.Dport = dp.mask, dp.val
+					sa := shapes[fi][mm]
+					if sa == nil {
+						if len(shapes[fi]) >= ACLMaxShapes {
+							return nil, &ACLRuleError{Name: r.Name, Reason: fmt.Sprintf(
+								"its match needs a %dth distinct IPv%d match shape (combination of fields, prefix lengths, port-range block sizes, TCP flag mask): a stage takes at most %d",
+								ACLMaxShapes+1, fam, ACLMaxShapes)}
+						}
+						sa = &shapeAcc{best: uint32(rank)}
+						shapes[fi][mm] = sa
+					}
+					ek := maskedKey{mm, kk}
+					if _, dup := entries[fi][ek]; !dup { // an earlier (better) rule keeps it
+						entries[fi][ek] = uint32(rank)
+						if len(entries[fi]) > ACLMaxEntries {
+							return nil, &ACLRuleError{Name: r.Name, Reason: fmt.Sprintf(
+								"the rules expand to more than %d IPv%d match entries (port ranges split into aligned blocks)", ACLMaxEntries, fam)}
+						}
+					}
+				}
+			}
+		}
+	}
+	for fi := range shapes {
+		type sh struct {
+			mask impairAclKey
+			best uint32
+		}
+		var list []sh
+		for m, a := range shapes[fi] {
+			list = append(list, sh{m, a.best})
+		}
+		sort.Slice(list, func(i, j int) bool {
+			if list[i].best != list[j].best {
+				return list[i].best < list[j].best
+			}
+			return fmt.Sprint(list[i].mask) < fmt.Sprint(list[j].mask)
+		})
+		idx := map[impairAclKey]uint8{}
+		f := aclFamily{entries: map[impairAclKey]uint32{}}
+		for i, s := range list {
+			idx[s.mask] = uint8(i)
+			var l2 uint32
+			if fi == 0 && l2only(s.mask) {
+				l2 = 1
+			}
+			f.shapes = append(f.shapes, impairAclShape{Mask: s.mask, Best: s.best, L2only: l2})
+		}
+		for ek, rank := range entries[fi] {
+			key := ek.key
+			key.Shape = idx[ek.mask]
+			f.entries[key] = rank
+		}
+		p.fam[fi] = f
+	}
+	return p, nil
 }
 
-// ApplyACL publishes plan as the stage's rule set with one pointer swap
-// (a packet sees the old or the new set, never a mix); nil removes the
-// stage's ACL.
-func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
-	return ErrACLNotImplemented
-}
-
-// ACLCounter is one rule's matched packets and bytes, summed over CPUs.
-type ACLCounter struct{ Packets, Bytes uint64 }
-
-// ACLCounters returns the stage's counters by rule Name.
-func (p *Port) ACLCounters(stage ACLStage) (map[string]ACLCounter, error) {
-	return nil, ErrACLNotImplemented
-}
-
-// AttachEgress attaches the collection's tc egress ACL program to
-// ifindex (clsact egress, direct action); idempotent.
-func (p *Port) AttachEgress(ifindex int) error {
-	return ErrACLNotImplemented
-}
-
-// DetachEgress takes the egress ACL program off again; not attached is no
-// error.
-func (p *Port) DetachEgress() error {
-	return ErrACLNotImplemented
-}
+// maskedKey is one hash entry while compiling: its shape's mask and its
+// key (shape index not yet known).
+type maskedKey struct{ mask, key impairAclKey }

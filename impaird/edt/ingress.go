@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	bpfedt "github.com/switchyard-net/switchyard/bpf/edt"
+	"github.com/switchyard-net/switchyard/internal/tcfilter"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -89,7 +90,7 @@ func (i *Installer) attachIngress(ifname string, idx, fd int) error {
 	f.Parent, f.Fd = netlink.HANDLE_MIN_INGRESS, fd
 	if err := i.h.FilterReplace(f); err != nil {
 		if created {
-			i.h.QdiscDel(clsact(idx))
+			i.h.QdiscDel(tcfilter.Clsact(idx))
 		}
 		if missing(err) {
 			return &MissingFeatureError{Port: ifname, Feature: "bpf tc filter (cls_bpf)", Err: err}
@@ -128,7 +129,7 @@ func (i *Installer) UnmarkPort(ifname string) error {
 	if st := i.ports[ifname]; st == nil || st.ifindex != idx {
 		// Not an egress port: clsact goes when we made it, or when no
 		// filter is left on it.
-		if err := i.maybeDelClsact(ifname, idx, i.marked[ifname]); err != nil {
+		if err := i.maybeDelClsact(ifname, idx); err != nil {
 			return err
 		}
 	}

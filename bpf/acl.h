@@ -1,0 +1,302 @@
+/* acl.h: the ACL stage of a port (SONiC ACL_TABLE / ACL_RULE), included
+ * by impair.c: the XDP program runs it on ingress before the impairment
+ * stage, the tc program acl_egress on egress. See docs/acl.md.
+ *
+ * Classification is a tuple space search: every distinct match shape
+ * (which fields, prefix lengths, port-range block sizes, TCP flag mask)
+ * is one hash lookup of the packet's tuple masked by the shape. Shapes
+ * are sorted by the best rank (lower wins) among their entries, so the
+ * search stops as soon as the best match found beats the next shape's
+ * best. A rule set is a header (shapes, inline) in a one-element array
+ * plus one hash per address family; impaird publishes a new set by
+ * writing its hashes into the unused buffer and then swapping the header
+ * pointer, so a packet sees the old or the new set, never a mix. */
+
+#define ACL_INGRESS 0
+#define ACL_EGRESS 1
+
+#define ACL_MAX_SHAPES 64     /* match shapes per stage and address family */
+#define ACL_MAX_RULES 16384   /* rules (counter indexes) per stage */
+#define ACL_MAX_ENTRIES 262144 /* hash entries per stage and family */
+
+/* What parse reads beyond the impairment tuple. */
+struct pkt_extra {
+	__u16 etype; /* ethertype after the VLAN tags, host order */
+	__u8 tcpflags;
+	__u8 icmp_type;
+	__u8 icmp_code;
+	__u8 pad[3];
+};
+
+/* An ACL match tuple; also a shape's mask (same layout, ANDed field by
+ * field) and, with shape set, a key of an IPv6 rule hash. Ports, vlan,
+ * etype in host order; addresses in network order. */
+struct acl_key {
+	__u8 shape;
+	__u8 proto;
+	__u8 dscp;
+	__u8 tcpflags;
+	__u16 vlan;
+	__u16 etype;
+	__u16 sport;
+	__u16 dport;
+	__u8 icmp_type;
+	__u8 icmp_code;
+	__u16 pad;
+	__u32 src[4];
+	__u32 dst[4];
+};
+
+/* The key of the IPv4 (and non-IP) rule hash: 24 bytes, not 48. */
+struct acl_key4 {
+	__u8 shape;
+	__u8 proto;
+	__u8 dscp;
+	__u8 tcpflags;
+	__u16 vlan;
+	__u16 etype;
+	__u16 sport;
+	__u16 dport;
+	__u8 icmp_type;
+	__u8 icmp_code;
+	__u16 pad;
+	__u32 src;
+	__u32 dst;
+};
+
+/* Value of a rule hash: the rule's rank (lower wins), counter index and
+ * action (1 = drop). */
+struct acl_val {
+	__u32 rank;
+	__u32 idx;
+	__u32 action;
+	__u32 pad;
+};
+
+/* One match shape: its mask and the best rank among its entries. l2only:
+ * the mask has only vlan/etype, so the shape also applies to non-IP
+ * packets (searched in the IPv4 hash). */
+struct acl_shape {
+	struct acl_key mask;
+	__u32 best;
+	__u32 l2only;
+};
+
+/* A published rule set of one stage: shapes of each family sorted by
+ * best rank; its hashes are acl_rules4/6[stage * 2 + buf]. */
+struct acl_hdr {
+	__u32 n4;
+	__u32 n6;
+	__u32 buf;
+	__u32 pad;
+	struct acl_shape s4[ACL_MAX_SHAPES];
+	struct acl_shape s6[ACL_MAX_SHAPES];
+};
+
+/* Per rule (stage * ACL_MAX_RULES + idx, idx 1..), per CPU; idx 0 counts
+ * the packets no rule matched. */
+struct acl_cnt {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* Never used by the program: the shapes of the inner maps with BTF
+ * (as cfg_proto in impair.c); impaird creates each inner map from these
+ * specs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct acl_hdr);
+} acl_hdr_proto SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ACL_MAX_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct acl_key4);
+	__type(value, struct acl_val);
+} acl_rules4_proto SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ACL_MAX_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct acl_key);
+	__type(value, struct acl_val);
+} acl_rules6_proto SEC(".maps");
+
+/* stage -> the published header (a one-element array); absent = no ACL */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_ARRAY);
+		__uint(max_entries, 1);
+		__uint(key_size, sizeof(__u32));
+		__uint(value_size, sizeof(struct acl_hdr));
+	});
+} acl_hdrs SEC(".maps");
+
+/* stage * 2 + buf -> IPv4 / non-IP rule hash */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_HASH);
+		__uint(max_entries, ACL_MAX_ENTRIES);
+		__uint(map_flags, BPF_F_NO_PREALLOC);
+		__uint(key_size, sizeof(struct acl_key4));
+		__uint(value_size, sizeof(struct acl_val));
+	});
+} acl_rules4 SEC(".maps");
+
+/* stage * 2 + buf -> IPv6 rule hash */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_HASH);
+		__uint(max_entries, ACL_MAX_ENTRIES);
+		__uint(map_flags, BPF_F_NO_PREALLOC);
+		__uint(key_size, sizeof(struct acl_key));
+		__uint(value_size, sizeof(struct acl_val));
+	});
+} acl_rules6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * ACL_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct acl_cnt);
+} acl_cnts SEC(".maps");
+
+/* counter index -> rule name: control-plane bookkeeping (never read by
+ * the program), so a restarted impaird keeps every rule's counter. */
+struct acl_name {
+	char name[64];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * ACL_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct acl_name);
+} acl_names SEC(".maps");
+
+/* acl_active says whether a stage has a rule set (an inlined array
+ * lookup: no call when a port has no ACL). */
+static __always_inline int acl_active(__u32 stage)
+{
+	return bpf_map_lookup_elem(&acl_hdrs, &stage) != NULL;
+}
+
+/* acl_run classifies one parsed packet (t->family 0 = non-IP) against the
+ * stage's rule set, counts it on the winning rule and returns 1 to drop.
+ *
+ * A global function: verified once with unknown arguments and shared by
+ * the XDP and the tc program (it never touches the packet). The shape
+ * loop reads the masks from the header in place; the best match is kept
+ * in scalars (a pointer kept across iterations makes each one a new
+ * verifier state). */
+__attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u32 stage, __u32 len)
+{
+	if (!t || !x)
+		return 0;
+	__u32 st = stage & 1;
+	void *hi = bpf_map_lookup_elem(&acl_hdrs, &st);
+	if (!hi)
+		return 0;
+	__u32 zero = 0;
+	struct acl_hdr *h = bpf_map_lookup_elem(hi, &zero);
+	if (!h)
+		return 0;
+	__u32 slot = st * 2 + (h->buf & 1);
+	__u32 brank = 0xffffffff, bidx = 0, bact = 0;
+
+	if (t->family == 6) {
+		void *rules = bpf_map_lookup_elem(&acl_rules6, &slot);
+		if (!rules)
+			return 0;
+		__u32 n = h->n6;
+		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
+			if (i >= n)
+				break;
+			struct acl_shape *s = &h->s6[i];
+			if (s->best >= brank)
+				break;
+			struct acl_key k = {
+				.shape = i,
+				.proto = t->proto & s->mask.proto,
+				.dscp = t->dscp & s->mask.dscp,
+				.tcpflags = x->tcpflags & s->mask.tcpflags,
+				.vlan = t->vlan & s->mask.vlan,
+				.etype = x->etype & s->mask.etype,
+				.sport = t->sport & s->mask.sport,
+				.dport = t->dport & s->mask.dport,
+				.icmp_type = x->icmp_type & s->mask.icmp_type,
+				.icmp_code = x->icmp_code & s->mask.icmp_code,
+			};
+#pragma unroll
+			for (int w = 0; w < 4; w++) {
+				k.src[w] = t->src[w] & s->mask.src[w];
+				k.dst[w] = t->dst[w] & s->mask.dst[w];
+			}
+			struct acl_val *v = bpf_map_lookup_elem(rules, &k);
+			if (v && v->rank < brank) {
+				brank = v->rank;
+				bidx = v->idx;
+				bact = v->action;
+			}
+		}
+	} else {
+		void *rules = bpf_map_lookup_elem(&acl_rules4, &slot);
+		if (!rules)
+			return 0;
+		__u32 n = h->n4;
+		int nonip = t->family != 4;
+		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
+			if (i >= n)
+				break;
+			struct acl_shape *s = &h->s4[i];
+			if (s->best >= brank)
+				break;
+			if (nonip && !s->l2only)
+				continue;
+			struct acl_key4 k = {
+				.shape = i,
+				.proto = t->proto & s->mask.proto,
+				.dscp = t->dscp & s->mask.dscp,
+				.tcpflags = x->tcpflags & s->mask.tcpflags,
+				.vlan = t->vlan & s->mask.vlan,
+				.etype = x->etype & s->mask.etype,
+				.sport = t->sport & s->mask.sport,
+				.dport = t->dport & s->mask.dport,
+				.icmp_type = x->icmp_type & s->mask.icmp_type,
+				.icmp_code = x->icmp_code & s->mask.icmp_code,
+				.src = t->src[0] & s->mask.src[0],
+				.dst = t->dst[0] & s->mask.dst[0],
+			};
+			struct acl_val *v = bpf_map_lookup_elem(rules, &k);
+			if (v && v->rank < brank) {
+				brank = v->rank;
+				bidx = v->idx;
+				bact = v->action;
+			}
+		}
+	}
+	/* No branch on whether a rule matched (bidx stays 0, the stage's
+	 * no-match counter): a branch the verifier can decide for the initial
+	 * constants marks them precise, and then the paths through the loops
+	 * (matched here or not) no longer prune. */
+	__u32 ci = st * ACL_MAX_RULES + (bidx & (ACL_MAX_RULES - 1));
+	struct acl_cnt *c = bpf_map_lookup_elem(&acl_cnts, &ci);
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+	}
+	return bact & 1;
+}
