@@ -64,6 +64,7 @@ const (
 	ACLMaxEntries = 262144    // hash entries per stage and address family (port ranges expand)
 	aclNameLen    = 64        // bytes of a rule name, with its NUL
 	aclStride     = ACLMaxRules + 1
+	aclBloomShift = 20 // pre-check bits per stage and family: 2^20 (acl.h ACL_BLOOM_SHIFT)
 )
 
 // ACLPlan is the compiled rule set of one port and stage: rules in rank
@@ -79,7 +80,7 @@ type ACLPlan struct {
 type aclFamily struct {
 	shapes []impairAclShape
 	// entries: key (shape set) -> rank of the best rule holding it
-	entries map[impairAclKey]uint32
+	entries map[aclFields]uint32
 }
 
 // Rules returns the rule names in rank order (best first).
@@ -182,7 +183,7 @@ func (r *ACLRule) check() string {
 
 // aclKey builds the mask and key of a rule for family fam (4 or 6),
 // without ports (the caller expands them).
-func (r *ACLRule) aclKey(fam int) (mask, key impairAclKey) {
+func (r *ACLRule) aclKey(fam int) (mask, key aclFields) {
 	m := &r.Match
 	proto, protoSet := m.Proto, m.ProtoSet
 	if !protoSet && (r.ICMPTypeSet || r.ICMPCodeSet) {
@@ -221,8 +222,8 @@ func (r *ACLRule) aclKey(fam int) (mask, key impairAclKey) {
 }
 
 // l2only: the mask has only fields a non-IP packet has.
-func l2only(m impairAclKey) bool {
-	z := impairAclKey{Vlan: m.Vlan, Etype: m.Etype}
+func l2only(m aclFields) bool {
+	z := aclFields{Vlan: m.Vlan, Etype: m.Etype}
 	return m == z
 }
 
@@ -239,7 +240,7 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 	})
 	p := &ACLPlan{}
 	type shapeAcc struct{ best uint32 }
-	shapes := [2]map[impairAclKey]*shapeAcc{{}, {}}
+	shapes := [2]map[aclFields]*shapeAcc{{}, {}}
 	entries := [2]map[maskedKey]uint32{{}, {}}
 	for rank := range sorted {
 		r := &sorted[rank]
@@ -293,7 +294,7 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 	}
 	for fi := range shapes {
 		type sh struct {
-			mask impairAclKey
+			mask aclFields
 			best uint32
 		}
 		var list []sh
@@ -306,15 +307,15 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 			}
 			return fmt.Sprint(list[i].mask) < fmt.Sprint(list[j].mask)
 		})
-		idx := map[impairAclKey]uint8{}
-		f := aclFamily{entries: map[impairAclKey]uint32{}}
+		idx := map[aclFields]uint8{}
+		f := aclFamily{entries: map[aclFields]uint32{}}
 		for i, s := range list {
 			idx[s.mask] = uint8(i)
 			var l2 uint32
 			if fi == 0 && l2only(s.mask) {
 				l2 = 1
 			}
-			f.shapes = append(f.shapes, impairAclShape{Mask: s.mask, Best: s.best, L2only: l2})
+			f.shapes = append(f.shapes, impairAclShape{M: s.mask.words(fi == 1), Best: s.best, L2only: l2})
 		}
 		for ek, rank := range entries[fi] {
 			key := ek.key
@@ -326,6 +327,39 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 	return p, nil
 }
 
+// aclFields is an ACL key (or mask) field by field while compiling; the
+// data plane's form is its words (acl.h struct acl_key).
+type aclFields struct {
+	Shape, Proto, Dscp, Tcpflags uint8
+	Vlan, Etype, Sport, Dport    uint16
+	IcmpType, IcmpCode           uint8
+	Src, Dst                     [4]uint32
+}
+
+// words renders k as acl.h's key words: IPv4 addr, s1, s2; IPv6 four
+// address words, s1, s2.
+func (k aclFields) words(v6 bool) [6]uint64 {
+	s1 := uint64(k.Sport)<<48 | uint64(k.Dport)<<32 | uint64(k.Vlan)<<16 | uint64(k.Etype)
+	s2 := uint64(k.Shape)<<40 | uint64(k.Proto)<<32 | uint64(k.Dscp)<<24 | uint64(k.Tcpflags)<<16 |
+		uint64(k.IcmpType)<<8 | uint64(k.IcmpCode)
+	if !v6 {
+		return [6]uint64{uint64(k.Src[0])<<32 | uint64(k.Dst[0]), s1, s2}
+	}
+	return [6]uint64{uint64(k.Src[0])<<32 | uint64(k.Src[1]), uint64(k.Src[2])<<32 | uint64(k.Src[3]),
+		uint64(k.Dst[0])<<32 | uint64(k.Dst[1]), uint64(k.Dst[2])<<32 | uint64(k.Dst[3]), s1, s2}
+}
+
+// aclHash is the pre-check bit of key words w (shape index set) in its
+// family's bloom; acl.h computes the same per packet.
+func aclHash(w [6]uint64) uint32 {
+	c := [6]uint64{0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93, 0xA0761D6478BD642F, 0xE7037ED1A0B428DB}
+	var h uint64
+	for i := range w {
+		h += w[i] * c[i]
+	}
+	return uint32(h >> (64 - aclBloomShift))
+}
+
 // maskedKey is one hash entry while compiling: its shape's mask and its
 // key (shape index not yet known).
-type maskedKey struct{ mask, key impairAclKey }
+type maskedKey struct{ mask, key aclFields }

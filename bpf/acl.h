@@ -18,6 +18,8 @@
 #define ACL_MAX_SHAPES 64     /* match shapes per stage and address family */
 #define ACL_MAX_RULES 16384   /* rules (counter indexes) per stage */
 #define ACL_MAX_ENTRIES 262144 /* hash entries per stage and family */
+#define ACL_BLOOM_SHIFT 20     /* 2^20 pre-check bits per stage and family */
+#define ACL_BLOOM_WORDS (1 << (ACL_BLOOM_SHIFT - 6))
 
 /* What parse reads beyond the impairment tuple. */
 struct pkt_extra {
@@ -26,42 +28,23 @@ struct pkt_extra {
 	__u8 icmp_type;
 	__u8 icmp_code;
 	__u8 pad[3];
+	__u32 payload; /* impair.c: offset of the L4 payload */
 };
 
-/* An ACL match tuple; also a shape's mask (same layout, ANDed field by
- * field) and, with shape set, a key of an IPv6 rule hash. Ports, vlan,
- * etype in host order; addresses in network order. */
-struct acl_key {
-	__u8 shape;
-	__u8 proto;
-	__u8 dscp;
-	__u8 tcpflags;
-	__u16 vlan;
-	__u16 etype;
-	__u16 sport;
-	__u16 dport;
-	__u8 icmp_type;
-	__u8 icmp_code;
-	__u16 pad;
-	__u32 src[4];
-	__u32 dst[4];
-};
-
-/* The key of the IPv4 (and non-IP) rule hash: 24 bytes, not 48. */
+/* An ACL key in three 64-bit words, as the classifier hashes and masks
+ * them (aclWords in acl_port.go builds the same):
+ *   addr: IPv4 source << 32 | destination (network order words)
+ *   s1:   sport << 48 | dport << 32 | vlan << 16 | ethertype
+ *   s2:   shape << 40 | proto << 32 | dscp << 24 | tcp flags << 16 |
+ *         icmp type << 8 | icmp code
+ * A shape's mask has the same words (shape bits 0). IPv6 keys have four
+ * address words (source high, low, destination high, low), then s1, s2. */
 struct acl_key4 {
-	__u8 shape;
-	__u8 proto;
-	__u8 dscp;
-	__u8 tcpflags;
-	__u16 vlan;
-	__u16 etype;
-	__u16 sport;
-	__u16 dport;
-	__u8 icmp_type;
-	__u8 icmp_code;
-	__u16 pad;
-	__u32 src;
-	__u32 dst;
+	__u64 w[3];
+};
+
+struct acl_key {
+	__u64 w[6];
 };
 
 /* Value of a rule hash: the rule's rank (lower wins), counter index and
@@ -73,25 +56,57 @@ struct acl_val {
 	__u32 pad;
 };
 
-/* One match shape: its mask and the best rank among its entries. l2only:
- * the mask has only vlan/etype, so the shape also applies to non-IP
- * packets (searched in the IPv4 hash). */
+/* One match shape: its mask (acl_key words; IPv4: m[0..2]) and the best
+ * rank among its entries. l2only: the mask has only vlan/etype, so the
+ * shape also applies to non-IP packets (searched in the IPv4 hash). */
 struct acl_shape {
-	struct acl_key mask;
+	__u64 m[6];
 	__u32 best;
 	__u32 l2only;
 };
 
 /* A published rule set of one stage: shapes of each family sorted by
- * best rank; its hashes are acl_rules4/6[stage * 2 + buf]. */
+ * best rank; its hashes are acl_rules4/6[stage * 2 + buf]. bloom4/6:
+ * the pre-check of each family, bit acl_hash(key) set for every entry of
+ * its hash (keys with their shape index), so a shape whose bit is clear
+ * costs a hash computation, not a hash-map lookup (~15 ns through an
+ * inner map). Published with the set, so always exact for it. */
 struct acl_hdr {
 	__u32 n4;
 	__u32 n6;
 	__u32 buf;
-	__u32 pad;
+	__u32 none; /* 0xffffffff: the initial best rank, read, not a constant (below) */
 	struct acl_shape s4[ACL_MAX_SHAPES];
 	struct acl_shape s6[ACL_MAX_SHAPES];
+	__u64 bloom4[ACL_BLOOM_WORDS];
+	__u64 bloom6[ACL_BLOOM_WORDS];
 };
+
+/* The pre-check hash (aclHash in acl_port.go computes the same): a sum
+ * of the key's words times odd constants (independent multiplies), its
+ * top ACL_BLOOM_SHIFT bits. */
+#define ACL_C0 0x9E3779B97F4A7C15ULL
+#define ACL_C1 0xBF58476D1CE4E5B9ULL
+#define ACL_C2 0x94D049BB133111EBULL
+#define ACL_C3 0xD6E8FEB86659FD93ULL
+#define ACL_C4 0xA0761D6478BD642FULL
+#define ACL_C5 0xE7037ED1A0B428DBULL
+
+static __always_inline __u64 acl_small1(__u16 sport, __u16 dport, __u16 vlan, __u16 etype)
+{
+	return ((__u64)sport << 48) | ((__u64)dport << 32) | ((__u64)vlan << 16) | etype;
+}
+
+static __always_inline __u64 acl_small2(__u8 shape, __u8 proto, __u8 dscp, __u8 flags, __u8 it, __u8 ic)
+{
+	return ((__u64)shape << 40) | ((__u64)proto << 32) | ((__u64)dscp << 24) | ((__u64)flags << 16) |
+	       ((__u64)it << 8) | ic;
+}
+
+static __always_inline int acl_bloom_has(__u64 *bloom, __u32 idx)
+{
+	return (bloom[(idx >> 6) & (ACL_BLOOM_WORDS - 1)] >> (idx & 63)) & 1;
+}
 
 /* Per rule (stage * ACL_MAX_RULES + idx, idx 1..), per CPU; idx 0 counts
  * the packets no rule matched. */
@@ -215,12 +230,19 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 	if (!h)
 		return 0;
 	__u32 slot = st * 2 + (h->buf & 1);
-	__u32 brank = 0xffffffff, bidx = 0, bact = 0;
+	/* The initial best rank comes from the map: a constant would be a
+	 * different verifier state from the rank of a match, doubling the
+	 * states per shape. */
+	__u32 brank = h->none, bidx = 0, bact = 0;
 
+	__u64 s1 = acl_small1(t->sport, t->dport, t->vlan, x->etype);
+	__u64 s2 = acl_small2(0, t->proto, t->dscp, x->tcpflags, x->icmp_type, x->icmp_code);
 	if (t->family == 6) {
 		void *rules = bpf_map_lookup_elem(&acl_rules6, &slot);
 		if (!rules)
 			return 0;
+		__u64 a0 = ((__u64)t->src[0] << 32) | t->src[1], a1 = ((__u64)t->src[2] << 32) | t->src[3];
+		__u64 a2 = ((__u64)t->dst[0] << 32) | t->dst[1], a3 = ((__u64)t->dst[2] << 32) | t->dst[3];
 		__u32 n = h->n6;
 		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
 			if (i >= n)
@@ -228,23 +250,12 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 			struct acl_shape *s = &h->s6[i];
 			if (s->best >= brank)
 				break;
-			struct acl_key k = {
-				.shape = i,
-				.proto = t->proto & s->mask.proto,
-				.dscp = t->dscp & s->mask.dscp,
-				.tcpflags = x->tcpflags & s->mask.tcpflags,
-				.vlan = t->vlan & s->mask.vlan,
-				.etype = x->etype & s->mask.etype,
-				.sport = t->sport & s->mask.sport,
-				.dport = t->dport & s->mask.dport,
-				.icmp_type = x->icmp_type & s->mask.icmp_type,
-				.icmp_code = x->icmp_code & s->mask.icmp_code,
-			};
-#pragma unroll
-			for (int w = 0; w < 4; w++) {
-				k.src[w] = t->src[w] & s->mask.src[w];
-				k.dst[w] = t->dst[w] & s->mask.dst[w];
-			}
+			struct acl_key k = {.w = {a0 & s->m[0], a1 & s->m[1], a2 & s->m[2], a3 & s->m[3],
+						  s1 & s->m[4], (s2 & s->m[5]) | ((__u64)i << 40)}};
+			__u64 hh = k.w[0] * ACL_C0 + k.w[1] * ACL_C1 + k.w[2] * ACL_C2 + k.w[3] * ACL_C3 +
+				   k.w[4] * ACL_C4 + k.w[5] * ACL_C5;
+			if (!acl_bloom_has(h->bloom6, hh >> (64 - ACL_BLOOM_SHIFT)))
+				continue;
 			struct acl_val *v = bpf_map_lookup_elem(rules, &k);
 			if (v && v->rank < brank) {
 				brank = v->rank;
@@ -256,6 +267,7 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 		void *rules = bpf_map_lookup_elem(&acl_rules4, &slot);
 		if (!rules)
 			return 0;
+		__u64 a0 = ((__u64)t->src[0] << 32) | t->dst[0];
 		__u32 n = h->n4;
 		int nonip = t->family != 4;
 		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
@@ -266,20 +278,10 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 				break;
 			if (nonip && !s->l2only)
 				continue;
-			struct acl_key4 k = {
-				.shape = i,
-				.proto = t->proto & s->mask.proto,
-				.dscp = t->dscp & s->mask.dscp,
-				.tcpflags = x->tcpflags & s->mask.tcpflags,
-				.vlan = t->vlan & s->mask.vlan,
-				.etype = x->etype & s->mask.etype,
-				.sport = t->sport & s->mask.sport,
-				.dport = t->dport & s->mask.dport,
-				.icmp_type = x->icmp_type & s->mask.icmp_type,
-				.icmp_code = x->icmp_code & s->mask.icmp_code,
-				.src = t->src[0] & s->mask.src[0],
-				.dst = t->dst[0] & s->mask.dst[0],
-			};
+			struct acl_key4 k = {.w = {a0 & s->m[0], s1 & s->m[1], (s2 & s->m[2]) | ((__u64)i << 40)}};
+			__u64 hh = k.w[0] * ACL_C0 + k.w[1] * ACL_C1 + k.w[2] * ACL_C2;
+			if (!acl_bloom_has(h->bloom4, hh >> (64 - ACL_BLOOM_SHIFT)))
+				continue;
 			struct acl_val *v = bpf_map_lookup_elem(rules, &k);
 			if (v && v->rank < brank) {
 				brank = v->rank;

@@ -125,15 +125,21 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 		return err
 	}
 	hdr := new(impairAclHdr)
-	hdr.Buf = newBuf
+	hdr.Buf, hdr.None = newBuf, 0xffffffff
 	for fi, m := range []*ebpf.Map{p.objs.AclRules4, p.objs.AclRules6} {
 		f := &plan.fam[fi]
+		bloom := &hdr.Bloom4
 		if fi == 0 {
 			hdr.N4 = uint32(len(f.shapes))
 			copy(hdr.S4[:], f.shapes)
 		} else {
 			hdr.N6 = uint32(len(f.shapes))
 			copy(hdr.S6[:], f.shapes)
+			bloom = &hdr.Bloom6
+		}
+		for k := range f.entries {
+			i := aclHash(k.words(fi == 1))
+			bloom[i/64] |= 1 << (i % 64)
 		}
 		slot := st*2 + newBuf
 		if len(f.entries) == 0 {
@@ -185,15 +191,15 @@ func (p *Port) fillACLHash(spec *ebpf.MapSpec, fi int, f *aclFamily, plan *ACLPl
 	if fi == 0 {
 		k4 := make([]impairAclKey4, 0, n)
 		for k, rank := range f.entries {
-			k4 = append(k4, impairAclKey4{Shape: k.Shape, Proto: k.Proto, Dscp: k.Dscp, Tcpflags: k.Tcpflags, Vlan: k.Vlan,
-				Etype: k.Etype, Sport: k.Sport, Dport: k.Dport, IcmpType: k.IcmpType, IcmpCode: k.IcmpCode, Src: k.Src[0], Dst: k.Dst[0]})
+			w := k.words(false)
+			k4 = append(k4, impairAclKey4{W: [3]uint64{w[0], w[1], w[2]}})
 			vals = append(vals, impairAclVal{Rank: rank, Idx: idx[rank], Action: uint32(plan.actions[rank])})
 		}
 		keys = k4
 	} else {
 		k6 := make([]impairAclKey, 0, n)
 		for k, rank := range f.entries {
-			k6 = append(k6, k)
+			k6 = append(k6, impairAclKey{W: k.words(true)})
 			vals = append(vals, impairAclVal{Rank: rank, Idx: idx[rank], Action: uint32(plan.actions[rank])})
 		}
 		keys = k6

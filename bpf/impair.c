@@ -636,8 +636,9 @@ static __always_inline void classify6(struct tuple *t, __u32 active, struct best
 	}
 }
 
-/* parse_classify parses the packet into t and *payload (-1: not IP or
- * truncated, pass untouched) and fills b with the best rule matching it
+/* parse_classify parses the packet into t and x (the ACL's fields and
+ * the payload offset; -1: not IP or truncated, the impairment stage
+ * passes it untouched) and fills b with the best rule matching it
  * among the active masks (b unchanged when none matches).
  *
  * A global (separately verified) function, so the verifier walks parsing
@@ -648,23 +649,14 @@ static __always_inline void classify6(struct tuple *t, __u32 active, struct best
  * budget on 6.18, over it on Debian's 6.1); now 22k (18k on 6.1). One
  * function, not one for parsing and one for classifying: a BPF-to-BPF call
  * costs ~8 ns on a CPU whose returns go through the SRSO "safe RET" thunk. */
-/* The ACL stage runs here, after parsing, before classifying: 1 = the ACL
- * drops the packet. */
-#define PC_ACL_DROP 1
-
-__attribute__((noinline)) int parse_classify(struct xdp_md *ctx, struct tuple *t, __u32 *payload,
+__attribute__((noinline)) int parse_classify(struct xdp_md *ctx, struct tuple *t, struct pkt_extra *x,
 					     __u32 active, struct best *b)
 {
-	if (!t || !payload || !b)
+	if (!t || !b || !x)
 		return -1;
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct pkt_extra x = {};
-	int ok = parse(data, data_end, t, payload, &x);
-	if ((ok == 0 || t->family == 0) && acl_active(ACL_INGRESS) &&
-	    acl_run(t, &x, ACL_INGRESS, data_end - data))
-		return PC_ACL_DROP;
-	if (ok < 0)
+	if (parse(data, data_end, t, &x->payload, x) < 0)
 		return -1;
 	if (!active)
 		return 0;
@@ -715,7 +707,6 @@ int impair(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct tuple t = {};
-	__u32 payload = 0;
 	__u32 zero = 0;
 
 	/* No impairment configured: the ACL stage may still have rules. */
@@ -728,8 +719,13 @@ int impair(struct xdp_md *ctx)
 	/* The best match is copied (slot, rank, profile): a pointer kept across
 	 * iterations would make every iteration a new verifier state. */
 	struct best bm = {.rank = 0xffffffff};
-	int pc = parse_classify(ctx, &t, &payload, cf ? cf->active_masks : 0, &bm);
-	if (pc == PC_ACL_DROP)
+	struct pkt_extra x = {};
+	int pc = parse_classify(ctx, &t, &x, cf ? cf->active_masks : 0, &bm);
+	/* The ACL stage (acl.h) decides first: parsed IP packets and non-IP
+	 * ones (family 0); truncated IP packets pass it. The impairment
+	 * classification above only read maps. */
+	if ((pc == 0 || t.family == 0) && acl_active(ACL_INGRESS) &&
+	    acl_run(&t, &x, ACL_INGRESS, data_end - data))
 		return XDP_DROP;
 	if (pc < 0 || !cf)
 		return XDP_PASS;
@@ -799,7 +795,7 @@ int impair(struct xdp_md *ctx)
 		c->dropped_rate++;
 		return XDP_DROP;
 	}
-	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt(ctx, payload, c))
+	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt(ctx, x.payload, c))
 		c->corrupted++;
 	c->passed++;
 	if (p->edt_class)

@@ -20,47 +20,25 @@ type impairAclCnt struct {
 }
 
 type impairAclHdr struct {
-	_   structs.HostLayout
-	N4  uint32
-	N6  uint32
-	Buf uint32
-	Pad uint32
-	S4  [64]impairAclShape
-	S6  [64]impairAclShape
+	_      structs.HostLayout
+	N4     uint32
+	N6     uint32
+	Buf    uint32
+	None   uint32
+	S4     [64]impairAclShape
+	S6     [64]impairAclShape
+	Bloom4 [16384]uint64
+	Bloom6 [16384]uint64
 }
 
 type impairAclKey struct {
-	_        structs.HostLayout
-	Shape    uint8
-	Proto    uint8
-	Dscp     uint8
-	Tcpflags uint8
-	Vlan     uint16
-	Etype    uint16
-	Sport    uint16
-	Dport    uint16
-	IcmpType uint8
-	IcmpCode uint8
-	Pad      uint16
-	Src      [4]uint32
-	Dst      [4]uint32
+	_ structs.HostLayout
+	W [6]uint64
 }
 
 type impairAclKey4 struct {
-	_        structs.HostLayout
-	Shape    uint8
-	Proto    uint8
-	Dscp     uint8
-	Tcpflags uint8
-	Vlan     uint16
-	Etype    uint16
-	Sport    uint16
-	Dport    uint16
-	IcmpType uint8
-	IcmpCode uint8
-	Pad      uint16
-	Src      uint32
-	Dst      uint32
+	_ structs.HostLayout
+	W [3]uint64
 }
 
 type impairAclName struct {
@@ -70,7 +48,7 @@ type impairAclName struct {
 
 type impairAclShape struct {
 	_      structs.HostLayout
-	Mask   impairAclKey
+	M      [6]uint64
 	Best   uint32
 	L2only uint32
 }
