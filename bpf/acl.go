@@ -81,6 +81,9 @@ type aclFamily struct {
 	shapes []impairAclShape
 	// entries: key (shape set) -> rank of the best rule holding it
 	entries map[aclFields]uint32
+	// fallback: rank of the best rule matching every IP packet of the
+	// family (noRank: none)
+	fallback uint32
 }
 
 // Rules returns the rule names in rank order (best first).
@@ -221,6 +224,19 @@ func (r *ACLRule) aclKey(fam int) (mask, key aclFields) {
 	return mask, key
 }
 
+// Shape flags (acl.h ACL_SHAPE_*).
+const (
+	aclShapeL2 = 1
+	aclShapeFB = 2
+	noRank     = 0xffffffff
+)
+
+// fallbackShape: the mask is empty or only the ethertype, so its entries
+// match every IP packet of the family or none.
+func fallbackShape(m aclFields) bool {
+	return m == aclFields{} || m == aclFields{Etype: 0xffff}
+}
+
 // l2only: the mask has only fields a non-IP packet has.
 func l2only(m aclFields) bool {
 	z := aclFields{Vlan: m.Vlan, Etype: m.Etype}
@@ -308,19 +324,26 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 			return fmt.Sprint(list[i].mask) < fmt.Sprint(list[j].mask)
 		})
 		idx := map[aclFields]uint8{}
-		f := aclFamily{entries: map[aclFields]uint32{}}
+		f := aclFamily{entries: map[aclFields]uint32{}, fallback: noRank}
 		for i, s := range list {
 			idx[s.mask] = uint8(i)
-			var l2 uint32
+			var flags uint32
 			if fi == 0 && l2only(s.mask) {
-				l2 = 1
+				flags |= aclShapeL2
 			}
-			f.shapes = append(f.shapes, impairAclShape{M: s.mask.words(fi == 1), Best: s.best, L2only: l2})
+			if fallbackShape(s.mask) {
+				flags |= aclShapeFB
+			}
+			f.shapes = append(f.shapes, impairAclShape{M: s.mask.words(fi == 1), Best: s.best, Flags: flags})
 		}
+		ipEtype := []uint16{0x0800, 0x86dd}[fi]
 		for ek, rank := range entries[fi] {
 			key := ek.key
 			key.Shape = idx[ek.mask]
 			f.entries[key] = rank
+			if fallbackShape(ek.mask) && (key.Etype == 0 || key.Etype == ipEtype) {
+				f.fallback = min(f.fallback, rank)
+			}
 		}
 		p.fam[fi] = f
 	}

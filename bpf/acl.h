@@ -57,12 +57,28 @@ struct acl_val {
 };
 
 /* One match shape: its mask (acl_key words; IPv4: m[0..2]) and the best
- * rank among its entries. l2only: the mask has only vlan/etype, so the
- * shape also applies to non-IP packets (searched in the IPv4 hash). */
+ * rank among its entries. flags: ACL_SHAPE_L2 the mask has only
+ * vlan/etype, so the shape also applies to non-IP packets (searched in
+ * the IPv4 hash); ACL_SHAPE_FB the mask is empty or only the ethertype:
+ * for IP packets its entries are folded into the header's fallback. */
+#define ACL_SHAPE_L2 1
+#define ACL_SHAPE_FB 2
 struct acl_shape {
 	__u64 m[6];
 	__u32 best;
-	__u32 l2only;
+	__u32 flags;
+};
+
+/* The best rule matching every packet of a class (0 IPv4, 1 IPv6, 2
+ * non-IP): a match-all rule or ETHER_TYPE 0x0800 / 0x86DD alone, e.g.
+ * acl-loader's DEFAULT_RULE. The search starts from it (no lookup for
+ * it, and shapes that cannot beat it are never searched). rank
+ * 0xffffffff = none. */
+struct acl_fb {
+	__u32 rank;
+	__u32 idx;
+	__u32 action;
+	__u32 pad;
 };
 
 /* A published rule set of one stage: shapes of each family sorted by
@@ -75,7 +91,8 @@ struct acl_hdr {
 	__u32 n4;
 	__u32 n6;
 	__u32 buf;
-	__u32 none; /* 0xffffffff: the initial best rank, read, not a constant (below) */
+	__u32 pad;
+	struct acl_fb fb[3];
 	struct acl_shape s4[ACL_MAX_SHAPES];
 	struct acl_shape s6[ACL_MAX_SHAPES];
 	__u64 bloom4[ACL_BLOOM_WORDS];
@@ -230,10 +247,12 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 	if (!h)
 		return 0;
 	__u32 slot = st * 2 + (h->buf & 1);
-	/* The initial best rank comes from the map: a constant would be a
-	 * different verifier state from the rank of a match, doubling the
-	 * states per shape. */
-	__u32 brank = h->none, bidx = 0, bact = 0;
+	/* The search starts from the fallback, read from the map (a constant
+	 * initial rank would also be a different verifier state from the
+	 * rank of a match, doubling the states per shape). */
+	__u32 cls = t->family == 6 ? 1 : t->family == 4 ? 0 : 2;
+	struct acl_fb *fb = &h->fb[cls];
+	__u32 brank = fb->rank, bidx = fb->idx, bact = fb->action;
 
 	__u64 s1 = acl_small1(t->sport, t->dport, t->vlan, x->etype);
 	__u64 s2 = acl_small2(0, t->proto, t->dscp, x->tcpflags, x->icmp_type, x->icmp_code);
@@ -250,6 +269,8 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 			struct acl_shape *s = &h->s6[i];
 			if (s->best >= brank)
 				break;
+			if (s->flags & ACL_SHAPE_FB)
+				continue;
 			struct acl_key k = {.w = {a0 & s->m[0], a1 & s->m[1], a2 & s->m[2], a3 & s->m[3],
 						  s1 & s->m[4], (s2 & s->m[5]) | ((__u64)i << 40)}};
 			__u64 hh = k.w[0] * ACL_C0 + k.w[1] * ACL_C1 + k.w[2] * ACL_C2 + k.w[3] * ACL_C3 +
@@ -276,7 +297,7 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 			struct acl_shape *s = &h->s4[i];
 			if (s->best >= brank)
 				break;
-			if (nonip && !s->l2only)
+			if (nonip ? !(s->flags & ACL_SHAPE_L2) : (s->flags & ACL_SHAPE_FB))
 				continue;
 			struct acl_key4 k = {.w = {a0 & s->m[0], s1 & s->m[1], (s2 & s->m[2]) | ((__u64)i << 40)}};
 			__u64 hh = k.w[0] * ACL_C0 + k.w[1] * ACL_C1 + k.w[2] * ACL_C2;

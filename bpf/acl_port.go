@@ -125,7 +125,14 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 		return err
 	}
 	hdr := new(impairAclHdr)
-	hdr.Buf, hdr.None = newBuf, 0xffffffff
+	hdr.Buf = newBuf
+	hdr.Fb[2].Rank = noRank // non-IP packets: every L2 shape is searched
+	for fi := range plan.fam {
+		hdr.Fb[fi].Rank = noRank
+		if r := plan.fam[fi].fallback; r != noRank {
+			hdr.Fb[fi] = impairAclFb{Rank: r, Idx: idx[r], Action: uint32(plan.actions[r])}
+		}
+	}
 	for fi, m := range []*ebpf.Map{p.objs.AclRules4, p.objs.AclRules6} {
 		f := &plan.fam[fi]
 		bloom := &hdr.Bloom4

@@ -192,6 +192,19 @@ func TestACLPriority(t *testing.T) {
 			{Name: "a", Priority: 7, Action: ACLForward, Match: Match{Dst: pfx("10.1.0.0/16")}},
 			{Name: "b", Priority: 7, Action: ACLDrop, Match: Match{Proto: 17, ProtoSet: true, Dport: ports(0, 1023)}},
 		}, xdpPass, "a"},
+		{"default rule (ETHER_TYPE 0x0800) below a forward", []ACLRule{
+			{Name: "DEFAULT_RULE", Priority: 1, Action: ACLDrop, EtherType: 0x0800, EtherTypeSet: true},
+			{Name: "a", Priority: 10, Action: ACLForward, Match: Match{Dst: pfx("10.1.0.0/16")}},
+		}, xdpPass, "a"},
+		{"default rule (ETHER_TYPE 0x0800) above a forward", []ACLRule{
+			{Name: "DEFAULT_RULE", Priority: 20, Action: ACLDrop, EtherType: 0x0800, EtherTypeSet: true},
+			{Name: "a", Priority: 10, Action: ACLForward, Match: Match{Dst: pfx("10.1.0.0/16")}},
+		}, xdpDrop, "DEFAULT_RULE"},
+		{"match-all below a drop, IPv6 default rule ignored", []ACLRule{
+			{Name: "all", Priority: 1, Action: ACLForward},
+			{Name: "v6", Priority: 30, Action: ACLDrop, EtherType: 0x86dd, EtherTypeSet: true},
+			{Name: "b", Priority: 10, Action: ACLDrop, Match: Match{Proto: 17, ProtoSet: true, Dport: ports(53, 53)}},
+		}, xdpDrop, "b"},
 		{"same match, two priorities", []ACLRule{
 			{Name: "lo", Priority: 1, Action: ACLForward, Match: Match{Dst: pfx("10.1.2.3/32")}},
 			{Name: "hi", Priority: 2, Action: ACLDrop, Match: Match{Dst: pfx("10.1.2.3/32")}},

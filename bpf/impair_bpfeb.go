@@ -19,12 +19,21 @@ type impairAclCnt struct {
 	Bytes   uint64
 }
 
+type impairAclFb struct {
+	_      structs.HostLayout
+	Rank   uint32
+	Idx    uint32
+	Action uint32
+	Pad    uint32
+}
+
 type impairAclHdr struct {
 	_      structs.HostLayout
 	N4     uint32
 	N6     uint32
 	Buf    uint32
-	None   uint32
+	Pad    uint32
+	Fb     [3]impairAclFb
 	S4     [64]impairAclShape
 	S6     [64]impairAclShape
 	Bloom4 [16384]uint64
@@ -47,10 +56,10 @@ type impairAclName struct {
 }
 
 type impairAclShape struct {
-	_      structs.HostLayout
-	M      [6]uint64
-	Best   uint32
-	L2only uint32
+	_     structs.HostLayout
+	M     [6]uint64
+	Best  uint32
+	Flags uint32
 }
 
 type impairAclVal struct {
