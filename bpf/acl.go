@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"sort"
 )
@@ -24,6 +25,7 @@ const (
 	ACLEgress
 )
 
+// String is "ingress" or "egress".
 func (s ACLStage) String() string {
 	if s == ACLEgress {
 		return "egress"
@@ -55,6 +57,7 @@ type ACLRuleError struct {
 	Reason string
 }
 
+// Error names the rule and the reason.
 func (e *ACLRuleError) Error() string { return fmt.Sprintf("ACL rule %s: %s", e.Name, e.Reason) }
 
 // Limits of one port's ACL (they match acl.h).
@@ -75,6 +78,7 @@ type ACLPlan struct {
 	names   []string
 	actions []ACLAction
 	fam     [2]aclFamily // 0: IPv4 and non-IP, 1: IPv6
+	digest  string       // of the ranked rules: equal digests, equal plans
 }
 
 type aclFamily struct {
@@ -178,7 +182,7 @@ func (r *ACLRule) check() string {
 	if r.TCPFlagsMask != 0 && (icmp || (m.ProtoSet && m.Proto != 6)) {
 		return "TCP_FLAGS on a rule that is not TCP"
 	}
-	if (m.Sport.Set || m.Dport.Set) && m.ProtoSet && m.Proto != 6 && m.Proto != 17 && m.Proto != 132 {
+	if (m.Sport.Set || m.Dport.Set) && m.ProtoSet && m.Proto != 6 && m.Proto != 17 {
 		return fmt.Sprintf("L4 ports with IP_PROTOCOL %d (the data plane reads TCP and UDP ports)", m.Proto)
 	}
 	return ""
@@ -255,6 +259,11 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 		return sorted[i].Name < sorted[j].Name
 	})
 	p := &ACLPlan{}
+	sum := sha256.New()
+	for i := range sorted {
+		fmt.Fprintf(sum, "%+v\n", sorted[i])
+	}
+	p.digest = string(sum.Sum(nil))
 	type shapeAcc struct{ best uint32 }
 	shapes := [2]map[aclFields]*shapeAcc{{}, {}}
 	entries := [2]map[maskedKey]uint32{{}, {}}

@@ -15,7 +15,10 @@ import (
 type aclState struct {
 	hdrSpec, rules4Spec, rules6Spec *ebpf.MapSpec
 	idx                             [2]map[string]uint32
-	egress                          egressState
+	// applied is the digest of the plan this process published last per
+	// stage ("" = unknown): ApplyACL of the same rule set is a no-op.
+	applied [2]string
+	egress  egressState
 }
 
 // innerSpec copies a prototype map's spec for creating inner maps:
@@ -109,6 +112,7 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 		oldBuf = cur.Buf & 1
 	}
 	newBuf := 1 - oldBuf
+	p.acl.applied[stage] = ""
 	if plan == nil {
 		if has {
 			if err := p.objs.AclHdrs.Delete(st); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -119,6 +123,9 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 			return err
 		}
 		return p.forgetACLRules(stage, nil)
+	}
+	if has && p.acl.applied[stage] == plan.digest {
+		return nil // this process published the same rule set last
 	}
 	idx, err := p.assignACLIdx(stage, plan)
 	if err != nil {
@@ -180,6 +187,7 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 	if err := p.objs.AclHdrs.Put(st, inner); err != nil {
 		return fmt.Errorf("%s ACL: publish header: %w", stage, err)
 	}
+	p.acl.applied[stage] = plan.digest
 	if err := p.dropACLBuf(st, oldBuf); err != nil {
 		return err
 	}
@@ -299,38 +307,46 @@ func possibleCPUs() int {
 // ACLCounter is one rule's matched packets and bytes, summed over CPUs.
 type ACLCounter struct{ Packets, Bytes uint64 }
 
-// ACLUnmatched is the key of ACLCounters' entry for the packets no rule
-// of the stage matched.
-const ACLUnmatched = ""
-
-// ACLCounters returns the stage's counters by rule Name, plus the packets
-// no rule matched under ACLUnmatched. A rule keeps its counts across
-// ApplyACL as long as it stays in the rule set (by name).
+// ACLCounters returns the stage's counters by rule Name, summed over
+// CPUs. A rule keeps its counts across ApplyACL as long as it stays in
+// the rule set (by name); a rule new to the set starts at zero.
 func (p *Port) ACLCounters(stage ACLStage) (map[string]ACLCounter, error) {
 	if stage > ACLEgress {
 		return nil, fmt.Errorf("unknown ACL stage %d", stage)
 	}
-	out := map[string]ACLCounter{}
-	var per []impairAclCnt
-	read := func(name string, i uint32) error {
-		if err := p.objs.AclCnts.Lookup(uint32(stage)*aclStride+i, &per); err != nil {
-			return fmt.Errorf("read counters of ACL rule %q: %w", name, err)
-		}
-		var c ACLCounter
-		for _, v := range per {
-			c.Packets += v.Packets
-			c.Bytes += v.Bytes
+	out := make(map[string]ACLCounter, len(p.acl.idx[stage]))
+	for name, i := range p.acl.idx[stage] {
+		c, err := p.aclCounter(stage, i)
+		if err != nil {
+			return nil, fmt.Errorf("read counters of ACL rule %q: %w", name, err)
 		}
 		out[name] = c
-		return nil
-	}
-	if err := read(ACLUnmatched, 0); err != nil {
-		return nil, err
-	}
-	for name, i := range p.acl.idx[stage] {
-		if err := read(name, i); err != nil {
-			return nil, err
-		}
 	}
 	return out, nil
+}
+
+// ACLUnmatched returns the packets of the stage no rule matched (they
+// were forwarded), summed over CPUs.
+func (p *Port) ACLUnmatched(stage ACLStage) (ACLCounter, error) {
+	if stage > ACLEgress {
+		return ACLCounter{}, fmt.Errorf("unknown ACL stage %d", stage)
+	}
+	c, err := p.aclCounter(stage, 0)
+	if err != nil {
+		return c, fmt.Errorf("read %s ACL no-match counters: %w", stage, err)
+	}
+	return c, nil
+}
+
+func (p *Port) aclCounter(stage ACLStage, i uint32) (ACLCounter, error) {
+	var per []impairAclCnt
+	var c ACLCounter
+	if err := p.objs.AclCnts.Lookup(uint32(stage)*aclStride+i, &per); err != nil {
+		return c, err
+	}
+	for _, v := range per {
+		c.Packets += v.Packets
+		c.Bytes += v.Bytes
+	}
+	return c, nil
 }
