@@ -21,6 +21,11 @@
 //     counter are shared per slot, or per 5-tuple in an LRU hash for
 //     scope flow.
 //
+// The same collection holds the port's ACL stages (acl.h, acl*.go,
+// docs/acl.md): the ingress ACL runs in the XDP program before the
+// impairment stage, the egress ACL in the tc program acl_egress; rule
+// sets are compiled by CompileACL and published atomically by ApplyACL.
+//
 // It must not talk to Redis, import the schema or run commands (impaird
 // translates CONFIG_DB records into Specs); netlink questions (is a
 // foreign XDP program attached, which mode) belong to impaird.
