@@ -707,6 +707,7 @@ int impair(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct tuple t = {};
+	__u32 payload = 0;
 	__u32 zero = 0;
 
 	/* No impairment configured: the ACL stage may still have rules. */
@@ -729,6 +730,7 @@ int impair(struct xdp_md *ctx)
 		return XDP_DROP;
 	if (pc < 0 || !cf)
 		return XDP_PASS;
+	payload = x.payload;
 
 	struct profile *p;
 	__u32 slot;
@@ -795,7 +797,7 @@ int impair(struct xdp_md *ctx)
 		c->dropped_rate++;
 		return XDP_DROP;
 	}
-	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt(ctx, x.payload, c))
+	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt(ctx, payload, c))
 		c->corrupted++;
 	c->passed++;
 	if (p->edt_class)
@@ -822,8 +824,8 @@ int acl_egress(struct __sk_buff *skb)
 	int ok = parse(data, data_end, &t, &payload, &x);
 	if (ok < 0 && t.family != 0)
 		return TC_ACT_UNSPEC; /* truncated IP */
-	if (!t.vlan && skb->vlan_present)
-		t.vlan = skb->vlan_tci & 0x0fff; /* tag offloaded into the skb */
+	if (skb->vlan_present) /* the outer tag, offloaded into the skb */
+		t.vlan = skb->vlan_tci & 0x0fff;
 	return acl_run(&t, &x, ACL_EGRESS, skb->len) ? TC_ACT_SHOT : TC_ACT_UNSPEC;
 }
 
