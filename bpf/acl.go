@@ -290,6 +290,11 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 				fi = 1
 			}
 			mask, key := r.aclKey(fam)
+			if fam == 4 && len(fams) == 1 && !r.EtherTypeSet {
+				// IPv4 only: the IPv4 hash also serves non-IP packets, so
+				// pin the ethertype (SRC_IP 0.0.0.0/0 must not match ARP)
+				mask.Etype, key.Etype = 0xffff, 0x0800
+			}
 			for _, sp := range portBlocks(r.Match.Sport) {
 				for _, dp := range portBlocks(r.Match.Dport) {
 					mm, kk := mask, key

@@ -243,3 +243,85 @@ func sum(m map[string]uint64) (n uint64) {
 	}
 	return n
 }
+
+// FuzzCompileACL: any rule compiles or is refused with an *ACLRuleError
+// naming it; a compiled plan's entries are their own masked values
+// (key & mask == key, what the data plane's lookup needs), every shape's
+// best rank is a rank of one of its entries, and the fallback holds only
+// match-all or IP-ethertype rules.
+func FuzzCompileACL(f *testing.F) {
+	f.Add(uint64(1), uint64(2), uint16(80), uint16(443), uint8(6), uint8(0x12))
+	f.Add(uint64(0xffffffff), uint64(0), uint16(0), uint16(65535), uint8(1), uint8(0))
+	f.Fuzz(func(t *testing.T, a, b uint64, lo, hi uint16, proto, flags uint8) {
+		rnd := rand.New(rand.NewSource(int64(a ^ b<<1)))
+		var rules []ACLRule
+		for i := 0; i < 1+int(a%5); i++ {
+			r := randACLRule(rnd, i)
+			switch (b >> (i * 3)) & 7 {
+			case 0:
+				r.Match.Dport = PortRange{Set: true, Lo: lo, Hi: hi}
+			case 1:
+				r.Match.Proto, r.Match.ProtoSet = proto, true
+			case 2:
+				r.TCPFlags, r.TCPFlagsMask = flags, flags>>1|1
+			case 3:
+				r.Match.Src = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(a), byte(a >> 8), byte(a >> 16), byte(a >> 24)}), int(proto%33)).Masked()
+			case 4:
+				r.EtherType, r.EtherTypeSet = lo, true
+			}
+			rules = append(rules, r)
+		}
+		plan, err := CompileACL(rules)
+		if err != nil {
+			var re *ACLRuleError
+			if !errors.As(err, &re) || re.Name == "" {
+				t.Fatalf("CompileACL: %v; want an *ACLRuleError naming a rule", err)
+			}
+			return
+		}
+		for fi, fam := range plan.fam {
+			best := map[uint8]uint32{}
+			for k, rank := range fam.entries {
+				if int(k.Shape) >= len(fam.shapes) {
+					t.Fatalf("entry %+v: shape %d of %d", k, k.Shape, len(fam.shapes))
+				}
+				w, m := k.words(fi == 1), fam.shapes[k.Shape].M
+				for i := 0; i < 6; i++ {
+					mi := m[i]
+					if (fi == 0 && i == 2) || (fi == 1 && i == 5) {
+						mi |= 0xff << 40 // the shape index
+					}
+					if w[i]&^mi != 0 {
+						t.Fatalf("entry %+v: word %d %#x has bits outside its mask %#x", k, i, w[i], mi)
+					}
+				}
+				if b, ok := best[k.Shape]; !ok || rank < b {
+					best[k.Shape] = rank
+				}
+			}
+			for i, s := range fam.shapes {
+				if b, ok := best[uint8(i)]; ok && b != s.Best {
+					t.Fatalf("shape %d: best rank %d, entries' best %d", i, s.Best, b)
+				}
+			}
+			if r := fam.fallback; r != noRank {
+				rule := rules[0]
+				for _, x := range rules {
+					if x.Name == plan.names[r] {
+						rule = x
+					}
+				}
+				// /0 prefixes and 0-65535 ranges match every packet of the family
+				rule.Match.Src, rule.Match.Dst = netip.Prefix{}, netip.Prefix{}
+				for _, pr := range []*PortRange{&rule.Match.Sport, &rule.Match.Dport} {
+					if pr.Lo == 0 && pr.Hi == 0xffff {
+						*pr = PortRange{}
+					}
+				}
+				if rule.ipFields() || rule.Match.VLAN != 0 {
+					t.Fatalf("fallback rule %+v has fields", rule)
+				}
+			}
+		}
+	})
+}

@@ -122,6 +122,10 @@ func TestACLFields(t *testing.T) {
 			[]frame{base, tagged(base, 9)}, []frame{{etherType: 0x0806}, v6("::1", "::2", 17, 1, 1)}},
 		{"ether type ipv6 and udp", ACLRule{EtherType: 0x86dd, EtherTypeSet: true, Match: Match{Proto: 17, ProtoSet: true}},
 			[]frame{v6("::1", "::2", 17, 1, 1)}, []frame{base, v6("::1", "::2", 6, 1, 1)}},
+		{"src 0.0.0.0/0: IPv4 only", ACLRule{Match: Match{Src: pfx("0.0.0.0/0")}},
+			[]frame{base, tagged(base, 7)}, []frame{{etherType: 0x0806}, v6("::1", "::2", 17, 1, 1)}},
+		{"dst ::/0: IPv6 only", ACLRule{Match: Match{Dst: pfx("::/0")}},
+			[]frame{v6("::1", "::2", 17, 1, 1)}, []frame{{etherType: 0x0806}, base}},
 		{"match all", ACLRule{},
 			[]frame{base, {etherType: 0x0806}, v6("::1", "::2", 17, 1, 1)}, nil},
 	} {
