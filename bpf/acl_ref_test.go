@@ -84,12 +84,15 @@ func randACLRule(rnd *rand.Rand, i int) ACLRule {
 	pick := func() netip.Prefix {
 		if v6 {
 			a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, byte(rnd.Intn(3)), 14: 0, 15: byte(rnd.Intn(4))})
-			return netip.PrefixFrom(a, []int{32, 48, 126, 128}[rnd.Intn(4)]).Masked()
+			return netip.PrefixFrom(a, []int{0, 32, 48, 126, 128}[rnd.Intn(5)]).Masked()
 		}
 		a := netip.AddrFrom4([4]byte{10, 0, byte(rnd.Intn(3)), byte(rnd.Intn(4))})
-		return netip.PrefixFrom(a, []int{8, 24, 30, 32}[rnd.Intn(4)]).Masked()
+		return netip.PrefixFrom(a, []int{0, 8, 24, 30, 32}[rnd.Intn(5)]).Masked()
 	}
 	rng := func() PortRange {
+		if rnd.Intn(10) == 0 {
+			return PortRange{Set: true, Lo: 0, Hi: 0xffff}
+		}
 		lo := uint16(rnd.Intn(12))
 		return PortRange{Set: true, Lo: lo, Hi: lo + uint16(rnd.Intn(6))}
 	}
