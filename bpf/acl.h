@@ -7,7 +7,9 @@
  * is one hash lookup of the packet's tuple masked by the shape. Shapes
  * are sorted by the best rank (lower wins) among their entries, so the
  * search stops as soon as the best match found beats the next shape's
- * best. A rule set is a header (shapes, inline) in a one-element array
+ * best; a per-family bloom turns most shapes into a hash computation
+ * without a lookup, and rules matching every IP packet (match-all,
+ * ETHER_TYPE 0x0800/0x86DD) are a fallback the search starts from. A rule set is a header (shapes, inline) in a one-element array
  * plus one hash per address family; impaird publishes a new set by
  * writing its hashes into the unused buffer and then swapping the header
  * pointer, so a packet sees the old or the new set, never a mix. */
@@ -32,7 +34,7 @@ struct pkt_extra {
 };
 
 /* An ACL key in three 64-bit words, as the classifier hashes and masks
- * them (aclWords in acl_port.go builds the same):
+ * them (aclFields.words in acl.go builds the same):
  *   addr: IPv4 source << 32 | destination (network order words)
  *   s1:   sport << 48 | dport << 32 | vlan << 16 | ethertype
  *   s2:   shape << 40 | proto << 32 | dscp << 24 | tcp flags << 16 |
@@ -83,7 +85,7 @@ struct acl_fb {
 
 /* A published rule set of one stage: shapes of each family sorted by
  * best rank; its hashes are acl_rules4/6[stage * 2 + buf]. bloom4/6:
- * the pre-check of each family, bit acl_hash(key) set for every entry of
+ * the pre-check of each family, the bit of the hash below set for every entry of
  * its hash (keys with their shape index), so a shape whose bit is clear
  * costs a hash computation, not a hash-map lookup (~15 ns through an
  * inner map). Published with the set, so always exact for it. */
@@ -99,7 +101,7 @@ struct acl_hdr {
 	__u64 bloom6[ACL_BLOOM_WORDS];
 };
 
-/* The pre-check hash (aclHash in acl_port.go computes the same): a sum
+/* The pre-check hash (aclHash in acl.go computes the same): a sum
  * of the key's words times odd constants (independent multiplies), its
  * top ACL_BLOOM_SHIFT bits. */
 #define ACL_C0 0x9E3779B97F4A7C15ULL
