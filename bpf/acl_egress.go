@@ -40,7 +40,9 @@ func aclFilter(ifindex, fd int) *netlink.BpfFilter {
 // when missing, the filter (prio 0xac, handle 1, direct action) is
 // replaced in one netlink request, so re-attaching (or attaching after a
 // restart, over the previous run's filter) never leaves the port without
-// its egress ACL. Idempotent.
+// its egress ACL. Idempotent. Close leaves the filter in place (it holds
+// the program, which uses the pinned maps); DetachEgress and Remove take
+// it off.
 //
 // Equivalent to: tc qdisc add dev $l clsact; tc filter replace dev $l
 // egress prio 172 handle 1 bpf da obj impair.o sec tc name switchyard_acl

@@ -114,3 +114,46 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestACLIngressVeth: the ingress ACL in the port's XDP program on veth,
+// with no impairment configured: pings arriving are dropped and counted
+// while the rule is there, and pass again once the ACL is removed.
+func TestACLIngressVeth(t *testing.T) {
+	p := loadPort(t)
+	a, b := testns.New(t), testns.New(t)
+	a.Veth("acl0", b, "acl1")
+	a.IP("addr", "add", "192.0.2.1/24", "dev", "acl0")
+	a.IP("link", "set", "acl0", "up")
+	b.IP("addr", "add", "192.0.2.2/24", "dev", "acl1")
+	if err := b.Do(func() error {
+		l, err := netlink.LinkByName("acl1")
+		if err != nil {
+			return err
+		}
+		return p.Attach(l.Attrs().Index, ModeAuto)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ping := func() bool {
+		_, err := a.Exec("ping", "-c1", "-W1", "192.0.2.2")
+		return err == nil
+	}
+	if !ping() {
+		t.Fatal("ping fails through the program with nothing configured")
+	}
+	applyACL(t, p, ACLIngress,
+		ACLRule{Name: "I|ping", Priority: 2, Action: ACLDrop, Match: Match{Src: pfx("192.0.2.1/32"), Proto: 1, ProtoSet: true}},
+		ACLRule{Name: "I|arp", Priority: 1, Action: ACLForward, EtherType: 0x0806, EtherTypeSet: true})
+	if ping() {
+		t.Fatal("ping passes an ingress ACL dropping ICMP from 192.0.2.1")
+	}
+	if c := aclCounters(t, p, ACLIngress); c["I|ping"].Packets == 0 {
+		t.Fatalf("ingress counters %v: the dropped ping is not counted", c)
+	}
+	if err := p.ApplyACL(ACLIngress, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !ping() {
+		t.Fatal("ping fails after the ACL is removed")
+	}
+}
