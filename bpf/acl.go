@@ -322,6 +322,15 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 			}
 		}
 	}
+	for fi := range entries {
+		entries[fi] = mergeShapes(entries[fi], fi == 1)
+		shapes[fi] = map[aclFields]*shapeAcc{}
+		for ek, rank := range entries[fi] {
+			if a := shapes[fi][ek.mask]; a == nil || rank < a.best {
+				shapes[fi][ek.mask] = &shapeAcc{best: rank}
+			}
+		}
+	}
 	for fi := range shapes {
 		type sh struct {
 			mask aclFields
