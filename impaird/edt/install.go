@@ -73,8 +73,6 @@ type Installer struct {
 	objs    *bpfedt.Objects
 	ports   map[string]*port
 	classes map[uint32]Profile
-	// marked: ports MarkPort made clsact on that are not EDT ports.
-	marked map[string]bool
 	// prev persists previous root qdiscs (nil without Options.PinDir).
 	prev *prevStore
 }
@@ -85,8 +83,6 @@ type port struct {
 	// prev is the root qdisc to put back on Remove; nil means the
 	// kernel's default (restored by deleting ours).
 	prev netlink.Qdisc
-	// clsactOurs: Apply created the clsact qdisc.
-	clsactOurs bool
 	// profile is the port's own profile (inactive: classes only).
 	profile Profile
 }
@@ -109,7 +105,7 @@ func New(o Options) (*Installer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle in %q: %w", o.NetNS, err)
 	}
-	i := &Installer{h: h, ports: map[string]*port{}, classes: map[uint32]Profile{}, marked: map[string]bool{}}
+	i := &Installer{h: h, ports: map[string]*port{}, classes: map[uint32]Profile{}}
 	if o.PinDir != "" {
 		if i.prev, err = openPrevStore(o.PinDir); err != nil {
 			h.Close()
@@ -235,7 +231,6 @@ func (i *Installer) Apply(ifname string, p Profile) error {
 		i.objs.Delete(key)
 		return err
 	}
-	st.clsactOurs = st.clsactOurs || createdClsact
 	// undo puts the port back as it was when this Apply fails.
 	undo := func(filter bool) {
 		if filter {
@@ -380,7 +375,6 @@ func (i *Installer) Remove(ifname string) error {
 	if err := i.maybeDelClsact(ifname, idx); err != nil {
 		return err
 	}
-	delete(i.marked, ifname)
 	root, err := i.rootQdisc(link)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
