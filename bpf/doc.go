@@ -24,6 +24,11 @@
 //   - duplicate: XDP decides and asks in the packet metadata; impair_dup
 //     (dup.h, dup.go), a tc ingress program of the same object, clones.
 //
+// The same collection holds the port's ACL stages (acl.h, acl*.go,
+// docs/acl.md): the ingress ACL runs in the XDP program before the
+// impairment stage, the egress ACL in the tc program acl_egress; rule
+// sets are compiled by CompileACL and published atomically by ApplyACL.
+//
 // It must not talk to Redis, import the schema or run commands (impaird
 // translates CONFIG_DB records into Specs); netlink questions (is a
 // foreign XDP program attached, which mode) belong to impaird.

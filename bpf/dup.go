@@ -6,6 +6,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/switchyard-net/switchyard/internal/tcfilter"
 )
 
 // Duplication needs a clone of the packet, which XDP cannot make: the XDP
@@ -34,32 +36,33 @@ func dupFilter(ifindex, fd int) *netlink.BpfFilter {
 	}
 }
 
-func clsactQdisc(ifindex int) *netlink.GenericQdisc {
-	return &netlink.GenericQdisc{
-		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
-		QdiscType:  "clsact",
-	}
-}
-
 // AttachDuplicate puts impair_dup on ifindex's clsact ingress (adding
-// clsact when missing), replacing an earlier one. Without it, packets the
-// profile duplicates are counted but not copied.
+// clsact when missing, internal/tcfilter), replacing an earlier one.
+// Without it, packets the profile duplicates are counted but not copied.
 //
 // Equivalent to: tc qdisc add dev $l clsact; tc filter replace dev $l
 // ingress prio 236 handle 1 bpf da obj impair.o sec tc (impair_dup)
 func (p *Port) AttachDuplicate(ifindex int) error {
-	q := clsactQdisc(ifindex)
-	if err := netlink.QdiscAdd(q); err != nil && !errors.Is(err, unix.EEXIST) {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink handle: %w", err)
+	}
+	defer h.Close()
+	created, err := tcfilter.EnsureClsact(h, ifindex)
+	if err != nil {
 		return fmt.Errorf("ifindex %d: add clsact qdisc for duplicate: %w", ifindex, err)
 	}
-	if err := netlink.FilterReplace(dupFilter(ifindex, p.objs.ImpairDup.FD())); err != nil {
+	if err := h.FilterReplace(dupFilter(ifindex, p.objs.ImpairDup.FD())); err != nil {
+		if created {
+			h.QdiscDel(tcfilter.Clsact(ifindex))
+		}
 		return fmt.Errorf("ifindex %d: attach duplicate program (tc ingress): %w", ifindex, err)
 	}
 	return nil
 }
 
-// DetachDuplicate takes impair_dup off ifindex (absent is no error) and,
-// when it was there, clsact too if no other filter is left on it.
+// DetachDuplicate takes impair_dup off ifindex (absent is no error) and
+// clsact too when no filter of any owner is left on it.
 //
 // Equivalent to: tc filter del dev $l ingress prio 236 handle 1 bpf;
 // tc qdisc del dev $l clsact (when empty)
@@ -67,39 +70,19 @@ func (p *Port) DetachDuplicate(ifindex int) error { return DetachDuplicate(ifind
 
 // DetachDuplicate is Port.DetachDuplicate without a loaded port.
 func DetachDuplicate(ifindex int) error {
-	f := dupFilter(ifindex, -1)
-	if err := netlink.FilterDel(f); err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENODEV) {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink handle: %w", err)
+	}
+	defer h.Close()
+	if err := h.FilterDel(dupFilter(ifindex, -1)); err != nil {
+		if tcfilter.Gone(err) || errors.Is(err, unix.ENODEV) {
 			return nil // not there: nothing of ours to clean up
 		}
 		return fmt.Errorf("ifindex %d: detach duplicate program: %w", ifindex, err)
 	}
-	link := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: ifindex}}
-	qs, err := netlink.QdiscList(link)
-	if err != nil {
-		if errors.Is(err, unix.ENODEV) {
-			return nil
-		}
-		return fmt.Errorf("ifindex %d: list qdiscs: %w", ifindex, err)
-	}
-	has := false
-	for _, q := range qs {
-		has = has || q.Type() == "clsact"
-	}
-	if !has {
-		return nil
-	}
-	for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
-		fs, err := netlink.FilterList(link, parent)
-		if err != nil {
-			return fmt.Errorf("ifindex %d: list filters: %w", ifindex, err)
-		}
-		if len(fs) > 0 {
-			return nil
-		}
-	}
-	if err := netlink.QdiscDel(clsactQdisc(ifindex)); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("ifindex %d: delete clsact qdisc: %w", ifindex, err)
+	if err := tcfilter.DeleteClsactIfUnused(h, ifindex); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("ifindex %d: %w", ifindex, err)
 	}
 	return nil
 }

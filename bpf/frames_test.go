@@ -26,6 +26,9 @@ type frame struct {
 	ipOptions  bool // IPv4: add 4 bytes of options (NOPs)
 	payloadLen int
 	etherType  uint16 // non-IP frames: e.g. 0x0806 ARP
+	tcpFlags   uint8  // TCP: the flags byte
+	icmpType   uint8  // ICMP, ICMPv6 (proto 1, 58)
+	icmpCode   uint8
 }
 
 func (f frame) bytes() []byte {
@@ -91,11 +94,13 @@ func (f frame) l4() []byte {
 	case 6:
 		h = make([]byte, 20)
 		h[12] = 5 << 4
+		h[13] = f.tcpFlags
 	case 17:
 		h = make([]byte, 8)
 		binary.BigEndian.PutUint16(h[4:], uint16(8+n))
 	default:
 		h = make([]byte, 8)
+		h[0], h[1] = f.icmpType, f.icmpCode
 	}
 	if f.proto == 6 || f.proto == 17 {
 		binary.BigEndian.PutUint16(h, f.sport)

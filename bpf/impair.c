@@ -16,6 +16,7 @@
 #include <linux/ipv6.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
+#include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -290,12 +291,15 @@ struct v6_frag {
 	__be32 id;
 };
 
-/* parse fills t and the L4 payload offset; returns -1 for non-IP or
- * truncated packets, which pass untouched. Inlined into parse_classify. */
-static __always_inline int parse(struct xdp_md *ctx, struct tuple *t, __u32 *payload)
+#include "acl.h"
+
+/* parse fills t, x (for the ACL) and the L4 payload offset; returns -1
+ * for non-IP (x->etype set, t->family 0) or truncated packets, which the
+ * impairment stage passes untouched. Inlined into parse_classify and
+ * acl_egress (XDP and skb contexts). */
+static __always_inline int parse(void *data, void *data_end, struct tuple *t, __u32 *payload,
+				 struct pkt_extra *x)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	if ((void *)(eth + 1) > data_end)
 		return -1;
@@ -314,6 +318,7 @@ static __always_inline int parse(struct xdp_md *ctx, struct tuple *t, __u32 *pay
 		proto = vh->proto;
 		off += sizeof(*vh);
 	}
+	x->etype = bpf_ntohs(proto);
 
 	__u8 l4;
 	if (proto == bpf_htons(ETH_P_IP)) {
@@ -378,6 +383,7 @@ static __always_inline int parse(struct xdp_md *ctx, struct tuple *t, __u32 *pay
 			return -1;
 		t->sport = bpf_ntohs(th->source);
 		t->dport = bpf_ntohs(th->dest);
+		x->tcpflags = ((__u8 *)th)[13];
 		off += th->doff * 4;
 	} else if (l4 == IPPROTO_UDP) {
 		struct udphdr *uh = data + off;
@@ -387,6 +393,11 @@ static __always_inline int parse(struct xdp_md *ctx, struct tuple *t, __u32 *pay
 		t->dport = bpf_ntohs(uh->dest);
 		off += sizeof(*uh);
 	} else if (l4 == IPPROTO_ICMP || l4 == IPPROTO_ICMPV6) {
+		__u8 *ic = data + off;
+		if ((void *)(ic + 2) <= data_end) {
+			x->icmp_type = ic[0];
+			x->icmp_code = ic[1];
+		}
 		off += 8;
 	}
 	*payload = off;
@@ -649,8 +660,9 @@ static __always_inline void classify6(struct tuple *t, __u32 active, struct best
 	}
 }
 
-/* parse_classify parses the packet into t and *payload (-1: not IP or
- * truncated, pass untouched) and fills b with the best rule matching it
+/* parse_classify parses the packet into t and x (the ACL's fields and
+ * the payload offset; -1: not IP or truncated, the impairment stage
+ * passes it untouched) and fills b with the best rule matching it
  * among the active masks (b unchanged when none matches).
  *
  * A global (separately verified) function, so the verifier walks parsing
@@ -661,12 +673,14 @@ static __always_inline void classify6(struct tuple *t, __u32 active, struct best
  * budget on 6.18, over it on Debian's 6.1); now 22k (18k on 6.1). One
  * function, not one for parsing and one for classifying: a BPF-to-BPF call
  * costs ~8 ns on a CPU whose returns go through the SRSO "safe RET" thunk. */
-__attribute__((noinline)) int parse_classify(struct xdp_md *ctx, struct tuple *t, __u32 *payload,
+__attribute__((noinline)) int parse_classify(struct xdp_md *ctx, struct tuple *t, struct pkt_extra *x,
 					     __u32 active, struct best *b)
 {
-	if (!t || !payload || !b)
+	if (!t || !b || !x)
 		return -1;
-	if (parse(ctx, t, payload) < 0)
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	if (parse(data, data_end, t, &x->payload, x) < 0)
 		return -1;
 	if (!active)
 		return 0;
@@ -720,17 +734,27 @@ int impair(struct xdp_md *ctx)
 	__u32 payload = 0;
 	__u32 zero = 0;
 
+	/* No impairment configured: the ACL stage may still have rules. */
+	struct port_cfg *cf = NULL;
 	void *inner = bpf_map_lookup_elem(&cfg, &zero);
-	if (!inner)
-		return XDP_PASS; /* nothing configured */
-	struct port_cfg *cf = bpf_map_lookup_elem(inner, &zero);
-	if (!cf)
+	if (inner)
+		cf = bpf_map_lookup_elem(inner, &zero);
+	if (!cf && !acl_active(ACL_INGRESS))
 		return XDP_PASS; /* nothing configured */
 	/* The best match is copied (slot, rank, profile): a pointer kept across
 	 * iterations would make every iteration a new verifier state. */
 	struct best bm = {.rank = 0xffffffff};
-	if (parse_classify(ctx, &t, &payload, cf->active_masks, &bm) < 0)
+	struct pkt_extra x = {};
+	int pc = parse_classify(ctx, &t, &x, cf ? cf->active_masks : 0, &bm);
+	/* The ACL stage (acl.h) decides first: parsed IP packets and non-IP
+	 * ones (family 0); truncated IP packets pass it. The impairment
+	 * classification above only read maps. */
+	if ((pc == 0 || t.family == 0) && acl_active(ACL_INGRESS) &&
+	    acl_run(&t, &x, ACL_INGRESS, data_end - data))
+		return XDP_DROP;
+	if (pc < 0 || !cf)
 		return XDP_PASS;
+	payload = x.payload;
 
 	struct profile *p;
 	__u32 slot;
@@ -805,6 +829,30 @@ int impair(struct xdp_md *ctx)
 	else if (p->edt_class)
 		set_class(ctx, p->edt_class);
 	return XDP_PASS;
+}
+
+/* The egress ACL stage (docs/acl.md): a tc clsact egress program of the
+ * same collection, on the same maps. It never ends classification with a
+ * pass: TC_ACT_UNSPEC lets the next filter (EDT's) run. */
+SEC("tc")
+int acl_egress(struct __sk_buff *skb)
+{
+	if (!acl_active(ACL_EGRESS))
+		return TC_ACT_UNSPEC;
+	__u32 lin = skb->data_end - skb->data;
+	if (lin < 128 && skb->len > lin)
+		bpf_skb_pull_data(skb, skb->len < 128 ? skb->len : 128);
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct tuple t = {};
+	struct pkt_extra x = {};
+	__u32 payload = 0;
+	int ok = parse(data, data_end, &t, &payload, &x);
+	if (ok < 0 && t.family != 0)
+		return TC_ACT_UNSPEC; /* truncated IP */
+	if (skb->vlan_present) /* the outer tag, offloaded into the skb */
+		t.vlan = skb->vlan_tci & 0x0fff;
+	return acl_run(&t, &x, ACL_EGRESS, skb->len) ? TC_ACT_SHOT : TC_ACT_UNSPEC;
 }
 
 /* The minimal program the benchmark compares against. */

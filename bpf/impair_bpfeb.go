@@ -13,6 +13,63 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type impairAclCnt struct {
+	_       structs.HostLayout
+	Packets uint64
+	Bytes   uint64
+}
+
+type impairAclFb struct {
+	_      structs.HostLayout
+	Rank   uint32
+	Idx    uint32
+	Action uint32
+	Pad    uint32
+}
+
+type impairAclHdr struct {
+	_      structs.HostLayout
+	N4     uint32
+	N6     uint32
+	Buf    uint32
+	Pad    uint32
+	Fb     [3]impairAclFb
+	S4     [64]impairAclShape
+	S6     [64]impairAclShape
+	Bloom4 [16384]uint64
+	Bloom6 [16384]uint64
+}
+
+type impairAclKey struct {
+	_ structs.HostLayout
+	W [6]uint64
+}
+
+type impairAclKey4 struct {
+	_ structs.HostLayout
+	W [3]uint64
+}
+
+type impairAclName struct {
+	_    structs.HostLayout
+	Name [64]int8
+}
+
+type impairAclShape struct {
+	_     structs.HostLayout
+	M     [6]uint64
+	Best  uint32
+	Flags uint32
+}
+
+type impairAclVal struct {
+	_      structs.HostLayout
+	Rank   uint32
+	Idx    uint32
+	Action uint32
+	Pad    uint32
+}
+
 type impairBloom struct {
 	_    structs.HostLayout
 	Bits [256]uint64
@@ -141,20 +198,29 @@ type impairTuple4 struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	impairMapBlooms     = "blooms"
-	impairMapCfg        = "cfg"
-	impairMapCfgProto   = "cfg_proto"
-	impairMapFlows      = "flows"
-	impairMapFlows4     = "flows4"
-	impairMapMasks      = "masks"
-	impairMapMatches4   = "matches4"
-	impairMapMatches6   = "matches6"
-	impairMapPcpu       = "pcpu"
-	impairMapShared     = "shared"
-	impairMapSlotNames  = "slot_names"
-	impairProgImpair    = "impair"
-	impairProgImpairDup = "impair_dup"
-	impairProgXdpPass   = "xdp_pass"
+	impairMapAclCnts        = "acl_cnts"
+	impairMapAclHdrProto    = "acl_hdr_proto"
+	impairMapAclHdrs        = "acl_hdrs"
+	impairMapAclNames       = "acl_names"
+	impairMapAclRules4      = "acl_rules4"
+	impairMapAclRules4Proto = "acl_rules4_proto"
+	impairMapAclRules6      = "acl_rules6"
+	impairMapAclRules6Proto = "acl_rules6_proto"
+	impairMapBlooms         = "blooms"
+	impairMapCfg            = "cfg"
+	impairMapCfgProto       = "cfg_proto"
+	impairMapFlows          = "flows"
+	impairMapFlows4         = "flows4"
+	impairMapMasks          = "masks"
+	impairMapMatches4       = "matches4"
+	impairMapMatches6       = "matches6"
+	impairMapPcpu           = "pcpu"
+	impairMapShared         = "shared"
+	impairMapSlotNames      = "slot_names"
+	impairProgAclEgress     = "acl_egress"
+	impairProgImpair        = "impair"
+	impairProgImpairDup     = "impair_dup"
+	impairProgXdpPass       = "xdp_pass"
 )
 
 // loadImpair returns the embedded CollectionSpec for impair.
@@ -199,6 +265,7 @@ type impairSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type impairProgramSpecs struct {
+	AclEgress *ebpf.ProgramSpec `ebpf:"acl_egress"`
 	Impair    *ebpf.ProgramSpec `ebpf:"impair"`
 	ImpairDup *ebpf.ProgramSpec `ebpf:"impair_dup"`
 	XdpPass   *ebpf.ProgramSpec `ebpf:"xdp_pass"`
@@ -208,17 +275,25 @@ type impairProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type impairMapSpecs struct {
-	Blooms    *ebpf.MapSpec `ebpf:"blooms"`
-	Cfg       *ebpf.MapSpec `ebpf:"cfg"`
-	CfgProto  *ebpf.MapSpec `ebpf:"cfg_proto"`
-	Flows     *ebpf.MapSpec `ebpf:"flows"`
-	Flows4    *ebpf.MapSpec `ebpf:"flows4"`
-	Masks     *ebpf.MapSpec `ebpf:"masks"`
-	Matches4  *ebpf.MapSpec `ebpf:"matches4"`
-	Matches6  *ebpf.MapSpec `ebpf:"matches6"`
-	Pcpu      *ebpf.MapSpec `ebpf:"pcpu"`
-	Shared    *ebpf.MapSpec `ebpf:"shared"`
-	SlotNames *ebpf.MapSpec `ebpf:"slot_names"`
+	AclCnts        *ebpf.MapSpec `ebpf:"acl_cnts"`
+	AclHdrProto    *ebpf.MapSpec `ebpf:"acl_hdr_proto"`
+	AclHdrs        *ebpf.MapSpec `ebpf:"acl_hdrs"`
+	AclNames       *ebpf.MapSpec `ebpf:"acl_names"`
+	AclRules4      *ebpf.MapSpec `ebpf:"acl_rules4"`
+	AclRules4Proto *ebpf.MapSpec `ebpf:"acl_rules4_proto"`
+	AclRules6      *ebpf.MapSpec `ebpf:"acl_rules6"`
+	AclRules6Proto *ebpf.MapSpec `ebpf:"acl_rules6_proto"`
+	Blooms         *ebpf.MapSpec `ebpf:"blooms"`
+	Cfg            *ebpf.MapSpec `ebpf:"cfg"`
+	CfgProto       *ebpf.MapSpec `ebpf:"cfg_proto"`
+	Flows          *ebpf.MapSpec `ebpf:"flows"`
+	Flows4         *ebpf.MapSpec `ebpf:"flows4"`
+	Masks          *ebpf.MapSpec `ebpf:"masks"`
+	Matches4       *ebpf.MapSpec `ebpf:"matches4"`
+	Matches6       *ebpf.MapSpec `ebpf:"matches6"`
+	Pcpu           *ebpf.MapSpec `ebpf:"pcpu"`
+	Shared         *ebpf.MapSpec `ebpf:"shared"`
+	SlotNames      *ebpf.MapSpec `ebpf:"slot_names"`
 }
 
 // impairVariableSpecs contains global variables before they are loaded into the kernel.
@@ -247,21 +322,37 @@ func (o *impairObjects) Close() error {
 //
 // It can be passed to loadImpairObjects or ebpf.CollectionSpec.LoadAndAssign.
 type impairMaps struct {
-	Blooms    *ebpf.Map `ebpf:"blooms"`
-	Cfg       *ebpf.Map `ebpf:"cfg"`
-	CfgProto  *ebpf.Map `ebpf:"cfg_proto"`
-	Flows     *ebpf.Map `ebpf:"flows"`
-	Flows4    *ebpf.Map `ebpf:"flows4"`
-	Masks     *ebpf.Map `ebpf:"masks"`
-	Matches4  *ebpf.Map `ebpf:"matches4"`
-	Matches6  *ebpf.Map `ebpf:"matches6"`
-	Pcpu      *ebpf.Map `ebpf:"pcpu"`
-	Shared    *ebpf.Map `ebpf:"shared"`
-	SlotNames *ebpf.Map `ebpf:"slot_names"`
+	AclCnts        *ebpf.Map `ebpf:"acl_cnts"`
+	AclHdrProto    *ebpf.Map `ebpf:"acl_hdr_proto"`
+	AclHdrs        *ebpf.Map `ebpf:"acl_hdrs"`
+	AclNames       *ebpf.Map `ebpf:"acl_names"`
+	AclRules4      *ebpf.Map `ebpf:"acl_rules4"`
+	AclRules4Proto *ebpf.Map `ebpf:"acl_rules4_proto"`
+	AclRules6      *ebpf.Map `ebpf:"acl_rules6"`
+	AclRules6Proto *ebpf.Map `ebpf:"acl_rules6_proto"`
+	Blooms         *ebpf.Map `ebpf:"blooms"`
+	Cfg            *ebpf.Map `ebpf:"cfg"`
+	CfgProto       *ebpf.Map `ebpf:"cfg_proto"`
+	Flows          *ebpf.Map `ebpf:"flows"`
+	Flows4         *ebpf.Map `ebpf:"flows4"`
+	Masks          *ebpf.Map `ebpf:"masks"`
+	Matches4       *ebpf.Map `ebpf:"matches4"`
+	Matches6       *ebpf.Map `ebpf:"matches6"`
+	Pcpu           *ebpf.Map `ebpf:"pcpu"`
+	Shared         *ebpf.Map `ebpf:"shared"`
+	SlotNames      *ebpf.Map `ebpf:"slot_names"`
 }
 
 func (m *impairMaps) Close() error {
 	return _ImpairClose(
+		m.AclCnts,
+		m.AclHdrProto,
+		m.AclHdrs,
+		m.AclNames,
+		m.AclRules4,
+		m.AclRules4Proto,
+		m.AclRules6,
+		m.AclRules6Proto,
 		m.Blooms,
 		m.Cfg,
 		m.CfgProto,
@@ -286,6 +377,7 @@ type impairVariables struct {
 //
 // It can be passed to loadImpairObjects or ebpf.CollectionSpec.LoadAndAssign.
 type impairPrograms struct {
+	AclEgress *ebpf.Program `ebpf:"acl_egress"`
 	Impair    *ebpf.Program `ebpf:"impair"`
 	ImpairDup *ebpf.Program `ebpf:"impair_dup"`
 	XdpPass   *ebpf.Program `ebpf:"xdp_pass"`
@@ -293,6 +385,7 @@ type impairPrograms struct {
 
 func (p *impairPrograms) Close() error {
 	return _ImpairClose(
+		p.AclEgress,
 		p.Impair,
 		p.ImpairDup,
 		p.XdpPass,

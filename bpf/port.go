@@ -40,6 +40,7 @@ type Port struct {
 	// Adopted says the last Attach took over the link pinned by an
 	// earlier run instead of attaching anew.
 	Adopted bool
+	acl     *aclState // acl_port.go
 }
 
 // Load loads the program with its maps pinned under dir (created when
@@ -85,6 +86,10 @@ func Load(dir string) (*Port, error) {
 		return nil, fmt.Errorf("load impairment program with maps in %s: %w", dir, err)
 	}
 	if err := p.recover(); err != nil {
+		p.objs.Close()
+		return nil, err
+	}
+	if err := p.initACL(spec); err != nil {
 		p.objs.Close()
 		return nil, err
 	}
@@ -224,13 +229,16 @@ func (p *Port) Close() error {
 
 // Remove detaches the program and removes every pin of the port.
 func (p *Port) Remove() error {
-	var errs []error
+	errs := []error{p.DetachEgress()}
 	if p.link != nil {
 		errs = append(errs, p.link.Unpin(), p.link.Close())
 		p.link = nil
 	}
 	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.CfgProto, p.objs.Masks, p.objs.Blooms, p.objs.Matches4, p.objs.Matches6,
 		p.objs.Pcpu, p.objs.Shared, p.objs.Flows, p.objs.Flows4, p.objs.SlotNames} {
+		errs = append(errs, m.Unpin())
+	}
+	for _, m := range p.aclMaps() {
 		errs = append(errs, m.Unpin())
 	}
 	errs = append(errs, p.objs.Close())

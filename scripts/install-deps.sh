@@ -15,6 +15,8 @@ have qemu-system-x86_64 || need="$need qemu-system-x86"
 [ -e /bin/busybox ] || [ -e /usr/bin/busybox ] || need="$need busybox-static"
 ls /boot/vmlinuz-*-amd64 >/dev/null 2>&1 || need="$need linux-image-amd64"
 have iperf3        || need="$need iperf3"
+# bpf's BenchmarkACLVethDrop compares the XDP ACL with an iptables drop.
+have iptables      || need="$need iptables"
 # make test-compose: a Docker engine and Compose (Debian's packages; no
 # registry is needed, every image is built locally).
 have dockerd       || need="$need docker.io"

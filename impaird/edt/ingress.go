@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	bpfedt "github.com/switchyard-net/switchyard/bpf/edt"
+	"github.com/switchyard-net/switchyard/internal/tcfilter"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -73,23 +74,18 @@ func (i *Installer) MarkPort(ifname string, id uint32) error {
 }
 
 // attachIngress puts the ingress program fd on link idx, adding clsact
-// when missing (and noting that it is ours); on failure it takes a clsact
+// when missing (internal/tcfilter); on failure it takes a clsact
 // it just added off again. Called with i.mu held.
 func (i *Installer) attachIngress(ifname string, idx, fd int) error {
 	created, err := i.ensureClsact(ifname, idx)
 	if err != nil {
 		return err
 	}
-	if st := i.ports[ifname]; st != nil && st.ifindex == idx {
-		st.clsactOurs = st.clsactOurs || created
-	} else if created {
-		i.marked[ifname] = true
-	}
 	f := i.filter(idx)
 	f.Parent, f.Fd = netlink.HANDLE_MIN_INGRESS, fd
 	if err := i.h.FilterReplace(f); err != nil {
 		if created {
-			i.h.QdiscDel(clsact(idx))
+			i.h.QdiscDel(tcfilter.Clsact(idx))
 		}
 		if missing(err) {
 			return &MissingFeatureError{Port: ifname, Feature: "bpf tc filter (cls_bpf)", Err: err}
@@ -109,7 +105,6 @@ func (i *Installer) UnmarkPort(ifname string) error {
 	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) {
-			delete(i.marked, ifname)
 			return nil
 		}
 		return fmt.Errorf("%s: find link: %w", ifname, err)
@@ -126,12 +121,10 @@ func (i *Installer) UnmarkPort(ifname string) error {
 		}
 	}
 	if st := i.ports[ifname]; st == nil || st.ifindex != idx {
-		// Not an egress port: clsact goes when we made it, or when no
-		// filter is left on it.
-		if err := i.maybeDelClsact(ifname, idx, i.marked[ifname]); err != nil {
+		// Not an egress port: clsact goes when no filter is left on it.
+		if err := i.maybeDelClsact(ifname, idx); err != nil {
 			return err
 		}
 	}
-	delete(i.marked, ifname)
 	return nil
 }

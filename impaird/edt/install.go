@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bpfedt "github.com/switchyard-net/switchyard/bpf/edt"
+	"github.com/switchyard-net/switchyard/internal/tcfilter"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -72,8 +73,6 @@ type Installer struct {
 	objs    *bpfedt.Objects
 	ports   map[string]*port
 	classes map[uint32]Profile
-	// marked: ports MarkPort made clsact on that are not EDT ports.
-	marked map[string]bool
 	// prev persists previous root qdiscs (nil without Options.PinDir).
 	prev *prevStore
 }
@@ -84,8 +83,6 @@ type port struct {
 	// prev is the root qdisc to put back on Remove; nil means the
 	// kernel's default (restored by deleting ours).
 	prev netlink.Qdisc
-	// clsactOurs: Apply created the clsact qdisc.
-	clsactOurs bool
 	// profile is the port's own profile (inactive: classes only).
 	profile Profile
 }
@@ -108,7 +105,7 @@ func New(o Options) (*Installer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle in %q: %w", o.NetNS, err)
 	}
-	i := &Installer{h: h, ports: map[string]*port{}, classes: map[uint32]Profile{}, marked: map[string]bool{}}
+	i := &Installer{h: h, ports: map[string]*port{}, classes: map[uint32]Profile{}}
 	if o.PinDir != "" {
 		if i.prev, err = openPrevStore(o.PinDir); err != nil {
 			h.Close()
@@ -239,14 +236,13 @@ func (i *Installer) Apply(ifname string, p Profile) error {
 		i.objs.Delete(key)
 		return err
 	}
-	st.clsactOurs = st.clsactOurs || createdClsact
 	// undo puts the port back as it was when this Apply fails.
 	undo := func(filter bool) {
 		if filter {
 			i.h.FilterDel(i.filter(idx))
 		}
 		if createdClsact {
-			i.h.QdiscDel(clsact(idx))
+			i.h.QdiscDel(tcfilter.Clsact(idx))
 		}
 		if i.ports[ifname] == nil {
 			i.objs.Delete(key)
@@ -344,7 +340,7 @@ func (i *Installer) resize() error {
 }
 
 // Remove takes EDT off ifname: the egress filter goes, clsact goes when
-// Apply created it (or, after a restart, when nothing else uses it), and
+// no filter (ours or another owner's) is left on it, and
 // the previous root qdisc comes back (the kernel's default when it was
 // the default or is unknown). Removing a port without EDT is no error.
 //
@@ -381,10 +377,9 @@ func (i *Installer) Remove(ifname string) error {
 			return fmt.Errorf("%s: detach edt program: %w", ifname, err)
 		}
 	}
-	if err := i.maybeDelClsact(ifname, idx, st.clsactOurs || i.marked[ifname]); err != nil {
+	if err := i.maybeDelClsact(ifname, idx); err != nil {
 		return err
 	}
-	delete(i.marked, ifname)
 	root, err := i.rootQdisc(link)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
@@ -478,13 +473,6 @@ func (i *Installer) filter(idx int) *netlink.BpfFilter {
 	return f
 }
 
-func clsact(idx int) *netlink.GenericQdisc {
-	return &netlink.GenericQdisc{
-		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_CLSACT, Handle: netlink.MakeHandle(0xffff, 0)},
-		QdiscType:  "clsact",
-	}
-}
-
 // rootQdisc is the link's root qdisc (nil if none is listed).
 func (i *Installer) rootQdisc(link netlink.Link) (netlink.Qdisc, error) {
 	qs, err := i.h.QdiscList(link)
@@ -499,68 +487,29 @@ func (i *Installer) rootQdisc(link netlink.Link) (netlink.Qdisc, error) {
 	return nil, nil
 }
 
-func (i *Installer) hasClsact(idx int) (bool, error) {
-	qs, err := i.h.QdiscList(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx}})
-	if err != nil {
-		return false, err
-	}
-	for _, q := range qs {
-		if q.Type() == "clsact" {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// ensureClsact adds clsact unless present; created reports whether it
-// did.
+// ensureClsact adds clsact unless present (tcfilter, shared with the
+// egress ACL); created reports whether it did.
 func (i *Installer) ensureClsact(ifname string, idx int) (created bool, err error) {
-	has, err := i.hasClsact(idx)
+	created, err = tcfilter.EnsureClsact(i.h, idx)
 	if err != nil {
-		return false, fmt.Errorf("%s: list qdiscs: %w", ifname, err)
-	}
-	if has {
-		return false, nil
-	}
-	if err := i.h.QdiscAdd(clsact(idx)); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return false, nil
-		}
 		if missing(err) {
 			return false, &MissingFeatureError{Port: ifname, Feature: "clsact qdisc", Err: err}
 		}
 		return false, fmt.Errorf("%s: add clsact qdisc: %w", ifname, err)
 	}
-	return true, nil
+	return created, nil
 }
 
-// maybeDelClsact deletes clsact when no filter is left on it, whether
-// ours or not (after a restart we no longer know who made it, and a clsact
-// we made may carry another program since: impaird's impair_dup, see
-// bpf.Port.AttachDuplicate).
-func (i *Installer) maybeDelClsact(ifname string, idx int, _ bool) error {
-	has, err := i.hasClsact(idx)
-	if err != nil || !has {
-		return err
-	}
-	link := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx}}
-	for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
-		fs, err := i.h.FilterList(link, parent)
-		if err != nil {
-			return fmt.Errorf("%s: list filters: %w", ifname, err)
-		}
-		if len(fs) > 0 {
-			return nil
-		}
-	}
-	if err := i.h.QdiscDel(clsact(idx)); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%s: delete clsact qdisc: %w", ifname, err)
+// maybeDelClsact deletes clsact when no filter is left on it (ours or
+// another owner's, e.g. the egress ACL or impaird's impair_dup: a filter
+// keeps it).
+func (i *Installer) maybeDelClsact(ifname string, idx int) error {
+	if err := tcfilter.DeleteClsactIfUnused(i.h, idx); err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
 	}
 	return nil
 }
 
 // missing reports whether a qdisc error means the kernel does not know
 // the kind (no module, not built).
-func missing(err error) bool {
-	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTSUP)
-}
+func missing(err error) bool { return tcfilter.Missing(err) }

@@ -1,0 +1,327 @@
+/* acl.h: the ACL stage of a port (SONiC ACL_TABLE / ACL_RULE), included
+ * by impair.c: the XDP program runs it on ingress before the impairment
+ * stage, the tc program acl_egress on egress. See docs/acl.md.
+ *
+ * Classification is a tuple space search: every distinct match shape
+ * (which fields, prefix lengths, port-range block sizes, TCP flag mask)
+ * is one hash lookup of the packet's tuple masked by the shape. Shapes
+ * are sorted by the best rank (lower wins) among their entries, so the
+ * search stops as soon as the best match found beats the next shape's
+ * best; a per-family bloom turns most shapes into a hash computation
+ * without a lookup, and rules matching every IP packet (match-all,
+ * ETHER_TYPE 0x0800/0x86DD) are a fallback the search starts from. A rule set is a header (shapes, inline) in a one-element array
+ * plus one hash per address family; impaird publishes a new set by
+ * writing its hashes into the unused buffer and then swapping the header
+ * pointer, so a packet sees the old or the new set, never a mix. */
+
+#define ACL_INGRESS 0
+#define ACL_EGRESS 1
+
+#define ACL_MAX_SHAPES 64     /* match shapes per stage and address family */
+#define ACL_MAX_RULES 16384   /* rules (counter indexes) per stage */
+#define ACL_MAX_ENTRIES 262144 /* hash entries per stage and family */
+#define ACL_BLOOM_SHIFT 20     /* 2^20 pre-check bits per stage and family */
+#define ACL_BLOOM_WORDS (1 << (ACL_BLOOM_SHIFT - 6))
+
+/* What parse reads beyond the impairment tuple. */
+struct pkt_extra {
+	__u16 etype; /* ethertype after the VLAN tags, host order */
+	__u8 tcpflags;
+	__u8 icmp_type;
+	__u8 icmp_code;
+	__u8 pad[3];
+	__u32 payload; /* impair.c: offset of the L4 payload */
+};
+
+/* An ACL key in three 64-bit words, as the classifier hashes and masks
+ * them (aclFields.words in acl.go builds the same):
+ *   addr: IPv4 source << 32 | destination (network order words)
+ *   s1:   sport << 48 | dport << 32 | vlan << 16 | ethertype
+ *   s2:   shape << 40 | proto << 32 | dscp << 24 | tcp flags << 16 |
+ *         icmp type << 8 | icmp code
+ * A shape's mask has the same words (shape bits 0). IPv6 keys have four
+ * address words (source high, low, destination high, low), then s1, s2. */
+struct acl_key4 {
+	__u64 w[3];
+};
+
+struct acl_key {
+	__u64 w[6];
+};
+
+/* Value of a rule hash: the rule's rank (lower wins), counter index and
+ * action (1 = drop). */
+struct acl_val {
+	__u32 rank;
+	__u32 idx;
+	__u32 action;
+	__u32 pad;
+};
+
+/* One match shape: its mask (acl_key words; IPv4: m[0..2]) and the best
+ * rank among its entries. flags: ACL_SHAPE_L2 the mask has only
+ * vlan/etype, so the shape also applies to non-IP packets (searched in
+ * the IPv4 hash); ACL_SHAPE_FB the mask is empty or only the ethertype:
+ * for IP packets its entries are folded into the header's fallback. */
+#define ACL_SHAPE_L2 1
+#define ACL_SHAPE_FB 2
+struct acl_shape {
+	__u64 m[6];
+	__u32 best;
+	__u32 flags;
+};
+
+/* The best rule matching every packet of a class (0 IPv4, 1 IPv6, 2
+ * non-IP): a match-all rule or ETHER_TYPE 0x0800 / 0x86DD alone, e.g.
+ * acl-loader's DEFAULT_RULE. The search starts from it (no lookup for
+ * it, and shapes that cannot beat it are never searched). rank
+ * 0xffffffff = none. */
+struct acl_fb {
+	__u32 rank;
+	__u32 idx;
+	__u32 action;
+	__u32 pad;
+};
+
+/* A published rule set of one stage: shapes of each family sorted by
+ * best rank; its hashes are acl_rules4/6[stage * 2 + buf]. bloom4/6:
+ * the pre-check of each family, the bit of the hash below set for every entry of
+ * its hash (keys with their shape index), so a shape whose bit is clear
+ * costs a hash computation, not a hash-map lookup (~15 ns through an
+ * inner map). Published with the set, so always exact for it. */
+struct acl_hdr {
+	__u32 n4;
+	__u32 n6;
+	__u32 buf;
+	__u32 pad;
+	struct acl_fb fb[3];
+	struct acl_shape s4[ACL_MAX_SHAPES];
+	struct acl_shape s6[ACL_MAX_SHAPES];
+	__u64 bloom4[ACL_BLOOM_WORDS];
+	__u64 bloom6[ACL_BLOOM_WORDS];
+};
+
+/* The pre-check hash (aclHash in acl.go computes the same): a sum
+ * of the key's words times odd constants (independent multiplies), its
+ * top ACL_BLOOM_SHIFT bits. */
+#define ACL_C0 0x9E3779B97F4A7C15ULL
+#define ACL_C1 0xBF58476D1CE4E5B9ULL
+#define ACL_C2 0x94D049BB133111EBULL
+#define ACL_C3 0xD6E8FEB86659FD93ULL
+#define ACL_C4 0xA0761D6478BD642FULL
+#define ACL_C5 0xE7037ED1A0B428DBULL
+
+static __always_inline __u64 acl_small1(__u16 sport, __u16 dport, __u16 vlan, __u16 etype)
+{
+	return ((__u64)sport << 48) | ((__u64)dport << 32) | ((__u64)vlan << 16) | etype;
+}
+
+static __always_inline __u64 acl_small2(__u8 shape, __u8 proto, __u8 dscp, __u8 flags, __u8 it, __u8 ic)
+{
+	return ((__u64)shape << 40) | ((__u64)proto << 32) | ((__u64)dscp << 24) | ((__u64)flags << 16) |
+	       ((__u64)it << 8) | ic;
+}
+
+static __always_inline int acl_bloom_has(__u64 *bloom, __u32 idx)
+{
+	return (bloom[(idx >> 6) & (ACL_BLOOM_WORDS - 1)] >> (idx & 63)) & 1;
+}
+
+/* Per rule (stage * ACL_MAX_RULES + idx, idx 1..), per CPU; idx 0 counts
+ * the packets no rule matched. */
+struct acl_cnt {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* Never used by the program: the shapes of the inner maps with BTF
+ * (as cfg_proto in impair.c); impaird creates each inner map from these
+ * specs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct acl_hdr);
+} acl_hdr_proto SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ACL_MAX_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct acl_key4);
+	__type(value, struct acl_val);
+} acl_rules4_proto SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ACL_MAX_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct acl_key);
+	__type(value, struct acl_val);
+} acl_rules6_proto SEC(".maps");
+
+/* stage -> the published header (a one-element array); absent = no ACL */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_ARRAY);
+		__uint(max_entries, 1);
+		__uint(key_size, sizeof(__u32));
+		__uint(value_size, sizeof(struct acl_hdr));
+	});
+} acl_hdrs SEC(".maps");
+
+/* stage * 2 + buf -> IPv4 / non-IP rule hash */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_HASH);
+		__uint(max_entries, ACL_MAX_ENTRIES);
+		__uint(map_flags, BPF_F_NO_PREALLOC);
+		__uint(key_size, sizeof(struct acl_key4));
+		__uint(value_size, sizeof(struct acl_val));
+	});
+} acl_rules4 SEC(".maps");
+
+/* stage * 2 + buf -> IPv6 rule hash */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_HASH);
+		__uint(max_entries, ACL_MAX_ENTRIES);
+		__uint(map_flags, BPF_F_NO_PREALLOC);
+		__uint(key_size, sizeof(struct acl_key));
+		__uint(value_size, sizeof(struct acl_val));
+	});
+} acl_rules6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * ACL_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct acl_cnt);
+} acl_cnts SEC(".maps");
+
+/* counter index -> rule name: control-plane bookkeeping (never read by
+ * the program), so a restarted impaird keeps every rule's counter. */
+struct acl_name {
+	char name[64];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * ACL_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct acl_name);
+} acl_names SEC(".maps");
+
+/* acl_active says whether a stage has a rule set (an inlined array
+ * lookup: no call when a port has no ACL). */
+static __always_inline int acl_active(__u32 stage)
+{
+	return bpf_map_lookup_elem(&acl_hdrs, &stage) != NULL;
+}
+
+/* acl_run classifies one parsed packet (t->family 0 = non-IP) against the
+ * stage's rule set, counts it on the winning rule and returns 1 to drop.
+ *
+ * A global function: verified once with unknown arguments and shared by
+ * the XDP and the tc program (it never touches the packet). The shape
+ * loop reads the masks from the header in place; the best match is kept
+ * in scalars (a pointer kept across iterations makes each one a new
+ * verifier state). */
+__attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u32 stage, __u32 len)
+{
+	if (!t || !x)
+		return 0;
+	__u32 st = stage & 1;
+	void *hi = bpf_map_lookup_elem(&acl_hdrs, &st);
+	if (!hi)
+		return 0;
+	__u32 zero = 0;
+	struct acl_hdr *h = bpf_map_lookup_elem(hi, &zero);
+	if (!h)
+		return 0;
+	__u32 slot = st * 2 + (h->buf & 1);
+	/* The search starts from the fallback, read from the map (a constant
+	 * initial rank would also be a different verifier state from the
+	 * rank of a match, doubling the states per shape). */
+	__u32 cls = t->family == 6 ? 1 : t->family == 4 ? 0 : 2;
+	struct acl_fb *fb = &h->fb[cls];
+	__u32 brank = fb->rank, bidx = fb->idx, bact = fb->action;
+
+	__u64 s1 = acl_small1(t->sport, t->dport, t->vlan, x->etype);
+	__u64 s2 = acl_small2(0, t->proto, t->dscp, x->tcpflags, x->icmp_type, x->icmp_code);
+	if (t->family == 6) {
+		void *rules = bpf_map_lookup_elem(&acl_rules6, &slot);
+		if (!rules)
+			return 0;
+		__u64 a0 = ((__u64)t->src[0] << 32) | t->src[1], a1 = ((__u64)t->src[2] << 32) | t->src[3];
+		__u64 a2 = ((__u64)t->dst[0] << 32) | t->dst[1], a3 = ((__u64)t->dst[2] << 32) | t->dst[3];
+		__u32 n = h->n6;
+		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
+			if (i >= n)
+				break;
+			struct acl_shape *s = &h->s6[i];
+			if (s->best >= brank)
+				break;
+			if (s->flags & ACL_SHAPE_FB)
+				continue;
+			struct acl_key k = {.w = {a0 & s->m[0], a1 & s->m[1], a2 & s->m[2], a3 & s->m[3],
+						  s1 & s->m[4], (s2 & s->m[5]) | ((__u64)i << 40)}};
+			__u64 hh = k.w[0] * ACL_C0 + k.w[1] * ACL_C1 + k.w[2] * ACL_C2 + k.w[3] * ACL_C3 +
+				   k.w[4] * ACL_C4 + k.w[5] * ACL_C5;
+			if (!acl_bloom_has(h->bloom6, hh >> (64 - ACL_BLOOM_SHIFT)))
+				continue;
+			struct acl_val *v = bpf_map_lookup_elem(rules, &k);
+			if (v && v->rank < brank) {
+				brank = v->rank;
+				bidx = v->idx;
+				bact = v->action;
+			}
+		}
+	} else {
+		void *rules = bpf_map_lookup_elem(&acl_rules4, &slot);
+		if (!rules)
+			return 0;
+		__u64 a0 = ((__u64)t->src[0] << 32) | t->dst[0];
+		__u32 n = h->n4;
+		int nonip = t->family != 4;
+		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
+			if (i >= n)
+				break;
+			struct acl_shape *s = &h->s4[i];
+			if (s->best >= brank)
+				break;
+			if (nonip ? !(s->flags & ACL_SHAPE_L2) : (s->flags & ACL_SHAPE_FB))
+				continue;
+			struct acl_key4 k = {.w = {a0 & s->m[0], s1 & s->m[1], (s2 & s->m[2]) | ((__u64)i << 40)}};
+			__u64 hh = k.w[0] * ACL_C0 + k.w[1] * ACL_C1 + k.w[2] * ACL_C2;
+			if (!acl_bloom_has(h->bloom4, hh >> (64 - ACL_BLOOM_SHIFT)))
+				continue;
+			struct acl_val *v = bpf_map_lookup_elem(rules, &k);
+			if (v && v->rank < brank) {
+				brank = v->rank;
+				bidx = v->idx;
+				bact = v->action;
+			}
+		}
+	}
+	/* No branch on whether a rule matched (bidx stays 0, the stage's
+	 * no-match counter): a branch the verifier can decide for the initial
+	 * constants marks them precise, and then the paths through the loops
+	 * (matched here or not) no longer prune. */
+	__u32 ci = st * ACL_MAX_RULES + (bidx & (ACL_MAX_RULES - 1));
+	struct acl_cnt *c = bpf_map_lookup_elem(&acl_cnts, &ci);
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+	}
+	return bact & 1;
+}

@@ -1,0 +1,105 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/switchyard-net/switchyard/internal/tcfilter"
+)
+
+// The egress ACL filter on clsact: its own priority (before EDT's 0xed,
+// so a dropped packet is never shaped), handle and name.
+const (
+	aclFilterPrio   uint16 = 0xac
+	aclFilterHandle uint32 = 1
+	// ACLFilterName is the name of the egress ACL filter (tc filter show
+	// names it).
+	ACLFilterName = "switchyard_acl"
+)
+
+// egressState is where this process attached the egress program.
+type egressState struct {
+	ifindex int // 0 = not attached by this process
+}
+
+func aclFilter(ifindex, fd int) *netlink.BpfFilter {
+	return &netlink.BpfFilter{
+		FilterAttrs: netlink.FilterAttrs{
+			LinkIndex: ifindex, Parent: netlink.HANDLE_MIN_EGRESS, Handle: aclFilterHandle,
+			Protocol: unix.ETH_P_ALL, Priority: aclFilterPrio,
+		},
+		Name: ACLFilterName, DirectAction: true, Fd: fd,
+	}
+}
+
+// AttachEgress attaches the collection's tc egress ACL program to
+// ifindex (in the calling thread's network namespace): clsact is added
+// when missing, the filter (prio 0xac, handle 1, direct action) is
+// replaced in one netlink request, so re-attaching (or attaching after a
+// restart, over the previous run's filter) never leaves the port without
+// its egress ACL. Idempotent. Close leaves the filter in place (it holds
+// the program, which uses the pinned maps); DetachEgress and Remove take
+// it off.
+//
+// Equivalent to: tc qdisc add dev $l clsact; tc filter replace dev $l
+// egress prio 172 handle 1 bpf da obj impair.o sec tc name switchyard_acl
+func (p *Port) AttachEgress(ifindex int) error {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink handle: %w", err)
+	}
+	defer h.Close()
+	if p.acl.egress.ifindex != 0 && p.acl.egress.ifindex != ifindex {
+		if err := p.DetachEgress(); err != nil {
+			return err
+		}
+	}
+	created, err := tcfilter.EnsureClsact(h, ifindex)
+	if err != nil {
+		return fmt.Errorf("ifindex %d: add clsact qdisc for the egress ACL: %w", ifindex, err)
+	}
+	if err := h.FilterReplace(aclFilter(ifindex, p.objs.AclEgress.FD())); err != nil {
+		if created {
+			h.QdiscDel(tcfilter.Clsact(ifindex))
+		}
+		return fmt.Errorf("ifindex %d: attach egress ACL program: %w", ifindex, err)
+	}
+	p.acl.egress.ifindex = ifindex
+	return nil
+}
+
+// DetachEgress takes the egress ACL filter off again, and clsact when no
+// filter is left on it. Not attached is no error. After a restart (no
+// AttachEgress in this process) it detaches from the port the XDP
+// program is attached to.
+//
+// Equivalent to: tc filter del dev $l egress prio 172 handle 1 bpf;
+// tc qdisc del dev $l clsact
+func (p *Port) DetachEgress() error {
+	idx := p.acl.egress.ifindex
+	if idx == 0 && p.link != nil {
+		if info, err := p.link.Info(); err == nil && info.XDP() != nil {
+			idx = int(info.XDP().Ifindex)
+		}
+	}
+	if idx == 0 {
+		return nil
+	}
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink handle: %w", err)
+	}
+	defer h.Close()
+	f := aclFilter(idx, -1)
+	if err := h.FilterDel(f); err != nil && !tcfilter.Gone(err) && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("ifindex %d: detach egress ACL program: %w", idx, err)
+	}
+	if err := tcfilter.DeleteClsactIfUnused(h, idx); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("ifindex %d: %w", idx, err)
+	}
+	p.acl.egress.ifindex = 0
+	return nil
+}
