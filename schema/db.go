@@ -41,7 +41,7 @@ const (
 var ConfigTables = []string{
 	TablePort, TablePortTuning, TableVRF, TablePortChannel, TablePortChannelMember, TableVlan, TableVlanMember,
 	TableInterface, TableVlanInterface, TablePortChannelInterface, TableLoopback, TableVxlanTunnel,
-	TableVxlanTunnelMap, TableVxlanRemoteVNI, TableStaticRoute, TableFDB, TableImpairment, TableImpairmentFlow,
+	TableVxlanTunnelMap, TableVxlanRemoteVNI, TableStaticRoute, TableFDB, TableImpairmentSchedule, TableImpairment, TableImpairmentFlow,
 }
 
 // KeyConfigDBInitialized is the plain string key in CONFIG_DB that says the

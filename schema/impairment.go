@@ -104,6 +104,9 @@ type ImpairmentProfile struct {
 // Impairment is an IMPAIRMENT entry: the profile of packets arriving on Port.
 type Impairment struct {
 	Port string
+	// Schedule names the IMPAIRMENT_SCHEDULE whose current step overrides
+	// the profile's fields ("" = none; schedule.go).
+	Schedule string
 	ImpairmentProfile
 }
 
@@ -126,6 +129,7 @@ type ImpairmentFlow struct {
 	VLAN       int // outer 802.1Q VID 1-4094; 0 = any
 	Priority   int // higher wins; ties go to the smaller name
 	Scope      FlowScope
+	Schedule   string // IMPAIRMENT_SCHEDULE name, "" = none (schedule.go)
 	ImpairmentProfile
 }
 
@@ -154,7 +158,13 @@ func (r Impairment) Table() string { return TableImpairment }
 func (r Impairment) Key() string { return r.Port }
 
 // Fields implements Record.
-func (r Impairment) Fields() Fields { return withNull(r.ImpairmentProfile.fields(Fields{})) }
+func (r Impairment) Fields() Fields {
+	f := Fields{}
+	if r.Schedule != "" {
+		f[FieldSchedule] = r.Schedule
+	}
+	return withNull(r.ImpairmentProfile.fields(f))
+}
 
 // Table implements Record.
 func (r ImpairmentFlow) Table() string { return TableImpairmentFlow }
@@ -191,6 +201,9 @@ func (r ImpairmentFlow) Fields() Fields {
 	}
 	if r.Scope == ScopeFlow {
 		f[FieldScope] = string(ScopeFlow)
+	}
+	if r.Schedule != "" {
+		f[FieldSchedule] = r.Schedule
 	}
 	return withNull(r.ImpairmentProfile.fields(f))
 }
@@ -284,6 +297,10 @@ func ParseImpairment(key string, f Fields) (Impairment, error) {
 	}
 	r := Impairment{Port: key}
 	used := map[string]bool{}
+	var err error
+	if r.Schedule, err = parseScheduleRef(t, key, f, used); err != nil {
+		return zero, err
+	}
 	if err := parseProfile(t, key, f, used, &r.ImpairmentProfile); err != nil {
 		return zero, err
 	}
@@ -389,6 +406,10 @@ func ParseImpairmentFlow(key string, f Fields) (ImpairmentFlow, error) {
 		default:
 			return zero, valueError(t, key, FieldScope, v, "rule or flow")
 		}
+	}
+	var err error
+	if r.Schedule, err = parseScheduleRef(t, key, f, used); err != nil {
+		return zero, err
 	}
 	if err := parseProfile(t, key, f, used, &r.ImpairmentProfile); err != nil {
 		return zero, err
@@ -560,6 +581,7 @@ func knownFields(t string) []string {
 		FieldPeriod, FieldRate, FieldBurst, FieldCorrupt, FieldSeed}
 	names = append(names, modelFields...)
 	names = append(names, EDTFields...)
+	names = append(names, FieldSchedule) // last: profileFields cuts it
 	if t == TableImpairmentFlow {
 		names = append([]string{FieldSrc, FieldDst, FieldProto, FieldSport, FieldDport, FieldDSCP,
 			FieldFlowVLAN, FieldPriority, FieldScope}, names...)

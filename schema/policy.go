@@ -101,6 +101,8 @@ func KnownFields(table string) []string {
 		names = knownFields(table)
 	case TablePortTuning:
 		names = PortTuningFields
+	case TableImpairmentSchedule:
+		names = scheduleFieldNames
 	default:
 		names = sonicFields[table]
 	}
