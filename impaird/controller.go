@@ -46,6 +46,7 @@ func newController(h *engine.Handle, c Config) (*controller, error) {
 		append(append([]string(nil), counterFields...), edtCounterFields...))
 	h.Cache.Index(schema.TableImpairmentFlow, flowPort)
 	registerMetrics(h.Registry, d)
+	d.sch.register(h.Registry)
 	return &controller{d: d, h: h, inst: inst, nl: nl}, nil
 }
 
@@ -60,13 +61,16 @@ func flowPort(key string) string {
 
 // Tables are impaird's CONFIG_DB tables.
 func (c *controller) Tables() []string {
-	return []string{schema.TableImpairment, schema.TableImpairmentFlow}
+	return []string{schema.TableImpairment, schema.TableImpairmentFlow, schema.TableImpairmentSchedule}
 }
 
 // Item is the port a key impairs.
 func (c *controller) Item(table, key string) string {
-	if table == schema.TableImpairmentFlow {
+	switch table {
+	case schema.TableImpairmentFlow:
 		return flowPort(key)
+	case schema.TableImpairmentSchedule:
+		return scheduleItem(key)
 	}
 	if key == "" {
 		return badKeysPort
@@ -76,6 +80,9 @@ func (c *controller) Item(table, key string) string {
 
 // Reconcile brings one port in line with the cache.
 func (c *controller) Reconcile(ctx context.Context, port string) error {
+	if name, ok := isScheduleItem(port); ok {
+		return c.d.reconcileSchedule(ctx, name)
+	}
 	_, err := c.d.reconcile(ctx, port)
 	return err
 }
@@ -88,6 +95,7 @@ func (c *controller) Sweep(ctx context.Context) error { return c.d.sweep(ctx) }
 // re-queues the port — no polling), writes counters every
 // CountersInterval, and rewrites them when COUNTERS_DB was emptied.
 func (c *controller) Start(ctx context.Context) error {
+	c.d.sch.base = ctx // schedule runners end with the daemon
 	evs, err := c.nl.Watch(ctx, netlinkmgr.WatchOptions{ErrorCallback: func(err error) {
 		c.h.Log.WithError(err).Warn("netlink subscription")
 	}})
@@ -133,6 +141,7 @@ func (c *controller) Start(ctx context.Context) error {
 
 // Close releases file descriptors; what is installed stays.
 func (c *controller) Close() error {
+	c.d.stopSchedules()
 	c.d.closePorts()
 	c.inst.Close()
 	c.d.k.Close()

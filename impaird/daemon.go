@@ -75,7 +75,7 @@ func Run(ctx context.Context, c Config) error {
 	}
 	return engine.Run(ctx, engine.Config{
 		Name: "impaird", RedisURL: c.RedisURL, Log: c.Log, Registry: c.Registry, Ready: c.Ready,
-		ResultFields: []string{FieldXDPMode, FieldProgID},
+		ResultFields: append([]string{FieldXDPMode, FieldProgID}, scheduleResultFields...),
 		Warn:         schema.FieldsWarning,
 		Queue:        workqueue.Options{BaseDelay: 50 * time.Millisecond, MaxDelay: 5 * time.Second},
 	}, func(h *engine.Handle) (engine.Controller, error) { return newController(h, c) })
@@ -108,6 +108,8 @@ type daemon struct {
 	plans map[string]*bpf.Plan
 	// applyPlan replaces bpf.Port.Apply in tests (nil: Apply).
 	applyPlan func(*bpf.Port, *bpf.Plan) error
+	// sch is the schedules (schedule.go).
+	sch *schedState
 }
 
 func newDaemon(c Config, k *kernel) *daemon {
@@ -116,7 +118,7 @@ func newDaemon(c Config, k *kernel) *daemon {
 		imp: map[string]schema.Fields{}, flows: map[string]map[string]schema.Fields{},
 		ports: map[string]*bpf.Port{}, entries: map[string]engine.Entry{},
 		goodImp: map[string]schema.Fields{}, goodFlows: map[string]map[string]schema.Fields{},
-		plans: map[string]*bpf.Plan{},
+		plans: map[string]*bpf.Plan{}, sch: newSchedState(),
 	}
 }
 

@@ -1,6 +1,7 @@
 package impaird
 
 import (
+	"fmt"
 	"maps"
 
 	"github.com/switchyard-net/switchyard/schema"
@@ -31,7 +32,11 @@ func (d *daemon) parseImp(port string) (imp *schema.Impairment, prev bool, err e
 		delete(d.goodImp, port)
 		return nil, false, nil
 	}
+	f, step := d.stepFields(f) // a schedule's current step over the base (schedule.go)
 	r, err := schema.ParseImpairment(port, f)
+	if err != nil && step != "" {
+		err = fmt.Errorf("%s over this key's fields: %w", step, err)
+	}
 	if err == nil {
 		d.goodImp[port] = maps.Clone(f)
 		return &r, false, nil
@@ -51,12 +56,16 @@ func (d *daemon) parseImp(port string) (imp *schema.Impairment, prev bool, err e
 // parseFlow is parseImp for the IMPAIRMENT_FLOW key of port (the key is
 // configured: d.flows[port][key] exists).
 func (d *daemon) parseFlow(port, key string) (flow *schema.ImpairmentFlow, prev bool, err error) {
-	r, err := schema.ParseImpairmentFlow(key, d.flows[port][key])
+	f, step := d.stepFields(d.flows[port][key]) // a schedule's current step over the base (schedule.go)
+	r, err := schema.ParseImpairmentFlow(key, f)
+	if err != nil && step != "" {
+		err = fmt.Errorf("%s over this key's fields: %w", step, err)
+	}
 	if err == nil {
 		if d.goodFlows[port] == nil {
 			d.goodFlows[port] = map[string]schema.Fields{}
 		}
-		d.goodFlows[port][key] = maps.Clone(d.flows[port][key])
+		d.goodFlows[port][key] = maps.Clone(f)
 		return &r, false, nil
 	}
 	g, ok := d.goodFlows[port][key]

@@ -51,6 +51,7 @@ func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, err
 	if d.edt != nil && port != badKeysPort {
 		// Delay/jitter/shaping span ports (marked at ingress, timed at
 		// every egress): the whole namespace is brought in line.
+		d.waitStep(port)
 		if eerr := d.syncEDT(); eerr != nil && err == nil {
 			err = eerr
 		}
@@ -67,6 +68,7 @@ func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, err
 			}
 		}
 	}
+	d.scheduleResults(port, out)
 	if werr := d.writeResults(ctx, port, out); werr != nil && err == nil {
 		err = werr
 	}
@@ -220,6 +222,7 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		}
 		d.cfg.Log.WithFields(map[string]any{"port": port, "prog_id": p.ProgramID()}).Info(msg)
 	}
+	d.waitStep(port) // a schedule's step prepared ahead: written at its due time
 	if err := d.apply(p, plan); err != nil {
 		// Put the last plan applied back (Apply changes the maps step by
 		// step; a failure may leave some steps done).
