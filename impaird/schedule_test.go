@@ -200,4 +200,3 @@ func TestScheduleOnFlowRule(t *testing.T) {
 		t.Fatalf("rule result %v, want schedule_step 1", r)
 	}
 }
-
