@@ -124,6 +124,8 @@ func flagValues(ctx context.Context, env *Env, name string) []string {
 		return []string{"tcp", "udp", "icmp", "icmpv6"}
 	case "timeout":
 		return []string{"10s", "30s", "1m", "5m"}
+	case "schedule":
+		return liveNames(ctx, env, schema.TableImpairmentSchedule, 0)
 	}
 	return nil
 }
@@ -142,6 +144,8 @@ func argValues(ctx context.Context, env *Env, c *Command, kind string, pos []str
 		return out
 	case "VLAN":
 		return vlanNames(ctx, env)
+	case "SCHEDULE":
+		return liveNames(ctx, env, schema.TableImpairmentSchedule, 0)
 	case "IFNAME":
 		return append(liveNames(ctx, env, schema.TablePort, 0), vlanNames(ctx, env)...)
 	case "ADDR/LEN":

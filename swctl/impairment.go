@@ -97,7 +97,7 @@ flag for pass through with --field NAME=VALUE.`,
 		Examples: append(set.Examples,
 			"swctl config impairment flow add Ethernet0 dns --dst 10.0.0.0/24 --proto udp --dport 53 --loss 5",
 			"swctl config impairment del Ethernet1"),
-		Sub: []*Command{set, del, flowCommand()},
+		Sub: []*Command{set, del, flowCommand(), scheduleCommand()},
 	}
 }
 

@@ -113,7 +113,8 @@ IRQs).`, []string{"swctl show port tuning", "swctl show port tuning --json"}, fa
 impaird's result and XDP mode (STATE_DB IMPAIRMENT_TABLE, IMPAIRMENT_FLOW_TABLE).
 --counters shows COUNTERS_DB IMPAIRMENT_COUNTERS:PORT[|RULE] instead, with the
 measured loss percent (dropped / rx_packets).`,
-				[]string{"swctl show impairment", "swctl show impairment --counters"}, true, false, showImpairment),
+				[]string{"swctl show impairment", "swctl show impairment --counters"}, true, false, showImpairment).
+				with(showImpairmentScheduleCommand()),
 			showLeaf("state", "the result of every CONFIG_DB entry (STATE_DB *_TABLE)",
 				`The result of every entry of switchyard's CONFIG_DB tables: ok, pending (with
 what it waits for), error (with the reason), or "-" when no daemon has written
