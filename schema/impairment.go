@@ -581,7 +581,7 @@ func knownFields(t string) []string {
 		FieldPeriod, FieldRate, FieldBurst, FieldCorrupt, FieldSeed}
 	names = append(names, modelFields...)
 	names = append(names, EDTFields...)
-	names = append(names, FieldSchedule) // last: profileFields cuts it
+	names = append(names, FieldSchedule) // not a step field (schedule.go)
 	if t == TableImpairmentFlow {
 		names = append([]string{FieldSrc, FieldDst, FieldProto, FieldSport, FieldDport, FieldDSCP,
 			FieldFlowVLAN, FieldPriority, FieldScope}, names...)

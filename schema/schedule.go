@@ -371,7 +371,7 @@ func ParseImpairmentSchedule(key string, f Fields) (ImpairmentSchedule, error) {
 // fields (not schedule).
 func profileFields() []string { return stepFieldNames }
 
-var stepFieldNames = func() []string { k := knownFields(TableImpairment); return k[:len(k)-1] }()
+var stepFieldNames = slices.DeleteFunc(knownFields(TableImpairment), func(n string) bool { return n == FieldSchedule })
 
 // parseScheduleRef reads the schedule field of an IMPAIRMENT or
 // IMPAIRMENT_FLOW key.
