@@ -43,6 +43,7 @@ func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, err
 	if port == "" || strings.HasPrefix(port, badKeysPort) {
 		port = badKeysPort
 	}
+	d.ensureSchedules(ctx, port) // schedule.go: a step, not the base, when impaird starts
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.refresh(port)

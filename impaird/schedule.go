@@ -450,6 +450,40 @@ func (d *daemon) scheduleResults(port string, out *outcome) {
 	}
 }
 
+// ensureSchedules starts the runners of the valid schedules port's keys
+// follow that have none yet (impaird just started and the port's item came
+// before the schedule's), so the port gets its step and not, for a moment,
+// its base profile. d.mu not held.
+func (d *daemon) ensureSchedules(ctx context.Context, port string) {
+	if d.h == nil || port == badKeysPort {
+		return
+	}
+	names := map[string]bool{}
+	if e, ok := d.h.Cache.Get(schema.TableImpairment, port); ok && e.Fields[schema.FieldSchedule] != "" {
+		names[e.Fields[schema.FieldSchedule]] = true
+	}
+	for _, key := range d.h.Cache.ByIndex(schema.TableImpairmentFlow, port) {
+		if e, ok := d.h.Cache.Get(schema.TableImpairmentFlow, key); ok && e.Fields[schema.FieldSchedule] != "" {
+			names[e.Fields[schema.FieldSchedule]] = true
+		}
+	}
+	for name := range names {
+		d.mu.Lock()
+		running := d.sch.byName[name] != nil
+		f, ok := d.schedFields(name)
+		d.mu.Unlock()
+		if running || !ok {
+			continue
+		}
+		if _, err := schema.ParseImpairmentSchedule(name, f); err != nil {
+			continue // its own item reports it; the port stays pending
+		}
+		if err := d.reconcileSchedule(ctx, name); err != nil {
+			d.h.Enqueue(scheduleItem(name))
+		}
+	}
+}
+
 // stopSchedules ends every runner (daemon shutdown; tests).
 func (d *daemon) stopSchedules() {
 	d.mu.Lock()

@@ -11,8 +11,9 @@ import (
 )
 
 // Schedules (IMPAIRMENT_SCHEDULE): steps of a second, so a burst of
-// datagrams falls inside one step; a burst counts only when the step
-// reported in STATE_DB is the same before and after it.
+// datagrams falls inside one step; a burst is sent 100-700 ms into a step
+// and counts only when the step reported in STATE_DB is the same before
+// and after it.
 
 // step is the schedule's current step and its start, from STATE_DB.
 func (e *env) step(name string) (step, since string) {
@@ -30,6 +31,12 @@ func (e *env) observe(name string, r *e2eutil.UDPCounter, s *net.UDPConn, want m
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		step, since := e.step(name)
+		// Steps are 1 s long: burst only well inside one (STATE_DB is
+		// written a little after the kernel switched).
+		if t, err := time.Parse(time.RFC3339Nano, since); err != nil || time.Since(t) < 100*time.Millisecond || time.Since(t) > 700*time.Millisecond {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
 		before := r.Count()
 		e2eutil.SendUDP(e.T, s, n)
 		got := r.Settle() - before
