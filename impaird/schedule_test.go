@@ -86,7 +86,7 @@ func TestScheduleLoopsOnPort(t *testing.T) {
 	if base.Loss != 0 {
 		t.Fatalf("base profile has loss: %+v", base)
 	}
-	if err := k.setSchedule("s", "steps", "0s loss 0; 30ms loss 100; 60ms loss 0; 90ms end", "loop", "true"); err != nil {
+	if err := k.setSchedule("s", "steps", "0s loss 0; 100ms loss 100; 200ms loss 0; 300ms end", "loop", "true"); err != nil {
 		t.Fatal(err)
 	}
 	var steps []int
@@ -176,7 +176,7 @@ func TestScheduleOnFlowRule(t *testing.T) {
 	}
 	k.set(schema.TableImpairmentFlow, "Ethernet0|udp", "proto", "udp", "schedule", "f", "rate", "10mbit")
 	k.reconcile("Ethernet0")
-	if err := k.setSchedule("f", "steps", "0s loss 50; 20ms loss 0"); err != nil {
+	if err := k.setSchedule("f", "steps", "0s loss 50; 200ms loss 0"); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []int{0, 1} {
