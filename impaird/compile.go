@@ -15,11 +15,15 @@ import (
 // EDT fields, or without an id, carries none.
 func compilePlan(imp *schema.Impairment, flows []schema.ImpairmentFlow, classes map[string]uint32) (*bpf.Plan, error) {
 	var port *bpf.Spec
+	rules := make([]bpf.RuleSpec, 0, len(flows)+1)
 	if imp != nil {
 		s := xdpSpec(&imp.ImpairmentProfile)
-		port = &s
+		if imp.Schedule != "" {
+			rules = append(rules, schedPortRuleSpec(s)) // schedule.go: steps without an RCU wait
+		} else {
+			port = &s
+		}
 	}
-	rules := make([]bpf.RuleSpec, 0, len(flows))
 	for i := range flows {
 		rules = append(rules, ruleSpec(&flows[i], classes[flows[i].Name]))
 	}

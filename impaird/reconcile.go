@@ -153,7 +153,7 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	}
 	// Random loss of a shaping port follows the shaping (egress program).
 	_, xdpImp := edtSplit(imp)
-	if imp != nil && len(flowKeys) == 0 && imp.EDT.Active() && !xdpImp.Impairs() {
+	if imp != nil && len(flowKeys) == 0 && imp.EDT.Active() && !xdpImp.Impairs() && imp.Schedule == "" {
 		// Delay/jitter/shaping only: nothing for XDP to do, so no XDP
 		// program (syncEDT does the rest); one attached before goes.
 		if err := d.teardown(port); err != nil {
@@ -322,7 +322,7 @@ func (d *daemon) writeCounters(ctx context.Context) error {
 			total.DroppedRate += c.DroppedRate
 			total.Corrupted += c.Corrupted
 			total.Duplicated += c.Duplicated
-			if name != "" {
+			if name != "" && name != schedPortRule {
 				want[schema.CountersKey(schema.ImpairmentCountersTable, port+schema.ConfigSep+name)] = counterHash(c)
 			}
 		}

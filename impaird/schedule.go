@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-net/switchyard/bpf"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -23,6 +24,22 @@ import (
 // goes through the same parse, compile and Apply (XDP maps) and syncEDT
 // (delay/jitter/shape classes) as any edit. A step that does not parse
 // over a key's base keeps that key on its previous fields (lastgood.go).
+
+// schedPortRule is the rule a port profile that follows a schedule is
+// compiled into: a catch-all rule ranked below every IMPAIRMENT_FLOW rule
+// (priority -1; user priorities are 0-65535), which matches exactly the
+// packets the port profile would (IP packets no rule matches; non-IP
+// frames pass either way). A rule's profile lives in the match hash maps,
+// so a step is two hash updates (IPv4, IPv6 entry) that return at once,
+// where the port profile's array-of-maps swap waits for an RCU grace
+// period (8-25 ms here) before the next step can be written. No user rule
+// can be so named ('~' is not allowed); its counters are in the port's
+// total only.
+const schedPortRule = "~schedule"
+
+func schedPortRuleSpec(s bpf.Spec) bpf.RuleSpec {
+	return bpf.RuleSpec{Name: schedPortRule, Priority: -1, Spec: s}
+}
 
 // stepLead is how long before a boundary the runner wakes to prepare the
 // step (refresh, parse, compile: a few hundred µs, more under load); the
@@ -283,6 +300,9 @@ func (d *daemon) resumeFrom(ctx context.Context, name, gen string) (time.Time, b
 func (d *daemon) runSchedule(ctx context.Context, sc *schedule, tm timer) {
 	defer close(sc.done)
 	defer tm.close()
+	if err := realtimeThread(); err != nil {
+		d.cfg.Log.WithError(err).WithField("schedule", sc.name).Debug("schedule runner stays SCHED_OTHER")
+	}
 	n := len(sc.s.Steps)
 	var target time.Duration // the boundary woken for (0: the first run)
 	for {

@@ -3,6 +3,7 @@ package impaird
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -93,6 +94,21 @@ func (t *fdTimer) sleepUntil(ctx context.Context, at time.Duration) error {
 			return nil
 		}
 	}
+}
+
+// realtimeThread pins the calling goroutine to its thread for good and
+// makes that thread SCHED_FIFO priority 1 (sched_setattr(2); chrt -f 1):
+// its timerfd wake-up then preempts ordinary tasks instead of waiting for
+// a CFS slice on a busy host. The runner sleeps almost all the time and
+// the kernel's RT throttling bounds it anyway. The thread ends with the
+// goroutine (never unlocked), so no other goroutine inherits the policy.
+func realtimeThread() error {
+	runtime.LockOSThread()
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}
+	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+		return fmt.Errorf("sched_setattr SCHED_FIFO: %w", err)
+	}
+	return nil
 }
 
 func (t *fdTimer) close() {

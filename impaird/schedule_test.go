@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-net/switchyard/bpf"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -28,7 +29,7 @@ func watchSteps(k *kernelDaemon, port string) *stepLog {
 		k.d.mu.Lock()
 		if p := k.d.ports[port]; p != nil {
 			if m, err := p.Profiles(); err == nil {
-				loss = m[""].Loss
+				loss = portProfile(m).Loss
 			}
 		}
 		k.d.mu.Unlock()
@@ -39,6 +40,15 @@ func watchSteps(k *kernelDaemon, port string) *stepLog {
 		l.ch <- ev
 	}
 	return l
+}
+
+// portProfile is the port's profile among a port's profiles: the
+// catch-all rule of a port following a schedule, else the port slot's.
+func portProfile(m map[string]bpf.Profile) bpf.Profile {
+	if p, ok := m[schedPortRule]; ok {
+		return p
+	}
+	return m[""]
 }
 
 // wait returns the next step event (fails after 10 s).
@@ -82,8 +92,8 @@ func TestScheduleLoopsOnPort(t *testing.T) {
 	k.set(schema.TableImpairment, "Ethernet0", "schedule", "s", "corrupt", "1")
 	res := k.reconcile("Ethernet0")
 	wantOK(t, res, impResult("Ethernet0")) // without the schedule: the base profile
-	base := k.profiles("Ethernet0")[""]
-	if base.Loss != 0 {
+	base := portProfile(k.profiles("Ethernet0"))
+	if base.Loss != 0 || base.Corrupt == 0 {
 		t.Fatalf("base profile has loss: %+v", base)
 	}
 	if err := k.setSchedule("s", "steps", "0s loss 0; 100ms loss 100; 200ms loss 0; 300ms end", "loop", "true"); err != nil {
@@ -125,7 +135,7 @@ func TestScheduleLoopsOnPort(t *testing.T) {
 	if err := k.setSchedule("s"); err != nil {
 		t.Fatal(err)
 	}
-	if got := k.profiles("Ethernet0")[""]; got.Loss != 0 || got.Corrupt != base.Corrupt {
+	if got := portProfile(k.profiles("Ethernet0")); got.Loss != 0 || got.Corrupt != base.Corrupt {
 		t.Fatalf("after the schedule's delete: %+v, want the base %+v", got, base)
 	}
 	res = k.reconcileAll("Ethernet0")
