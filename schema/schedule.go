@@ -78,14 +78,14 @@ type ImpairmentSchedule struct {
 // scheduleGroups are fields that go together: a step naming any field of
 // a group replaces the base profile's whole group (so a step "loss 2" over
 // a gilbert base is random loss 2 %, and "rate 1mbit" drops the base's
-// burst). Names the schema does not know (yet) are harmless here.
+// burst). (A new field that depends on another belongs in its group.)
 var scheduleGroups = [][]string{
 	{FieldLoss, FieldLossModel, FieldGEP, FieldGER, FieldGELossGood, FieldGELossBad, FieldPeriod,
-		"loss_corr", "p13", "p31", "p32", "p23", "p14"},
+		FieldLossCorr, FieldP13, FieldP31, FieldP32, FieldP23, FieldP14},
 	{FieldRate, FieldBurst},
 	{FieldShape, FieldShapeLimit},
 	{FieldJitter, FieldJitterDistribution},
-	{"slot", "slot_packets", "slot_bytes"},
+	{FieldSlot, FieldSlotPackets, FieldSlotBytes, FieldSlotDistribution},
 }
 
 // ApplyStep returns base with step's fields laid over it: a step field

@@ -113,6 +113,14 @@ func TestApplyStep(t *testing.T) {
 	if _, err := ParseImpairment("Ethernet0", got); err != nil {
 		t.Fatal(err)
 	}
+	state := Fields{FieldLossModel: "state", FieldP13: "5", FieldSlot: "10ms", FieldSlotPackets: "4"}
+	got = ApplyStep(state, Fields{FieldLoss: "2", FieldLossCorr: "25", FieldSlot: "20ms"})
+	if want := (Fields{FieldLoss: "2", FieldLossCorr: "25", FieldSlot: "20ms"}); !maps.Equal(got, want) {
+		t.Fatalf("netem models: got %v want %v", got, want)
+	}
+	if _, err := ParseImpairment("Ethernet0", got); err != nil {
+		t.Fatal(err)
+	}
 	if !maps.Equal(ApplyStep(base, Fields{}), base) {
 		t.Error("an empty step changed the base")
 	}
