@@ -255,6 +255,17 @@ say "swctl show impairment --counters"
 swctl show impairment --counters
 say "swctl show interfaces --counters"
 swctl show interfaces --counters
+
+say "A schedule: packets arriving on Ethernet1 alternate between no loss and 100% loss every 0.5 s"
+swctl config impairment schedule add blink --steps "0s loss 0; 500ms loss 100; 1s end" --loop
+swctl config impairment set Ethernet1 --clear --schedule blink
+swctl wait --timeout "$WAIT" || note "the schedule is not applied (above); continuing"
+for i in 1 2 3 4; do
+	swctl show impairment schedule | tail -n +3
+	for t in $TARGETS; do case $t in h1:*) ping_summary "$H0" "$t" 10 0.02 ;; esac; done
+	sleep 0.1
+done
+swctl config impairment set Ethernet1 --clear --loss 20 --seed 7
 if [ -n "$MISSING" ]; then
 	note "ran without:$MISSING (not built or exited); their tables stay empty"
 fi
