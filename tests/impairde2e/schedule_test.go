@@ -85,6 +85,17 @@ func TestImpairdSchedulePort(t *testing.T) {
 		c := e.counters("Ethernet0")
 		return c["dropped_loss"] > 0 && c["passed"] > 0 && consistent(c), fmt.Sprint(c)
 	})
+	// The scheduled port profile runs as a catch-all rule below every
+	// IMPAIRMENT_FLOW rule: a rule exempting UDP 9002 still wins, and the
+	// catch-all rule has no counters row of its own.
+	e.HSet("IMPAIRMENT_FLOW|Ethernet0|pass9002", "proto", "udp", "dport", "9002")
+	e.WaitOK("IMPAIRMENT_FLOW|Ethernet0|pass9002")
+	e.observe("blink", e.listen(9002), e.sender(9002), map[string]bool{"0": true, "1": true, "2": true}, []string{"1"})
+	if keys := e2eutil.Keys(e.Counters, "IMPAIRMENT_COUNTERS:Ethernet0|~*"); len(keys) != 0 {
+		t.Errorf("counters of the internal rule: %v", keys)
+	}
+	e.Del("IMPAIRMENT_FLOW|Ethernet0|pass9002")
+	e.WaitGone("IMPAIRMENT_FLOW|Ethernet0|pass9002")
 	started := e.Result("IMPAIRMENT_SCHEDULE|blink")["started"]
 
 	// A bad step: an error naming the step and the field; the schedule
