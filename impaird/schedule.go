@@ -205,8 +205,21 @@ func (d *daemon) scheduleUsers(name string) []string {
 // started time in STATE_DB); an invalid one keeps its last good version
 // running; a deleted one stops, its ports back on their base profile.
 func (d *daemon) reconcileSchedule(ctx context.Context, name string) error {
+	// A schedule without a runner may be resumed: its STATE_DB result is
+	// read before d.mu is taken (a Redis round trip).
 	d.mu.Lock()
 	f, ok := d.schedFields(name)
+	running := d.sch.byName[name] != nil
+	d.mu.Unlock()
+	var resume time.Time
+	var resumeOK bool
+	var resumeGen string
+	if ok && !running {
+		resumeGen = schema.Generation(f)
+		resume, resumeOK = d.resumeFrom(ctx, name, resumeGen)
+	}
+	d.mu.Lock()
+	f, ok = d.schedFields(name)
 	sc := d.sch.byName[name]
 	if !ok {
 		var users []string
@@ -246,10 +259,8 @@ func (d *daemon) reconcileSchedule(ctx context.Context, name string) error {
 	old := sc
 	now, wall := d.sch.clock.now(), d.sch.clock.wall()
 	sc = &schedule{name: name, gen: gen, s: s, start: now, startWall: wall, done: make(chan struct{})}
-	if old == nil {
-		if started, ok := d.resumeFrom(ctx, name, gen); ok && !started.After(wall) {
-			sc.start, sc.startWall = now-wall.Sub(started), started
-		}
+	if old == nil && resumeOK && !resume.After(wall) && resumeGen == gen {
+		sc.start, sc.startWall = now-wall.Sub(resume), resume
 	}
 	sc.step, sc.since, _ = s.StepAt(now - sc.start)
 	rctx, cancel := context.WithCancel(d.sch.base)

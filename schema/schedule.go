@@ -195,9 +195,6 @@ func FormatStep(st ScheduleStep) string {
 	return b.String()
 }
 
-// CycleLen is the length of one cycle (End), 0 without an end.
-func (s *ImpairmentSchedule) CycleLen() time.Duration { return s.End }
-
 // StepAt returns the index of the step in effect at offset t since the
 // start (cycling when Loop), the offset since the start at which it began,
 // and the offset of the next boundary (-1: none, the step lasts). Past the
