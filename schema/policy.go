@@ -101,6 +101,8 @@ func KnownFields(table string) []string {
 		names = knownFields(table)
 	case TablePortTuning:
 		names = PortTuningFields
+	case TableTrafficGen:
+		names = trafficFields
 	default:
 		names = sonicFields[table]
 	}
