@@ -18,6 +18,7 @@ const (
 	CounterPackets    = "packets"    // frames the kernel took
 	CounterBytes      = "bytes"      // their bytes with FCS
 	CounterDropped    = "dropped"    // frames the device refused (veth: the peer's backlog was full)
+	CounterLate       = "late"       // frames never sent: the sender was held up longer than the 1 s bucket (CPU contention)
 	CounterPPS        = "pps"        // achieved over the last interval
 	CounterBPS        = "bps"        // achieved over the last interval, bit/s with FCS
 	CounterAvgPPS     = "avg_pps"    // packets / elapsed
@@ -25,7 +26,7 @@ const (
 	CounterGeneration = "generation" // the generation of the fields these counters are of
 )
 
-var counterFields = []string{CounterPackets, CounterBytes, CounterDropped, CounterPPS, CounterBPS,
+var counterFields = []string{CounterPackets, CounterBytes, CounterDropped, CounterLate, CounterPPS, CounterBPS,
 	CounterAvgPPS, CounterElapsed, CounterGeneration}
 
 // rateSample is the previous counters sample of a stream.
@@ -61,7 +62,7 @@ func (c *controller) writeCounters(ctx context.Context) error {
 func progressHash(p progress, gen string) schema.Fields {
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	h := schema.Fields{
-		CounterPackets: u(p.Packets), CounterBytes: u(p.Bytes), CounterDropped: u(p.Dropped),
+		CounterPackets: u(p.Packets), CounterBytes: u(p.Bytes), CounterDropped: u(p.Dropped), CounterLate: u(p.Late),
 		CounterPPS: "0", CounterBPS: "0", CounterAvgPPS: "0",
 		CounterElapsed: strconv.FormatFloat(p.Elapsed.Seconds(), 'f', 3, 64), CounterGeneration: gen,
 	}
@@ -89,7 +90,7 @@ func (c *controller) loadProgress(ctx context.Context, key, gen string) (progres
 	}
 	u := func(f string) uint64 { v, _ := strconv.ParseUint(h[f], 10, 64); return v }
 	secs, _ := strconv.ParseFloat(h[CounterElapsed], 64)
-	return progress{Packets: u(CounterPackets), Bytes: u(CounterBytes), Dropped: u(CounterDropped),
+	return progress{Packets: u(CounterPackets), Bytes: u(CounterBytes), Dropped: u(CounterDropped), Late: u(CounterLate),
 		Elapsed: time.Duration(secs * float64(time.Second))}, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -17,7 +19,7 @@ import (
 // wake-ups are caught up from the bucket (up to bucketDepth of rate), so
 // the average rate holds even when a sleep overshoots.
 const (
-	bucketDepth = 20 * time.Millisecond
+	bucketDepth = time.Second
 	// spinBelow: waits shorter than this spin instead of sleeping (a
 	// sleep costs more than the gap at high rates).
 	spinBelow = 50 * time.Microsecond
@@ -28,8 +30,8 @@ const (
 // progress is what a stream has sent; it survives a restart of trafficd
 // through COUNTERS_DB (resume).
 type progress struct {
-	Packets, Bytes, Dropped uint64
-	Elapsed                 time.Duration // time spent sending
+	Packets, Bytes, Dropped, Late uint64
+	Elapsed                       time.Duration // time spent sending
 }
 
 // stream is one running TRAFFIC_GEN entry.
@@ -45,7 +47,8 @@ type stream struct {
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 	dropped atomic.Uint64
-	elapsed atomic.Int64 // ns since this run started (base excluded)
+	late    atomic.Uint64 // frames never sent: the thread was held up longer than bucketDepth
+	elapsed atomic.Int64  // ns since this run started (base excluded)
 
 	stopping atomic.Bool
 	done     chan struct{}
@@ -72,7 +75,7 @@ func newStream(key, gen string, g schema.TrafficGen, pool [][]byte, snd sender, 
 func (s *stream) snapshot() progress {
 	return progress{
 		Packets: s.base.Packets + s.packets.Load(), Bytes: s.base.Bytes + s.bytes.Load(),
-		Dropped: s.base.Dropped + s.dropped.Load(), Elapsed: s.base.Elapsed + time.Duration(s.elapsed.Load()),
+		Dropped: s.base.Dropped + s.dropped.Load(), Late: s.base.Late + s.late.Load(), Elapsed: s.base.Elapsed + time.Duration(s.elapsed.Load()),
 	}
 }
 
@@ -120,9 +123,10 @@ func (s *stream) loop() error {
 	g := s.g
 	pool := len(s.sizes)
 	idx := int(s.base.Packets % uint64(pool))
-	maxCost := 0.0
+	maxCost, avgCost := 0.0, 0.0
 	for _, c := range s.costs {
 		maxCost = max(maxCost, c)
+		avgCost += c / float64(pool)
 	}
 	depth := max(s.rate*bucketDepth.Seconds(), maxBatch*maxCost)
 	seed := uint64(1)
@@ -131,9 +135,10 @@ func (s *stream) loop() error {
 	}
 	rng := rand.New(rand.NewPCG(seed, s.base.Packets))
 	var arrivals [maxBatch + 1]float64 // poisson: due times (ns) of the batch and the one after
-	prev := s.base.Elapsed         // bursty phase continues across a resume
+	prev := s.base.Elapsed             // bursty phase continues across a resume
 	start := time.Now()
-	var tokens, last, next float64 // next: poisson's next arrival (ns)
+	// The first frame goes at once: duration d at rate r sends d*r frames.
+	tokens, last, next := s.costs[idx], 0.0, 0.0 // next: poisson's next arrival (ns)
 	for !s.stopping.Load() {
 		nowD := time.Since(start)
 		s.elapsed.Store(int64(nowD))
@@ -154,8 +159,9 @@ func (s *stream) loop() error {
 		n, cost := 0, 0.0
 		switch g.Pattern {
 		case schema.PatternPoisson:
-			if next < now-depth/s.rate*1e9 {
-				next = now - depth/s.rate*1e9 // too far behind: forget the backlog
+			if behind := now - depth/s.rate*1e9; next < behind {
+				s.late.Add(uint64((behind - next) * s.rate / 1e9 / avgCost)) // too far behind: forget the backlog
+				next = behind
 			}
 			t := next
 			for n < maxBatch && uint64(n) < remaining && t <= now {
@@ -175,7 +181,10 @@ func (s *stream) loop() error {
 				tokens += (now - last) * s.rate / 1e9
 			}
 			last = now
-			tokens = min(tokens, depth)
+			if tokens > depth {
+				s.late.Add(uint64((tokens - depth) / avgCost))
+				tokens = depth
+			}
 			for n < maxBatch && uint64(n) < remaining {
 				c := s.costs[(idx+n)%pool]
 				if cost+c > tokens {
@@ -228,12 +237,18 @@ func (s *stream) gap(t time.Duration, tokens, cost float64) time.Duration {
 	return d
 }
 
-// wait sleeps d (bounded), or spins when d is too short to sleep.
+// wait sleeps d (bounded), or spins when d is too short to sleep. The
+// sleep is clock_nanosleep on the stream's own locked thread: one kernel
+// wake-up, where time.Sleep would hop through the Go scheduler (a timer
+// on some P, then a hand-off to the locked thread) and, on a loaded host,
+// wait in the run queue twice.
 func (s *stream) wait(d time.Duration) {
 	if d < spinBelow {
 		return
 	}
-	time.Sleep(min(d, maxSleep))
+	ts := unix.NsecToTimespec(int64(min(d, maxSleep)))
+	for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, 0, &ts, &ts) == unix.EINTR {
+	}
 }
 
 func (s *stream) finish() {

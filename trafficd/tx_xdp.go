@@ -20,6 +20,7 @@ const (
 	xdpRingSize  = 2048 // TX and completion ring entries (power of two)
 	xdpTxBudget  = 256  // XDP_MAX_TX_SKB_BUDGET: frames one sendto sends (kernel default 32)
 	xdpMinChunks = 4096
+	xdpMaxQueues = 64 // queues tried when queue 0 is taken
 )
 
 // xdpRing is a mapped producer/consumer ring.
@@ -70,7 +71,7 @@ var errXDPFrameSize = errors.New("AF_XDP sends frames of at most 4092 bytes here
 // openXDP binds an AF_XDP socket to queue 0 of ifindex in copy mode and
 // lays the pool's frames into its UMEM. (No iproute2 equivalent; xdpsock
 // -t -S in the kernel samples does the same.)
-func openXDP(ifindex int, pool [][]byte) (s *xdpSender, err error) {
+func openXDP(ifindex int, pool [][]byte) (_ *xdpSender, err error) {
 	for _, f := range pool {
 		if len(f) > xdpChunk-4 {
 			return nil, errXDPFrameSize
@@ -80,7 +81,7 @@ func openXDP(ifindex int, pool [][]byte) (s *xdpSender, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open AF_XDP socket: %w", err)
 	}
-	s = &xdpSender{fd: fd, pool: len(pool)}
+	s := &xdpSender{fd: fd, pool: len(pool)}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -127,8 +128,19 @@ func openXDP(ifindex int, pool [][]byte) (s *xdpSender, err error) {
 	// Send more than 32 frames per sendto where the kernel allows it
 	// (6.17+); older kernels keep their default.
 	_ = unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, xdpTxBudget)
-	if err := unix.Bind(fd, &unix.SockaddrXDP{Flags: unix.XDP_COPY, Ifindex: uint32(ifindex), QueueID: 0}); err != nil {
-		return nil, fmt.Errorf("bind AF_XDP socket to queue 0 of ifindex %d in copy mode: %w", ifindex, err)
+	// One AF_XDP socket per queue: a port with several TX queues
+	// (veth numtxqueues) takes as many AF_XDP streams.
+	for q := uint32(0); ; q++ {
+		err := unix.Bind(fd, &unix.SockaddrXDP{Flags: unix.XDP_COPY, Ifindex: uint32(ifindex), QueueID: q})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EBUSY) || q == xdpMaxQueues-1 {
+			if errors.Is(err, unix.EINVAL) && q > 0 {
+				err = fmt.Errorf("every TX queue has an AF_XDP socket already: %w", unix.EBUSY)
+			}
+			return nil, fmt.Errorf("bind AF_XDP socket to queue %d of ifindex %d in copy mode: %w", q, ifindex, err)
+		}
 	}
 	s.txProd = atomic.LoadUint32(s.tx.producer)
 	s.cqCons = atomic.LoadUint32(s.cq.consumer)

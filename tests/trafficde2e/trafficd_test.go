@@ -1,0 +1,174 @@
+package trafficde2e
+
+import (
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/schema"
+	"github.com/switchyard-net/switchyard/tests/e2eutil"
+	"github.com/switchyard-net/switchyard/tests/testns"
+)
+
+// env is a switch whose port Ethernet0 is cabled to host namespace h1
+// (the receiver, eth0), IPv6 off on both so the receiver counts only the
+// generator's frames; trafficd runs on the switch.
+type env struct {
+	*e2eutil.Switch
+	h1       *testns.NS
+	trafficd *e2eutil.Proc
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{Switch: e2eutil.NewSwitch(t)}
+	e2eutil.DisableIPv6(t, e.NS)
+	e.h1 = e.Host("Ethernet0", "eth0")
+	e.trafficd = e.Start("trafficd", "--log-level", "debug")
+	return e
+}
+
+func (e *env) rx() uint64 { return e2eutil.RxPackets(e.T, e.h1, "eth0") }
+
+// counters reads TRAFFIC_GEN_COUNTERS:key as numbers.
+func (e *env) counters(key string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range e2eutil.HGetAll(e.Counters, schema.CountersKey(schema.TrafficGenCountersTable, key)) {
+		out[k], _ = strconv.ParseFloat(v, 64)
+	}
+	return out
+}
+
+// waitDone waits for the stream's status done and returns its counters
+// once they show the final count.
+func (e *env) waitDone(key string) map[string]float64 {
+	e.T.Helper()
+	e.WaitHash(e.State, e2eutil.ResultKey(schema.TableTrafficGen+"|"+key), map[string]string{"state": "ok", "status": "done"})
+	var c map[string]float64
+	e.Eventually("final counters of "+key, func() (bool, string) {
+		c = e.counters(key)
+		return c["pps"] == 0 && c["packets"] > 0, strconv.Quote(e2eutil.HGetAll(e.Counters, "TRAFFIC_GEN_COUNTERS:"+key)["packets"])
+	})
+	return c
+}
+
+// within reports |got-want| <= tol*want.
+func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol*want }
+
+// TestRateAccuracy: at 1 kpps and 10 kpps for 3 s, on each path, the
+// receiver counts exactly the frames the generator reports, and the
+// generator's achieved rate is within 1% of the target.
+func TestRateAccuracy(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		rate float64
+		path string
+	}{{1000, "packet"}, {10000, "packet"}, {1000, "xdp"}, {10000, "xdp"}} {
+		name := "r" + strconv.Itoa(int(c.rate)) + c.path
+		key := "Ethernet0|" + name
+		before := e.rx()
+		e.HSet("TRAFFIC_GEN|"+key, "rate", strconv.Itoa(int(c.rate))+"pps", "duration", "3s", "path", c.path)
+		res := e.WaitHash(e.State, e2eutil.ResultKey("TRAFFIC_GEN|"+key), map[string]string{"state": "ok", "path": c.path})
+		_ = res
+		ctr := e.waitDone(key)
+		got := float64(e.rx() - before)
+		t.Logf("%s: generator %v packets in %vs (avg %v pps, late %v), receiver %v", name, ctr["packets"], ctr["elapsed"], ctr["avg_pps"], ctr["late"], got)
+		if got != ctr["packets"] {
+			t.Errorf("%s: receiver counted %v frames, the generator reports %v", name, got, ctr["packets"])
+		}
+		if !within(ctr["packets"], 3*c.rate, 0.01) {
+			t.Errorf("%s: %v packets in 3s, want %v ±1%%", name, ctr["packets"], 3*c.rate)
+		}
+		if !within(ctr["avg_pps"], c.rate, 0.01) {
+			t.Errorf("%s: achieved %v pps, want %v ±1%%", name, ctr["avg_pps"], c.rate)
+		}
+		if ctr["bytes"] != 64*ctr["packets"] {
+			t.Errorf("%s: %v bytes for %v frames of 64 bytes", name, ctr["bytes"], ctr["packets"])
+		}
+	}
+}
+
+// TestCountStopsAndDeleteStops: count stops by itself at exactly count
+// frames; a stream without a limit stops when its key is deleted, and its
+// result and counters go.
+func TestCountStopsAndDeleteStops(t *testing.T) {
+	e := newEnv(t)
+	before := e.rx()
+	e.HSet("TRAFFIC_GEN|Ethernet0|c", "rate", "20kpps", "count", "5000", "size", "imix")
+	c := e.waitDone("Ethernet0|c")
+	if got := e.rx() - before; c["packets"] != 5000 || got != 5000 {
+		t.Errorf("count 5000: generator %v, receiver %d", c["packets"], got)
+	}
+	if want := float64(5000/12) * (7*64 + 4*576 + 1500); c["bytes"] < want {
+		t.Errorf("imix bytes %v, want at least %v", c["bytes"], want)
+	}
+
+	e.HSet("TRAFFIC_GEN|Ethernet0|u", "rate", "2kpps", "proto", "tcp", "dport", "80", "vlan", "10", "dscp", "46")
+	e.WaitHash(e.State, e2eutil.ResultKey("TRAFFIC_GEN|Ethernet0|u"), map[string]string{"state": "ok", "status": "running"})
+	e.Eventually("frames arrive", func() (bool, string) {
+		return e.counters("Ethernet0|u")["packets"] > 2000, ""
+	})
+	e.Del("TRAFFIC_GEN|Ethernet0|u")
+	e.WaitGone("TRAFFIC_GEN|Ethernet0|u")
+	e.WaitHash(e.Counters, "TRAFFIC_GEN_COUNTERS:Ethernet0|u", map[string]string{"packets": ""})
+	stopped := e.rx()
+	e.trafficd.WaitLog("the next reconcile after the delete", "stream", "Ethernet0|u")
+	// Another stream runs to completion after the delete: the deleted
+	// one sent nothing in the meantime.
+	e.HSet("TRAFFIC_GEN|Ethernet0|c2", "rate", "10kpps", "count", "10000")
+	e.waitDone("Ethernet0|c2")
+	if got := e.rx() - stopped; got != 10000 {
+		t.Errorf("after the delete the receiver counted %d frames, want only c2's 10000", got)
+	}
+}
+
+// TestBadFields: precise errors naming the field; a missing port is
+// pending until it appears.
+func TestBadFields(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ key, field, value, reason string }{
+		{"Ethernet0|a", "rate", "fast", `field "rate": "fast" is not valid`},
+		{"Ethernet0|b", "size", "9000", `more than the MTU 1500 of Ethernet0`},
+		{"Ethernet0|c", "pattern", "bursty", `field "on": pattern bursty needs on and off`},
+		{"Ethernet0|d", "size", "5000", ""},
+	} {
+		fields := []string{"rate", "1kpps", c.field, c.value}
+		if c.field == "rate" {
+			fields = fields[2:]
+		}
+		if c.key == "Ethernet0|d" {
+			fields = append(fields, "path", "xdp")
+			c.reason = "AF_XDP sends frames of at most 4092 bytes"
+			e.NS.IP("link", "set", "Ethernet0", "mtu", "9000")
+		}
+		e.HSet("TRAFFIC_GEN|"+c.key, fields...)
+		e.WaitState("TRAFFIC_GEN|"+c.key, "error", c.reason)
+	}
+	e.HSet("TRAFFIC_GEN|Ethernet9|p", "rate", "1kpps")
+	e.WaitState("TRAFFIC_GEN|Ethernet9|p", "pending", "port Ethernet9 does not exist")
+	h2 := testns.New(t)
+	e.NS.Veth("Ethernet9", h2, "eth0")
+	e.WaitHash(e.State, e2eutil.ResultKey("TRAFFIC_GEN|Ethernet9|p"), map[string]string{"state": "ok", "status": "running"})
+}
+
+// TestRestartResumes: a stream with a count survives a restart of
+// trafficd: it resumes from its counters and ends at exactly count
+// frames, as the receiver counts them.
+func TestRestartResumes(t *testing.T) {
+	e := newEnv(t)
+	before := e.rx()
+	e.HSet("TRAFFIC_GEN|Ethernet0|r", "rate", "5kpps", "count", "30000")
+	e.Eventually("half sent", func() (bool, string) {
+		return e.counters("Ethernet0|r")["packets"] > 5000, ""
+	})
+	e.trafficd.Stop()
+	mid := e.counters("Ethernet0|r")["packets"]
+	if mid >= 30000 {
+		t.Fatalf("stream finished before the restart (%v)", mid)
+	}
+	e.trafficd = e.Start("trafficd", "--log-level", "debug")
+	c := e.waitDone("Ethernet0|r")
+	if got := e.rx() - before; c["packets"] != 30000 || got != 30000 {
+		t.Errorf("after a restart at %v: generator %v, receiver %d, want 30000", mid, c["packets"], got)
+	}
+}
