@@ -108,6 +108,14 @@ func TestCountStopsAndDeleteStops(t *testing.T) {
 	e.Eventually("frames arrive", func() (bool, string) {
 		return e.counters("Ethernet0|u")["packets"] > 2000, ""
 	})
+	// A bad update is an error and changes nothing: the stream of the
+	// last good fields keeps sending.
+	e.HSet("TRAFFIC_GEN|Ethernet0|u", "dscp", "64")
+	e.WaitState("TRAFFIC_GEN|Ethernet0|u", "error", `field "dscp": "64" is not valid: want an integer 0-63 (the stream of the previous fields keeps running)`)
+	was := e.counters("Ethernet0|u")["packets"]
+	e.Eventually("the old stream keeps sending", func() (bool, string) {
+		return e.counters("Ethernet0|u")["packets"] > was+2000, ""
+	})
 	e.Del("TRAFFIC_GEN|Ethernet0|u")
 	e.WaitGone("TRAFFIC_GEN|Ethernet0|u")
 	e.WaitHash(e.Counters, "TRAFFIC_GEN_COUNTERS:Ethernet0|u", map[string]string{"packets": ""})
