@@ -141,12 +141,14 @@ func (s *stream) loop() error {
 	tokens, last, next := s.costs[idx], 0.0, 0.0 // next: poisson's next arrival (ns)
 	for !s.stopping.Load() {
 		nowD := time.Since(start)
+		// At the end of a duration the frames due up to that instant
+		// still go (a late last wake-up must not cut them), then it stops.
+		final := g.Duration > 0 && prev+nowD >= g.Duration
+		if final {
+			nowD = g.Duration - prev - 1 // frames due before the end, not at it
+		}
 		s.elapsed.Store(int64(nowD))
 		now := float64(nowD)
-		if g.Duration > 0 && prev+nowD >= g.Duration {
-			s.finish()
-			return nil
-		}
 		remaining := uint64(math.MaxUint64)
 		if g.Count > 0 {
 			sent := s.base.Packets + s.packets.Load()
@@ -170,6 +172,10 @@ func (s *stream) loop() error {
 				n++
 			}
 			if n == 0 {
+				if final {
+					s.finish()
+					return nil
+				}
 				s.wait(time.Duration(next - now))
 				continue
 			}
@@ -194,6 +200,10 @@ func (s *stream) loop() error {
 				n++
 			}
 			if n == 0 {
+				if final {
+					s.finish()
+					return nil
+				}
 				s.wait(s.gap(prev+nowD, tokens, s.costs[idx]))
 				continue
 			}
