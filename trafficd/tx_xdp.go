@@ -19,7 +19,7 @@ const (
 	xdpChunk     = 4096 // UMEM chunk: the largest frame AF_XDP sends here (no multi-buffer)
 	xdpRingSize  = 2048 // TX and completion ring entries (power of two)
 	xdpTxBudget  = 256  // XDP_MAX_TX_SKB_BUDGET: frames one sendto sends (kernel default 32)
-	xdpMinChunks = 4096
+	xdpMinChunks = xdpRingSize
 	xdpMaxQueues = 64 // queues tried when queue 0 is taken
 )
 

@@ -180,3 +180,29 @@ func TestRestartResumes(t *testing.T) {
 		t.Errorf("after a restart at %v: generator %v, receiver %d, want 30000", mid, c["packets"], got)
 	}
 }
+
+// TestBesideImpaird: AF_XDP transmit on a port whose ingress impaird
+// impairs with its XDP program: both work, impaird's program stays.
+func TestBesideImpaird(t *testing.T) {
+	e := newEnv(t)
+	e.Start("impaird", "--log-level", "debug")
+	e.HSet("IMPAIRMENT|Ethernet0", "loss", "50")
+	e.WaitOK("IMPAIRMENT|Ethernet0")
+	prog, mode := e2eutil.XDPProg(e.NS, "Ethernet0")
+	if prog == 0 {
+		t.Fatalf("impaird attached no XDP program to Ethernet0")
+	}
+	before := e.rx()
+	e.HSet("TRAFFIC_GEN|Ethernet0|x", "rate", "10kpps", "count", "5000", "path", "xdp")
+	c := e.waitDone("Ethernet0|x")
+	if got := e.rx() - before; c["packets"] != 5000 || got != 5000 {
+		t.Errorf("beside impaird: generator %v, receiver %d, want 5000", c["packets"], got)
+	}
+	if r := e.Result("TRAFFIC_GEN|Ethernet0|x"); r["path"] != "xdp" {
+		t.Errorf("stream result %v, want path xdp", r)
+	}
+	if p2, m2 := e2eutil.XDPProg(e.NS, "Ethernet0"); p2 != prog || m2 != mode {
+		t.Errorf("impaird's XDP program changed: %d %s, was %d %s", p2, m2, prog, mode)
+	}
+	e.WaitOK("IMPAIRMENT|Ethernet0")
+}
