@@ -50,12 +50,14 @@ func trafficCommand() *Command {
 TRAFFIC_GEN|PORT|STREAM). Fields come as FIELD VALUE pairs after the names or
 as flags; rate is required. The stream is written exactly as given: an
 existing stream of that name is replaced (and restarts its counters). It runs
-until deleted, or until its duration or count is reached. See docs/trafficd.md.`,
+until deleted, or until its duration or count is reached. A value with a
+space is one argument: size "uniform 64-1500". See docs/trafficd.md.`,
 		Examples: []string{
 			"swctl config traffic add Ethernet0 bg1 rate 10kpps size 64",
 			"swctl config traffic add Ethernet0 mix rate 200mbit size imix dst 10.0.0.2 proto udp dport 5001",
 			"swctl config traffic add Ethernet0 burst rate 50kpps pattern bursty on 100ms off 900ms duration 60s",
 			"swctl config traffic add Ethernet0 v6 --rate 1kpps --src 2001:db8::1 --size 128 --count 10000",
+			`swctl config traffic add Ethernet1 web rate 50mbit size "uniform 64-1500" proto tcp dport 443 pattern poisson`,
 		},
 	}
 	add.Setup = func(fs *flag.FlagSet) Runner {

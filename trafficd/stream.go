@@ -136,6 +136,10 @@ func (s *stream) loop() error {
 	rng := rand.New(rand.NewPCG(seed, s.base.Packets))
 	var arrivals [maxBatch + 1]float64 // poisson: due times (ns) of the batch and the one after
 	prev := s.base.Elapsed             // bursty phase continues across a resume
+	if g.Duration > 0 && prev >= g.Duration {
+		s.finish() // resumed after its duration was already reached
+		return nil
+	}
 	start := time.Now()
 	// The first frame goes at once: duration d at rate r sends d*r frames.
 	tokens, last, next := s.costs[idx], 0.0, 0.0 // next: poisson's next arrival (ns)
