@@ -179,6 +179,14 @@ func TestRestartResumes(t *testing.T) {
 	if got := e.rx() - before; c["packets"] != 30000 || got != 30000 {
 		t.Errorf("after a restart at %v: generator %v, receiver %d, want 30000", mid, c["packets"], got)
 	}
+	// A stream that is done stays done across a restart: nothing more.
+	e.trafficd.Stop()
+	e.State.Del(t.Context(), e2eutil.ResultKey("TRAFFIC_GEN|Ethernet0|r"))
+	e.trafficd = e.Start("trafficd", "--log-level", "debug")
+	c = e.waitDone("Ethernet0|r")
+	if got := e.rx() - before; c["packets"] != 30000 || got != 30000 {
+		t.Errorf("a done stream after a restart: generator %v, receiver %d, want 30000", c["packets"], got)
+	}
 }
 
 // TestBesideImpaird: AF_XDP transmit on a port whose ingress impaird
