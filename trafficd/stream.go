@@ -23,6 +23,9 @@ const (
 	// spinBelow: waits shorter than this spin instead of sleeping (a
 	// sleep costs more than the gap at high rates).
 	spinBelow = 50 * time.Microsecond
+	// batchWindow: at high rates frames are sent in batches of what falls
+	// due in this window (one system call each) rather than one by one.
+	batchWindow = 50 * time.Microsecond
 	// maxSleep bounds one sleep so a stop is seen promptly.
 	maxSleep = 50 * time.Millisecond
 )
@@ -129,20 +132,23 @@ func (s *stream) loop() error {
 		avgCost += c / float64(pool)
 	}
 	depth := max(s.rate*bucketDepth.Seconds(), maxBatch*maxCost)
+	minBatch := min(maxBatch, max(1, int(s.rate/avgCost*batchWindow.Seconds())))
 	seed := uint64(1)
 	if g.Seed != nil {
 		seed = *g.Seed
 	}
 	rng := rand.New(rand.NewPCG(seed, s.base.Packets))
-	var arrivals [maxBatch + 1]float64 // poisson: due times (ns) of the batch and the one after
-	prev := s.base.Elapsed             // bursty phase continues across a resume
+	// poisson: due times (ns) drawn and not sent yet, ascending.
+	var due [maxBatch + 1]float64
+	nd := 0
+	prev := s.base.Elapsed // bursty phase continues across a resume
 	if g.Duration > 0 && prev >= g.Duration {
 		s.finish() // resumed after its duration was already reached
 		return nil
 	}
 	start := time.Now()
 	// The first frame goes at once: duration d at rate r sends d*r frames.
-	tokens, last, next := s.costs[idx], 0.0, 0.0 // next: poisson's next arrival (ns)
+	tokens, last := s.costs[idx], 0.0
 	for !s.stopping.Load() {
 		nowD := time.Since(start)
 		// At the end of a duration the frames due up to that instant
@@ -165,25 +171,35 @@ func (s *stream) loop() error {
 		n, cost := 0, 0.0
 		switch g.Pattern {
 		case schema.PatternPoisson:
-			if behind := now - depth/s.rate*1e9; next < behind {
-				s.late.Add(uint64((behind - next) * s.rate / 1e9 / avgCost)) // too far behind: forget the backlog
-				next = behind
+			if nd == 0 {
+				due[0], nd = 0, 1
 			}
-			t := next
-			for n < maxBatch && uint64(n) < remaining && t <= now {
-				arrivals[n] = t
-				t += rng.ExpFloat64() * s.costs[(idx+n)%pool] / s.rate * 1e9
+			if behind := now - depth/s.rate*1e9; due[0] < behind {
+				// Too far behind: forget the backlog.
+				s.late.Add(uint64((behind - due[0]) * s.rate / 1e9 / avgCost))
+				due[0], nd = behind, 1
+			}
+			for nd < len(due) && due[nd-1] <= now {
+				due[nd] = due[nd-1] + rng.ExpFloat64()*s.costs[(idx+nd-1)%pool]/s.rate*1e9
+				nd++
+			}
+			for n < maxBatch && n < nd && uint64(n) < remaining && due[n] <= now {
 				n++
 			}
-			if n == 0 {
+			// Wait for a batch unless the first frame would be more than
+			// a window late.
+			if n == 0 || (n < minBatch && uint64(n) < remaining && !final && now < due[0]+float64(batchWindow)) {
 				if final {
 					s.finish()
 					return nil
 				}
-				s.wait(time.Duration(next - now))
+				wake := due[0]
+				if n > 0 {
+					wake = due[0] + float64(batchWindow)
+				}
+				s.wait(time.Duration(wake - now))
 				continue
 			}
-			arrivals[n] = t
 		default:
 			if g.Pattern == schema.PatternBursty {
 				tokens += float64(onTime(prev+nowD, g.On, g.Off)-onTime(prev+time.Duration(last), g.On, g.Off)) * s.rate / 1e9
@@ -203,12 +219,15 @@ func (s *stream) loop() error {
 				cost += c
 				n++
 			}
-			if n == 0 {
+			// Wait for a batch's worth (a few frames at high rates), but
+			// never past the end of an on phase.
+			short := n < minBatch && uint64(n) < remaining && !final && !s.offPhase(prev+nowD)
+			if n == 0 || short {
 				if final {
 					s.finish()
 					return nil
 				}
-				s.wait(s.gap(prev+nowD, tokens, s.costs[idx]))
+				s.wait(s.gap(prev+nowD, tokens, float64(minBatch)*avgCost))
 				continue
 			}
 		}
@@ -224,7 +243,7 @@ func (s *stream) loop() error {
 		}
 		tokens -= used
 		if g.Pattern == schema.PatternPoisson {
-			next = arrivals[sent]
+			nd = copy(due[:], due[sent:nd])
 		}
 		idx = (idx + sent) % pool
 		s.packets.Add(uint64(sent))
@@ -239,8 +258,13 @@ func (s *stream) loop() error {
 	return nil
 }
 
-// gap is how long until the bucket covers the next frame: in an off
-// period of a bursty stream, until the next on period.
+// offPhase reports whether a bursty stream is silent at t.
+func (s *stream) offPhase(t time.Duration) bool {
+	return s.g.Pattern == schema.PatternBursty && t%(s.g.On+s.g.Off) >= s.g.On
+}
+
+// gap is how long until the bucket covers cost: in an off period of a
+// bursty stream, until the next on period.
 func (s *stream) gap(t time.Duration, tokens, cost float64) time.Duration {
 	d := time.Duration((cost - tokens) / s.rate * 1e9)
 	if s.g.Pattern == schema.PatternBursty {

@@ -180,3 +180,40 @@ func BenchmarkPaths(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRates: how close a paced stream comes to its target at high
+// rates, measured at the receiver (frames received / wall time from start
+// to the count reached). b.N frames at each rate, so with the default
+// -benchtime a run lasts about a second.
+func BenchmarkRates(b *testing.B) {
+	for _, path := range []schema.TrafficPath{schema.PathPacket, schema.PathXDP} {
+		for _, rate := range []int{100_000, 500_000, 1_000_000} {
+			b.Run(fmt.Sprintf("%s-%dkpps", path, rate/1000), func(b *testing.B) {
+				p := newPair(b)
+				g := testGen(b, schema.Fields{"rate": strconv.Itoa(rate) + "pps", "dst_mac": "02:00:00:00:00:02",
+					"count": strconv.Itoa(b.N)})
+				pool := buildFrames(g, testMAC)
+				s := newStream("Ethernet0|t", "", g, pool, p.open(b, path, pool), progress{})
+				before := p.rx(b)
+				b.ResetTimer()
+				start := time.Now()
+				done := make(chan struct{})
+				go s.run(func() { close(done) })
+				<-done
+				el := time.Since(start)
+				got := p.rx(b) - before
+				if b.N < 2 {
+					return
+				}
+				// Frame i is due at i/rate: N frames take (N-1)/rate.
+				achieved := float64(got-1) / el.Seconds()
+				b.ReportMetric(100*achieved/float64(rate), "%-of-target")
+				b.ReportMetric(float64(s.snapshot().Late), "late")
+				if b.N >= rate/2 {
+					fmt.Printf("    %s at %d pps: %d frames received in %v: %.0f pps (%.2f%% of target), late %d\n",
+						path, rate, got, el.Round(time.Millisecond), achieved, 100*achieved/float64(rate), s.snapshot().Late)
+				}
+			})
+		}
+	}
+}
