@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/switchyard-net/switchyard/internal/engine"
 	"github.com/switchyard-net/switchyard/internal/redisx"
@@ -248,6 +249,14 @@ func (c *controller) start(ctx context.Context, key, gen string, g schema.Traffi
 	}
 	pool := buildFrames(g, l.MAC)
 	snd, note, err := c.openSender(g.Path, l.Index, pool)
+	if errors.Is(err, unix.EBUSY) {
+		// Every queue has an AF_XDP socket (another stream's): this one
+		// starts when a stream of the port ends. The kernel frees a
+		// closed socket's queue a little later (deferred work), so look
+		// again each second rather than only at the other's exit.
+		result(schema.Pending(fmt.Sprintf("waiting for a free AF_XDP queue on %s: %v", g.Port, err)), "", "")
+		return engine.Requeue(time.Second)
+	}
 	if err != nil {
 		result(schema.Error(fmt.Sprintf("%s: open the %s path on %s: %v",
 			schema.ConfigKey(schema.TableTrafficGen, key), g.Path, g.Port, err)), "", "")
@@ -260,8 +269,17 @@ func (c *controller) start(ctx context.Context, key, gen string, g schema.Traffi
 	s := newStream(key, gen, g, pool, snd, base)
 	c.mu.Lock()
 	c.streams[key] = s
+	// The first counters sample measures pps/bps from the start.
+	c.rates[key] = rateSample{at: time.Now(), packets: base.Packets, bytes: base.Bytes}
 	c.mu.Unlock()
-	go s.run(func() { c.h.Enqueue(key) })
+	// When a stream ends, its port's streams look again (one waiting
+	// for the AF_XDP queue this one held starts).
+	go s.run(func() {
+		c.h.Enqueue(key)
+		for _, k := range c.h.Cache.ByIndex(schema.TableTrafficGen, g.Port) {
+			c.h.Enqueue(k)
+		}
+	})
 	log.WithField("rate", schema.FormatTrafficRate(g.Rate, g.RateBits)).Info("stream started")
 	result(schema.OK(), StatusRunning, snd.path())
 	return nil

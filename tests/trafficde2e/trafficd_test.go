@@ -214,3 +214,26 @@ func TestBesideImpaird(t *testing.T) {
 	}
 	e.WaitOK("IMPAIRMENT|Ethernet0")
 }
+
+// TestTwoStreamsOnePort: a veth has one TX queue and AF_XDP one socket per
+// queue: the first stream takes AF_XDP, the second falls back to the packet
+// socket (auto), a third with path xdp waits (pending) and starts once the
+// first ends; every frame is delivered.
+func TestTwoStreamsOnePort(t *testing.T) {
+	e := newEnv(t)
+	before := e.rx()
+	e.HSet("TRAFFIC_GEN|Ethernet0|a", "rate", "5kpps", "count", "20000")
+	e.WaitHash(e.State, e2eutil.ResultKey("TRAFFIC_GEN|Ethernet0|a"), map[string]string{"state": "ok", "path": "xdp"})
+	e.HSet("TRAFFIC_GEN|Ethernet0|b", "rate", "5kpps", "count", "10000")
+	e.WaitHash(e.State, e2eutil.ResultKey("TRAFFIC_GEN|Ethernet0|b"), map[string]string{"state": "ok", "path": "packet"})
+	e.HSet("TRAFFIC_GEN|Ethernet0|c", "rate", "5kpps", "path", "xdp", "count", "5000")
+	e.WaitState("TRAFFIC_GEN|Ethernet0|c", "pending", "waiting for a free AF_XDP queue on Ethernet0")
+	a, b := e.waitDone("Ethernet0|a"), e.waitDone("Ethernet0|b")
+	c := e.waitDone("Ethernet0|c")
+	if r := e.Result("TRAFFIC_GEN|Ethernet0|c"); r["path"] != "xdp" {
+		t.Errorf("stream c ran on %q, want xdp", r["path"])
+	}
+	if got := e.rx() - before; a["packets"] != 20000 || b["packets"] != 10000 || c["packets"] != 5000 || got != 35000 {
+		t.Errorf("generator %v + %v + %v, receiver %d, want 20000 + 10000 + 5000", a["packets"], b["packets"], c["packets"], got)
+	}
+}
