@@ -192,6 +192,22 @@ func (c *controller) Reconcile(ctx context.Context, key string) error {
 		running, finished, serr := s.state()
 		switch {
 		case running:
+			// A link event: a port that went down, vanished or was made
+			// again stops the stream (frames would vanish uncounted); it
+			// resumes from its counters when the port is back.
+			l, lerr := c.nl.Links().Get(g.Port)
+			if lerr != nil && !errors.Is(lerr, netlinkmgr.ErrNotFound) {
+				return fmt.Errorf("look up %s: %w", g.Port, lerr)
+			}
+			if why := portProblem(g.Port, l, lerr); why != "" || l.Index != s.ifindex {
+				c.stopStream(key)
+				c.storeProgress(ctx, key, e.Gen, s.snapshot())
+				if why != "" {
+					result(schema.Pending(why), "", "")
+					return nil
+				}
+				return c.start(ctx, key, e.Gen, g, result) // re-created: bind the new netdev
+			}
 			result(schema.OK(), StatusRunning, s.snd.path())
 			return nil
 		case finished:
@@ -221,15 +237,11 @@ func (c *controller) Reconcile(ctx context.Context, key string) error {
 // COUNTERS_DB holds for this generation (a restart of trafficd).
 func (c *controller) start(ctx context.Context, key, gen string, g schema.TrafficGen, result func(schema.Result, string, string)) error {
 	l, err := c.nl.Links().Get(g.Port)
-	if errors.Is(err, netlinkmgr.ErrNotFound) {
-		result(schema.Pending(fmt.Sprintf("port %s does not exist", g.Port)), "", "")
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, netlinkmgr.ErrNotFound) {
 		return fmt.Errorf("look up %s: %w", g.Port, err)
 	}
-	if l.AdminUp != nil && !*l.AdminUp {
-		result(schema.Pending(fmt.Sprintf("port %s is admin down", g.Port)), "", "")
+	if why := portProblem(g.Port, l, err); why != "" {
+		result(schema.Pending(why), "", "")
 		return nil
 	}
 	if l.MTU != nil {
@@ -267,6 +279,7 @@ func (c *controller) start(ctx context.Context, key, gen string, g schema.Traffi
 		log = log.WithField("fallback", note)
 	}
 	s := newStream(key, gen, g, pool, snd, base)
+	s.ifindex = l.Index
 	c.mu.Lock()
 	c.streams[key] = s
 	// The first counters sample measures pps/bps from the start.
@@ -283,6 +296,21 @@ func (c *controller) start(ctx context.Context, key, gen string, g schema.Traffi
 	log.WithField("rate", schema.FormatTrafficRate(g.Rate, g.RateBits)).Info("stream started")
 	result(schema.OK(), StatusRunning, snd.path())
 	return nil
+}
+
+// portProblem says why frames cannot leave port now ("" = they can): it
+// does not exist (err is ErrNotFound), is admin down, or has no link (a
+// veth whose peer is down: the kernel would drop every frame).
+func portProblem(port string, l netlinkmgr.LinkInfo, err error) string {
+	switch {
+	case err != nil:
+		return fmt.Sprintf("port %s does not exist", port)
+	case l.AdminUp != nil && !*l.AdminUp:
+		return fmt.Sprintf("port %s is admin down", port)
+	case !l.OperUp:
+		return fmt.Sprintf("port %s has no link (oper %s)", port, l.OperState)
+	}
+	return ""
 }
 
 // openSender opens path's sender inside the namespace; auto tries AF_XDP

@@ -41,6 +41,7 @@ type progress struct {
 type stream struct {
 	key, gen string
 	g        schema.TrafficGen
+	ifindex  int // the port's netdev the sender is bound to
 	snd      sender
 	sizes    []uint64  // frame sizes with FCS, per pool index
 	costs    []float64 // tokens per frame: 1 or its bits

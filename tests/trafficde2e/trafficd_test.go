@@ -237,3 +237,31 @@ func TestTwoStreamsOnePort(t *testing.T) {
 		t.Errorf("generator %v + %v + %v, receiver %d, want 20000 + 10000 + 5000", a["packets"], b["packets"], c["packets"], got)
 	}
 }
+
+// TestPortDownAndBack: on each path a stream stops while its port is
+// down or has no link (pending, nothing counted that did not leave) and
+// resumes when it is back, ending at exactly its count at the receiver.
+func TestPortDownAndBack(t *testing.T) {
+	for _, path := range []string{"xdp", "packet"} {
+		t.Run(path, func(t *testing.T) { testPortDownAndBack(t, path) })
+	}
+}
+
+func testPortDownAndBack(t *testing.T, path string) {
+	e := newEnv(t)
+	key := "TRAFFIC_GEN|Ethernet0|d"
+	before := e.rx()
+	e.HSet(key, "rate", "5kpps", "count", "15000", "path", path)
+	e.Eventually("frames flow", func() (bool, string) { return e.counters("Ethernet0|d")["packets"] > 3000, "" })
+	e.NS.IP("link", "set", "Ethernet0", "down")
+	e.WaitState(key, "pending", "port Ethernet0 is admin down")
+	e.h1.IP("link", "set", "eth0", "down")
+	e.NS.IP("link", "set", "Ethernet0", "up")
+	e.WaitState(key, "pending", "port Ethernet0 has no link")
+	e.h1.IP("link", "set", "eth0", "up")
+	e.WaitHash(e.State, e2eutil.ResultKey(key), map[string]string{"state": "ok", "status": "running"})
+	c := e.waitDone("Ethernet0|d")
+	if got := e.rx() - before; c["packets"] != 15000 || got != 15000 {
+		t.Errorf("across a port down/up: generator %v, receiver %d, want 15000", c["packets"], got)
+	}
+}
