@@ -92,6 +92,9 @@ func TestPathsDeliver(t *testing.T) {
 					time.Sleep(100 * time.Microsecond)
 				}
 			}
+			if x, ok := s.(*xdpSender); ok {
+				t.Logf("AF_XDP TX budget per sendto: %d", x.budget)
+			}
 			s.flush()
 			s.close()
 			got := p.rx(t) - before

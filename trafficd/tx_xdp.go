@@ -64,6 +64,7 @@ type xdpSender struct {
 	outstanding uint32
 	txProd      uint32
 	cqCons      uint32
+	budget      int // frames one sendto transmits (XDP_MAX_TX_SKB_BUDGET)
 }
 
 var errXDPFrameSize = errors.New("AF_XDP sends frames of at most 4092 bytes here (no multi-buffer)")
@@ -127,7 +128,10 @@ func openXDP(ifindex int, pool [][]byte) (_ *xdpSender, err error) {
 	}
 	// Send more than 32 frames per sendto where the kernel allows it
 	// (6.17+); older kernels keep their default.
-	_ = unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, xdpTxBudget)
+	s.budget = 32
+	if unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, xdpTxBudget) == nil {
+		s.budget = xdpTxBudget
+	}
 	// One AF_XDP socket per queue: a port with several TX queues
 	// (veth numtxqueues) takes as many AF_XDP streams.
 	for q := uint32(0); ; q++ {
