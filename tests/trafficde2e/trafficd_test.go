@@ -161,7 +161,8 @@ func TestBadFields(t *testing.T) {
 
 // TestRestartResumes: a stream with a count survives a restart of
 // trafficd: it resumes from its counters and ends at exactly count
-// frames, as the receiver counts them.
+// frames, as the receiver counts them; a done stream stays done; one
+// deleted while trafficd is down loses result and counters at the sweep.
 func TestRestartResumes(t *testing.T) {
 	e := newEnv(t)
 	before := e.rx()
@@ -187,6 +188,14 @@ func TestRestartResumes(t *testing.T) {
 	if got := e.rx() - before; c["packets"] != 30000 || got != 30000 {
 		t.Errorf("a done stream after a restart: generator %v, receiver %d, want 30000", c["packets"], got)
 	}
+	// Deleted while trafficd is down: the sweep (CONFIG_DB_INITIALIZED)
+	// removes its counters, the engine its result.
+	e.trafficd.Stop()
+	e.Del("TRAFFIC_GEN|Ethernet0|r")
+	e.SetInitialized()
+	e.trafficd = e.Start("trafficd", "--log-level", "debug")
+	e.WaitGone("TRAFFIC_GEN|Ethernet0|r")
+	e.WaitHash(e.Counters, "TRAFFIC_GEN_COUNTERS:Ethernet0|r", map[string]string{"packets": ""})
 }
 
 // TestBesideImpaird: AF_XDP transmit on a port whose ingress impaird
