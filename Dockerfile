@@ -1,5 +1,5 @@
 # switchyard: one image holding every binary (orchagent, syncd, impaird,
-# swctl), static (CGO_ENABLED=0), in a runtime with no shell.
+# trafficd, swctl), static (CGO_ENABLED=0), in a runtime with no shell.
 # docker-compose.yml runs one daemon per container from it.
 #
 # The base images are build arguments, so the same file builds with a
@@ -22,7 +22,7 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/...
 
 FROM scratch AS prebuilt
-COPY bin/orchagent bin/syncd bin/impaird bin/swctl /out/
+COPY bin/orchagent bin/syncd bin/impaird bin/trafficd bin/swctl /out/
 
 FROM ${BINARIES} AS build
 

@@ -21,24 +21,25 @@ BINDIR  := $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SHAREDIR := $(PREFIX)/share
 COMPLETIONS := bash-completion/completions/swctl zsh/vendor-completions/_swctl fish/vendor_completions.d/swctl.fish
-UNITS   := switchyard.target switchyard-orchagent.service switchyard-syncd.service switchyard-impaird.service
+UNITS   := switchyard.target switchyard-orchagent.service switchyard-syncd.service switchyard-impaird.service \
+	switchyard-trafficd.service
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)
-	install -m 0755 $(BIN)/orchagent $(BIN)/syncd $(BIN)/impaird $(BIN)/swctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BIN)/orchagent $(BIN)/syncd $(BIN)/impaird $(BIN)/trafficd $(BIN)/swctl $(DESTDIR)$(BINDIR)/
 	install -m 0644 deploy/systemd/switchyard.target $(DESTDIR)$(UNITDIR)/
 	install -d $(DESTDIR)$(SHAREDIR)/bash-completion/completions $(DESTDIR)$(SHAREDIR)/zsh/vendor-completions \
 		$(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d
 	$(BIN)/swctl completion bash >$(DESTDIR)$(SHAREDIR)/bash-completion/completions/swctl
 	$(BIN)/swctl completion zsh >$(DESTDIR)$(SHAREDIR)/zsh/vendor-completions/_swctl
 	$(BIN)/swctl completion fish >$(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d/swctl.fish
-	for u in orchagent syncd impaird; do \
+	for u in orchagent syncd impaird trafficd; do \
 		sed 's|@BINDIR@|$(BINDIR)|g' deploy/systemd/switchyard-$$u.service.in >$(DESTDIR)$(UNITDIR)/switchyard-$$u.service && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/switchyard-$$u.service || exit 1; \
 	done
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,orchagent syncd impaird swctl) $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) \
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,orchagent syncd impaird trafficd swctl) $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) \
 		$(addprefix $(DESTDIR)$(SHAREDIR)/,$(COMPLETIONS))
 
 # make deb: bin/switchyard_VERSION_ARCH.deb from make install PREFIX=/usr,
@@ -66,7 +67,7 @@ test-host:
 	$(GO) test -count=1 -timeout 20m ./...
 
 test-race:
-	$(GO) test -race -count=1 -timeout 20m ./internal/... ./orchagent/... ./syncd/... ./impaird/...
+	$(GO) test -race -count=1 -timeout 20m ./internal/... ./orchagent/... ./syncd/... ./impaird/... ./trafficd/...
 
 # docker-compose.yml for real: images built without a registry, the stack
 # managing a test namespace (tests/composee2e; skips without a Docker engine,

@@ -42,6 +42,7 @@ var ConfigTables = []string{
 	TablePort, TablePortTuning, TableVRF, TablePortChannel, TablePortChannelMember, TableVlan, TableVlanMember,
 	TableInterface, TableVlanInterface, TablePortChannelInterface, TableLoopback, TableVxlanTunnel,
 	TableVxlanTunnelMap, TableVxlanRemoteVNI, TableStaticRoute, TableFDB, TableImpairmentSchedule, TableImpairment, TableImpairmentFlow,
+	TableTrafficGen,
 }
 
 // KeyConfigDBInitialized is the plain string key in CONFIG_DB that says the

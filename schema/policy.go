@@ -103,6 +103,8 @@ func KnownFields(table string) []string {
 		names = PortTuningFields
 	case TableImpairmentSchedule:
 		names = scheduleFieldNames
+	case TableTrafficGen:
+		names = trafficFields
 	default:
 		names = sonicFields[table]
 	}

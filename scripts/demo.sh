@@ -28,7 +28,7 @@ HOSTS="${P}h0 ${P}h1 ${P}h2 ${P}h3"
 SOCK=$RUN/redis.sock
 REDIS=unix://$SOCK
 BPFFS=$RUN/bpffs
-DAEMONS="orchagent syncd impaird"
+DAEMONS="orchagent syncd impaird trafficd"
 export SWITCHYARD_REDIS=$REDIS
 
 if [ -t 1 ]; then B=$(printf '\033[1m') N=$(printf '\033[0m'); else B="" N=""; fi
@@ -249,6 +249,15 @@ say "Pings from h0 again (200 to h1 and h2)"
 for t in $TARGETS; do
 	case $t in h1:* | h2:*) ping_summary "$H0" "$t" 200 0.01 ;; *) ping_summary "$H0" "$t" 20 0.02 ;; esac
 done
+
+say "Background traffic: 20 kpps of IMIX out of Ethernet3 towards h3 for 3 s (trafficd)"
+rx0=$(ip -n "$H3" -j -s link show eth0 | sed -n 's/.*"rx":{"bytes":[0-9]*,"packets":\([0-9]*\).*/\1/p')
+swctl config traffic add Ethernet3 bg rate 20kpps size imix duration 3s
+swctl wait --timeout "$WAIT" || note "the stream did not start (above); continuing"
+sleep 3.5
+swctl show traffic
+rx1=$(ip -n "$H3" -j -s link show eth0 | sed -n 's/.*"rx":{"bytes":[0-9]*,"packets":\([0-9]*\).*/\1/p')
+note "h3's eth0 received $(( ${rx1:-0} - ${rx0:-0} )) frames meanwhile (ip -s link; pings and ARP included)"
 
 sleep 1.5 # impaird and syncd publish counters every second
 say "swctl show impairment --counters"

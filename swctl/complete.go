@@ -79,7 +79,9 @@ func complete(ctx context.Context, env *Env, words []string) []string {
 		}
 		if c.Setup != nil {
 			args := strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(c.Args))
-			if len(pos) < len(args) {
+			if c.Name == "add" && c.parent != nil && c.parent.Name == "traffic" && len(pos) >= 2 {
+				cands = append(cands, trafficAddValues(pos)...)
+			} else if len(pos) < len(args) {
 				kind := args[len(pos)]
 				if kind == "FILE" {
 					return []string{filesDirective}
@@ -165,6 +167,11 @@ func argValues(ctx context.Context, env *Env, c *Command, kind string, pos []str
 			return nil
 		}
 		return liveKeys(ctx, env, schema.TableFDB, name)
+	case "STREAM":
+		if c.Name != "del" || len(pos) == 0 {
+			return nil
+		}
+		return trafficStreams(ctx, env, pos[0])
 	case "NAME":
 		if c.Name != "del" || len(pos) == 0 {
 			return nil

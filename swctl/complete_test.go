@@ -33,7 +33,7 @@ func TestCompleteCandidates(t *testing.T) {
 		want  []string
 	}{
 		{"co", []string{"config", "completion"}},
-		{"config _", []string{"port", "vlan", "interface", "route", "mac", "impairment", "load", "save"}},
+		{"config _", []string{"port", "vlan", "interface", "route", "mac", "impairment", "traffic", "load", "save"}},
 		{"show in", []string{"interfaces"}},
 		{"config port _", []string{"del", "tuning", "Ethernet0", "Ethernet4"}},
 		{"config port Ethernet0 --m", []string{"--mac", "--mtu"}},

@@ -15,7 +15,7 @@ import (
 func configCommand() *Command {
 	return &Command{
 		Name:    "config",
-		Summary: "change CONFIG_DB: ports, VLANs, addresses, routes, MACs, impairments; load and save",
+		Summary: "change CONFIG_DB: ports, VLANs, addresses, routes, MACs, impairments, traffic; load and save",
 		Long: `Change the switch's intent in CONFIG_DB. Every entry is validated with the
 daemons' own schema before anything is written; an invalid entry writes
 nothing and exits 1. The daemons apply what is written; 'swctl wait' waits for
@@ -27,7 +27,7 @@ their results and 'swctl show state' lists them.`,
 		},
 		Sub: []*Command{
 			portCommand(), vlanCommand(), interfaceCommand(), routeCommand(),
-			macCommand(), impairmentCommand(), loadCommand(), saveCommand(),
+			macCommand(), impairmentCommand(), trafficCommand(), loadCommand(), saveCommand(),
 		},
 	}
 }

@@ -115,6 +115,14 @@ impaird's result and XDP mode (STATE_DB IMPAIRMENT_TABLE, IMPAIRMENT_FLOW_TABLE)
 measured loss percent (dropped / rx_packets).`,
 				[]string{"swctl show impairment", "swctl show impairment --counters"}, true, false, showImpairment).
 				with(showImpairmentScheduleCommand()),
+			showLeaf("traffic", "background traffic streams with trafficd's result and counters; --counters",
+				`Background traffic streams (CONFIG_DB TRAFFIC_GEN) with trafficd's result (STATE_DB
+TRAFFIC_GEN_TABLE: state, status running or done, the transmit path) and the
+frames sent and achieved rate (COUNTERS_DB TRAFFIC_GEN_COUNTERS). --counters shows
+every counter: packets, bytes (with FCS), pps and bps over the last second,
+avg_pps, elapsed seconds, dropped (refused by the device) and late (not sent:
+the sender was held up for more than a second).`,
+				[]string{"swctl show traffic", "swctl show traffic --counters --watch"}, true, false, showTraffic),
 			showLeaf("state", "the result of every CONFIG_DB entry (STATE_DB *_TABLE)",
 				`The result of every entry of switchyard's CONFIG_DB tables: ok, pending (with
 what it waits for), error (with the reason), or "-" when no daemon has written

@@ -61,14 +61,16 @@ func watchView(ctx context.Context, w io.Writer, title string, interval time.Dur
 }
 
 // rowID names a row across snapshots: its first column and, for impairment
-// counters, its rule.
+// counters, its rule (for traffic, its stream).
 func rowID(v *View, r Row) string {
 	id := ""
 	if len(v.Columns) > 0 {
 		id = fmt.Sprint(r[v.Columns[0].Key])
 	}
-	if rule, ok := r["rule"]; ok {
-		id += "|" + fmt.Sprint(rule)
+	for _, k := range []string{"rule", "stream"} {
+		if sub, ok := r[k]; ok {
+			id += "|" + fmt.Sprint(sub)
+		}
 	}
 	return id
 }

@@ -60,7 +60,7 @@ func TestCompose(t *testing.T) {
 		t.Skipf("no Docker engine answers (docker info: %v): scripts/install-deps.sh installs and starts one", err)
 	}
 	root := e2eutil.RepoRoot(t)
-	for _, b := range []string{"orchagent", "syncd", "impaird", "swctl"} {
+	for _, b := range []string{"orchagent", "syncd", "impaird", "trafficd", "swctl"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
 			t.Fatalf("bin/%s missing: make test-compose runs make build first (%v)", b, err)
 		}

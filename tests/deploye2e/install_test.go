@@ -27,13 +27,13 @@ func makeIn(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// TestInstallUnitsVerify: make install PREFIX=DIR puts the four binaries
+// TestInstallUnitsVerify: make install PREFIX=DIR puts the five binaries
 // and the units there, the units name those binaries, and
 // systemd-analyze verify has nothing to say about them.
 func TestInstallUnitsVerify(t *testing.T) {
 	prefix := filepath.Join(t.TempDir(), "usr")
 	makeIn(t, "install", "PREFIX="+prefix)
-	for _, b := range []string{"orchagent", "syncd", "impaird", "swctl"} {
+	for _, b := range []string{"orchagent", "syncd", "impaird", "trafficd", "swctl"} {
 		if fi, err := os.Stat(filepath.Join(prefix, "bin", b)); err != nil || fi.Mode()&0o111 == 0 {
 			t.Errorf("bin/%s not installed executable: %v", b, err)
 		}
@@ -49,11 +49,12 @@ func TestInstallUnitsVerify(t *testing.T) {
 	for _, u := range units {
 		names = append(names, filepath.Base(u))
 	}
-	want := []string{"switchyard-impaird.service", "switchyard-orchagent.service", "switchyard-syncd.service", "switchyard.target"}
+	want := []string{"switchyard-impaird.service", "switchyard-orchagent.service", "switchyard-syncd.service",
+		"switchyard-trafficd.service", "switchyard.target"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("units installed: %v, want %v", names, want)
 	}
-	for _, d := range []string{"orchagent", "syncd", "impaird"} {
+	for _, d := range []string{"orchagent", "syncd", "impaird", "trafficd"} {
 		b, _ := os.ReadFile(filepath.Join(unitDir, "switchyard-"+d+".service"))
 		unit := string(b)
 		for _, line := range []string{"Type=notify", "Restart=on-failure", "After=redis-server.service",

@@ -167,3 +167,21 @@ func SysFile(t testing.TB, ns *testns.NS, path string) string {
 	}
 	return strings.TrimSpace(out)
 }
+
+// RxPackets is the frames dev in ns has received (the receiver's count of
+// a traffic test). Equivalent to: ip -n NS -j -s link show dev DEV
+func RxPackets(t testing.TB, ns *testns.NS, dev string) uint64 {
+	t.Helper()
+	var ls []struct {
+		Stats64 struct {
+			Rx struct {
+				Packets uint64 `json:"packets"`
+			} `json:"rx"`
+		} `json:"stats64"`
+	}
+	ns.JSON(&ls, "-s", "link", "show", "dev", dev)
+	if len(ls) != 1 {
+		t.Fatalf("ip -s link show dev %s in %s: %d links", dev, ns.Name, len(ls))
+	}
+	return ls[0].Stats64.Rx.Packets
+}

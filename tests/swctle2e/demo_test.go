@@ -30,7 +30,7 @@ func TestDemoRunsAndCleansUp(t *testing.T) {
 		}
 	}
 	bin := filepath.Dir(e2eutil.Binary(t, "swctl"))
-	for _, d := range []string{"orchagent", "syncd", "impaird"} {
+	for _, d := range []string{"orchagent", "syncd", "impaird", "trafficd"} {
 		if got := filepath.Dir(daemon(t, d)); got != bin {
 			t.Fatalf("bin/%s is in %s, swctl in %s", d, got, bin)
 		}
@@ -76,7 +76,7 @@ func TestDemoRunsAndCleansUp(t *testing.T) {
 	if !regexp.MustCompile(`all \d+ entries applied`).MatchString(text) {
 		t.Errorf("swctl wait never reported the sample config applied")
 	}
-	for _, want := range []string{"swctl show interfaces", "h0   -> h1", "swctl show impairment --counters", "cleaning up"} {
+	for _, want := range []string{"swctl show interfaces", "h0   -> h1", "swctl show impairment --counters", "Background traffic", "cleaning up"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
