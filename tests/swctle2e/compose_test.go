@@ -48,7 +48,7 @@ func TestComposeFile(t *testing.T) {
 	if !ok || !slices.Contains(redis.Command, "--notify-keyspace-events") || len(redis.Healthcheck.Test) == 0 {
 		t.Errorf("redis service: want --notify-keyspace-events and a healthcheck, got %+v", redis)
 	}
-	for _, d := range []string{"orchagent", "syncd", "impaird"} {
+	for _, d := range []string{"orchagent", "syncd", "impaird", "trafficd"} {
 		if _, ok := file.Services[d]; !ok {
 			t.Errorf("no service for %s", d)
 		}
@@ -59,8 +59,8 @@ func TestComposeFile(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			bin := filepath.Base(s.Command[0])
-			if !slices.Contains([]string{"orchagent", "syncd", "impaird", "swctl"}, bin) {
-				t.Fatalf("%s runs %s: not a switchyard binary (cmd/orchagent, syncd, impaird, swctl)", name, s.Command[0])
+			if !slices.Contains([]string{"orchagent", "syncd", "impaird", "trafficd", "swctl"}, bin) {
+				t.Fatalf("%s runs %s: not a switchyard binary (cmd/orchagent, syncd, impaird, trafficd, swctl)", name, s.Command[0])
 			}
 			if s.NetworkMode != "host" || s.Restart == "" || len(s.Healthcheck.Test) == 0 || s.Build == nil {
 				t.Errorf("%s: want network_mode host, a restart policy, a healthcheck and a build; got %+v", name, s)
