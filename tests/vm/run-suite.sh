@@ -9,7 +9,7 @@
 #
 #   tests/vm/run-suite.sh [REGEXP]   run only the suite.txt lines matching
 #
-# Environment: SWITCHYARD_VM_SUITE_TIMEOUT (whole VM, seconds, default 540),
+# Environment: SWITCHYARD_VM_SUITE_TIMEOUT (whole VM, seconds, default 1200),
 # SWITCHYARD_VM_TEST_TIMEOUT (one line, default 300), and vmexec's.
 set -u
 cd "$(dirname "$(readlink -f "$0")")/../.."
@@ -72,7 +72,7 @@ if [ $lines = 0 ]; then
 fi
 t1=$(date +%s)
 say "compiled in $((t1 - t0))s; running $lines line(s) in one VM"
-SWITCHYARD_VM_VERBOSE=1 "$vmexec" --timeout "${SWITCHYARD_VM_SUITE_TIMEOUT:-540}" \
+SWITCHYARD_VM_VERBOSE=1 "$vmexec" --timeout "${SWITCHYARD_VM_SUITE_TIMEOUT:-1200}" \
 	bash "$repo/tests/vm/guest-suite.sh" "$manifest"
 rc=$?
 say "VM suite $([ $rc = 0 ] && echo passed || echo "FAILED (exit $rc)") in $(($(date +%s) - t0))s wall (VM part $(($(date +%s) - t1))s)"
