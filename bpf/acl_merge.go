@@ -15,6 +15,9 @@ const (
 	mergeBudgetMin = 4096
 )
 
+// aclMerge turns shape merging on (benchmarks compare with it off).
+var aclMerge = true
+
 // maskWords is a mask (or key) as one bit vector: the IPv6 word layout
 // (IPv4 keys have zeros in the unused address words).
 func maskWords(f aclFields) [6]uint64 { return f.words(true) }
@@ -48,6 +51,9 @@ func extraBits(coarse, fine [6]uint64) (pos [][2]int, ok bool) {
 // each with the same best rank. Shapes of non-IP rules (IPv4 family
 // index, L2-only masks) and fallback shapes stay as they are.
 func mergeShapes(entries map[maskedKey]uint32, v6 bool) map[maskedKey]uint32 {
+	if !aclMerge {
+		return entries
+	}
 	budget := max(mergeBudgetX*len(entries), mergeBudgetMin)
 	budget = min(budget, ACLMaxEntries/2)
 	byMask := map[aclFields][]maskedKey{}
