@@ -105,6 +105,10 @@ func KnownFields(table string) []string {
 		names = scheduleFieldNames
 	case TableTrafficGen:
 		names = trafficFields
+	case TableACLTable:
+		names = aclTableFields
+	case TableACLRule:
+		names = aclRuleFields()
 	default:
 		names = sonicFields[table]
 	}
@@ -130,7 +134,11 @@ func UnknownFields(table string, f Fields) []string {
 		if name == NullField {
 			continue
 		}
-		if _, ok := slices.BinarySearch(known, name); !ok {
+		look := name
+		if table == TableACLRule { // field names are case-insensitive there (aclUpperFields)
+			look = strings.ToUpper(name)
+		}
+		if _, ok := slices.BinarySearch(known, look); !ok {
 			out = append(out, name)
 		}
 	}
