@@ -44,7 +44,9 @@ func newController(h *engine.Handle, c Config) (*controller, error) {
 	d.edt = newEDTState(inst)
 	d.counters = redisx.NewStateWriter(h.Redis.DB(schema.CountersDB),
 		append(append([]string(nil), counterFields...), edtCounterFields...))
+	d.aclCounters = redisx.NewOwnedWriter(h.Redis.DB(schema.CountersDB), aclCounterOwnership)
 	h.Cache.Index(schema.TableImpairmentFlow, flowPort)
+	h.Cache.Index(schema.TableACLRule, aclRuleTable)
 	registerMetrics(h.Registry, d)
 	d.sch.register(h.Registry)
 	return &controller{d: d, h: h, inst: inst, nl: nl}, nil
@@ -61,16 +63,22 @@ func flowPort(key string) string {
 
 // Tables are impaird's CONFIG_DB tables.
 func (c *controller) Tables() []string {
-	return []string{schema.TableImpairment, schema.TableImpairmentFlow, schema.TableImpairmentSchedule}
+	return []string{schema.TableImpairment, schema.TableImpairmentFlow, schema.TableImpairmentSchedule,
+		schema.TableACLTable, schema.TableACLRule}
 }
 
-// Item is the port a key impairs.
+// Item is the port a key impairs, or for ACL keys their table's item
+// (aclItem).
 func (c *controller) Item(table, key string) string {
 	switch table {
 	case schema.TableImpairmentFlow:
 		return flowPort(key)
 	case schema.TableImpairmentSchedule:
 		return scheduleItem(key)
+	case schema.TableACLTable:
+		return aclItem(key)
+	case schema.TableACLRule:
+		return aclItem(aclRuleTable(key))
 	}
 	if key == "" {
 		return badKeysPort
@@ -82,6 +90,17 @@ func (c *controller) Item(table, key string) string {
 func (c *controller) Reconcile(ctx context.Context, port string) error {
 	if name, ok := isScheduleItem(port); ok {
 		return c.d.reconcileSchedule(ctx, name)
+	}
+	if table, ok := strings.CutPrefix(port, aclItemPrefix); ok {
+		err := c.d.reconcileACL(ctx, table)
+		// An IMPAIRMENT key spelled like the item (an invalid port name)
+		// still gets its error.
+		if c.h.Cache.Has(schema.TableImpairment, port) {
+			if _, perr := c.d.reconcile(ctx, port); err == nil {
+				err = perr
+			}
+		}
+		return err
 	}
 	_, err := c.d.reconcile(ctx, port)
 	return err
@@ -128,12 +147,19 @@ func (c *controller) Start(ctx context.Context) error {
 			if err := c.d.writeCounters(ctx); err != nil && ctx.Err() == nil {
 				c.h.Log.WithError(err).Warn("write counters")
 			}
+			if err := c.d.writeACLCounters(ctx); err != nil && ctx.Err() == nil {
+				c.h.Log.WithError(err).Warn("write ACL counters")
+			}
 		}
 	})
 	cdb := c.h.Redis.DB(schema.CountersDB)
 	c.h.Go(func(ctx context.Context) {
 		redisx.NewSentinel(cdb, redisx.SentinelKey(schema.CountersDB, "impaird"), nil).Run(ctx, 500*time.Millisecond,
-			func(context.Context) { c.d.counters.Forget() },
+			func(context.Context) {
+				c.d.counters.Forget()
+				c.d.aclCounters.Forget()
+				c.d.acl.countersLoaded.Store(false)
+			},
 			func(err error) { c.h.Log.WithError(err).Warn("COUNTERS_DB sentinel") })
 	})
 	return nil
@@ -163,7 +189,7 @@ func (d *daemon) configured(ctx context.Context, port string) bool {
 		return d.imp[port] != nil || len(d.flows[port]) > 0
 	}
 	return d.h.Cache.Has(schema.TableImpairment, port) || len(d.h.Cache.ByIndex(schema.TableImpairmentFlow, port)) > 0 ||
-		d.h.Configured(ctx, schema.TableImpairment, port)
+		d.aclBound(port) || d.h.Configured(ctx, schema.TableImpairment, port)
 }
 
 // knownPorts are the ports configured or loaded.
@@ -180,6 +206,9 @@ func (d *daemon) knownPorts() []string {
 		}
 		for _, k := range d.h.Cache.Keys(schema.TableImpairmentFlow) {
 			seen[flowPort(k)] = true
+		}
+		for _, p := range d.aclBoundPorts() {
+			seen[p] = true
 		}
 	}
 	out := make([]string, 0, len(seen))

@@ -110,6 +110,10 @@ type daemon struct {
 	applyPlan func(*bpf.Port, *bpf.Plan) error
 	// sch is the schedules (schedule.go).
 	sch *schedState
+	// acl is the ACL_TABLE/ACL_RULE view and per-port outcomes (acl.go).
+	acl *aclState
+	// aclCounters writes COUNTERS:<table>:<rule> and their SAI forms.
+	aclCounters *redisx.StateWriter
 }
 
 func newDaemon(c Config, k *kernel) *daemon {
@@ -118,7 +122,7 @@ func newDaemon(c Config, k *kernel) *daemon {
 		imp: map[string]schema.Fields{}, flows: map[string]map[string]schema.Fields{},
 		ports: map[string]*bpf.Port{}, entries: map[string]engine.Entry{},
 		goodImp: map[string]schema.Fields{}, goodFlows: map[string]map[string]schema.Fields{},
-		plans: map[string]*bpf.Plan{}, sch: newSchedState(),
+		plans: map[string]*bpf.Plan{}, sch: newSchedState(), acl: newACLState(),
 	}
 }
 

@@ -73,6 +73,7 @@ func (d *daemon) reconcile(ctx context.Context, port string) (time.Duration, err
 	if werr := d.writeResults(ctx, port, out); werr != nil && err == nil {
 		err = werr
 	}
+	d.aclPortResults(port)
 	return retry, err
 }
 
@@ -132,7 +133,12 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	if port == badKeysPort {
 		return 0, nil // malformed flow keys: their errors are all there is
 	}
-	if imp == nil && len(flows) == 0 {
+	// ACL tables bound to the port (acl.go) share its program: ACL first,
+	// then the impairment stage. Either one keeps the program attached.
+	aclRules, aclTables, aclGens := d.aclDesired(port)
+	hasACL := len(aclTables) > 0
+	if imp == nil && len(flows) == 0 && !hasACL {
+		delete(d.acl.out, port)
 		return 0, d.teardown(port)
 	}
 	set := func(table, key string, r schema.Result, extra schema.Fields) {
@@ -153,7 +159,7 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	}
 	// Random loss of a shaping port follows the shaping (egress program).
 	_, xdpImp := edtSplit(imp)
-	if imp != nil && len(flowKeys) == 0 && imp.EDT.Active() && !xdpImp.Impairs() && imp.Schedule == "" {
+	if imp != nil && len(flowKeys) == 0 && imp.EDT.Active() && !xdpImp.Impairs() && imp.Schedule == "" && !hasACL {
 		// Delay/jitter/shaping only: nothing for XDP to do, so no XDP
 		// program (syncEDT does the rest); one attached before goes.
 		if err := d.teardown(port); err != nil {
@@ -170,7 +176,9 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	}
 	dir := d.dir(port)
 	if dir == "" { // cannot happen: the schema refuses such port names
-		setAll(schema.Error(fmt.Sprintf("port name %q cannot name a pin directory", port)), nil)
+		reason := fmt.Sprintf("port name %q cannot name a pin directory", port)
+		setAll(schema.Error(reason), nil)
+		d.aclNote(port, aclTables, aclGens, "", reason)
 		return 0, nil
 	}
 	p := d.ports[port]
@@ -178,40 +186,57 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	if p != nil {
 		ours = p.ProgramID()
 	}
+	// An ACL-only port gets the empty impairment plan (which also clears
+	// an impairment deleted while its ACL stays).
 	plan, err := compilePlan(xdpImp, flows, classes)
 	if err != nil {
-		// Nothing is changed: a program in place keeps its maps.
+		// Nothing is changed: a program in place keeps its maps (the ACL
+		// goes on being applied).
 		reason := err.Error()
 		if ours != 0 {
 			reason += keptSuffix
 		}
 		setAll(schema.Error(reason), nil)
-		return 0, nil
+		if !hasACL {
+			return 0, nil
+		}
+		plan = nil
 	}
+	impOK := err == nil
 
+	// setAll for the impairment keys, which keep a compile error.
+	setImp := func(r schema.Result, extra schema.Fields) {
+		if impOK {
+			setAll(r, extra)
+		}
+	}
 	st, err := d.k.xdp(port)
 	if errors.Is(err, errNoLink) {
-		setAll(schema.Pending("waiting for netdev "+port), nil)
+		setImp(schema.Pending("waiting for netdev "+port), nil)
+		d.aclNote(port, aclTables, aclGens, "netdev "+port, "")
 		return 0, nil // a link event re-queues the port
 	}
 	if err != nil {
 		return 0, err
 	}
 	if st.progID != 0 && st.progID != ours {
-		setAll(schema.Error(foreignReason(port, st.progID)), nil)
+		setImp(schema.Error(foreignReason(port, st.progID)), nil)
+		d.aclNote(port, aclTables, aclGens, "", foreignReason(port, st.progID))
 		return 0, nil // its detach is a link event: then the port is ours
 	}
 	if p == nil {
 		p, err = bpf.Load(dir)
 		if err != nil {
-			setAll(schema.Error(err.Error()), nil)
+			setImp(schema.Error(err.Error()), nil)
+			d.aclNote(port, aclTables, aclGens, "", err.Error())
 			return 0, err
 		}
 		d.ports[port] = p
 	}
 	if st.progID == 0 || st.progID != p.ProgramID() {
 		if err := d.k.do(func() error { return p.Attach(st.ifindex, d.cfg.Mode) }); err != nil {
-			setAll(schema.Error(err.Error()), nil)
+			setImp(schema.Error(err.Error()), nil)
+			d.aclNote(port, aclTables, aclGens, "", "attach XDP: "+err.Error())
 			return 0, fmt.Errorf("attach XDP to %s: %w", port, err)
 		}
 		msg := "XDP program attached"
@@ -222,6 +247,13 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 			msg = "pinned XDP link adopted, switched to this process's program"
 		}
 		d.cfg.Log.WithFields(map[string]any{"port": port, "prog_id": p.ProgramID()}).Info(msg)
+	}
+	d.applyACL(port, p, st.ifindex, aclRules, aclTables, aclGens)
+	if !hasACL {
+		delete(d.acl.out, port)
+	}
+	if plan == nil {
+		return 0, nil // impairment compile error: results set above
 	}
 	d.waitStep(port) // a schedule's step prepared ahead: written at its due time
 	if err := d.apply(p, plan); err != nil {
@@ -285,6 +317,7 @@ func (d *daemon) teardown(port string) error {
 		return nil // an invalid key ("..", "a/b"): never a pin directory of ours
 	}
 	delete(d.plans, port)
+	d.teardownACL(port, d.ports[port])
 	if st, err := d.k.xdp(port); err == nil {
 		if err := d.k.do(func() error { return bpf.DetachDuplicate(st.ifindex) }); err != nil {
 			return fmt.Errorf("detach duplicate program of %s: %w", port, err)
