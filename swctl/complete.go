@@ -124,6 +124,16 @@ func flagValues(ctx context.Context, env *Env, name string) []string {
 		return []string{"random", "gilbert", "periodic"}
 	case "proto":
 		return []string{"tcp", "udp", "icmp", "icmpv6"}
+	case "type":
+		return schema.KnownACLTypes()[:3]
+	case "stage":
+		return []string{"ingress", "egress"}
+	case "action":
+		return []string{"FORWARD", "DROP"}
+	case "ip-protocol":
+		return []string{"TCP", "UDP", "ICMP", "ICMPV6"}
+	case "ports":
+		return liveNames(ctx, env, schema.TablePort, 0)
 	case "timeout":
 		return []string{"10s", "30s", "1m", "5m"}
 	case "schedule":
@@ -172,6 +182,13 @@ func argValues(ctx context.Context, env *Env, c *Command, kind string, pos []str
 			return nil
 		}
 		return trafficStreams(ctx, env, pos[0])
+	case "TABLE":
+		return liveNames(ctx, env, schema.TableACLTable, 0)
+	case "RULE":
+		if c.Name != "del" || len(pos) == 0 {
+			return nil
+		}
+		return liveKeys(ctx, env, schema.TableACLRule, pos[0])
 	case "NAME":
 		if c.Name != "del" || len(pos) == 0 {
 			return nil

@@ -23,6 +23,8 @@ func seedNames(h *harness) {
 	h.cfg.HSet(ctx, "STATIC_ROUTE|10.99.0.0/24", "nexthop", "10.0.0.2")
 	h.cfg.HSet(ctx, "FDB|Vlan100|00:11:22:33:44:55", "port", "Ethernet0")
 	h.cfg.HSet(ctx, "IMPAIRMENT_FLOW|Ethernet0|ping", "proto", "icmp")
+	h.cfg.HSet(ctx, "ACL_TABLE|DATAACL", "type", "L3", "ports@", "Ethernet0")
+	h.cfg.HSet(ctx, "ACL_RULE|DATAACL|SYN_DROP", "PRIORITY", "20", "PACKET_ACTION", "DROP")
 }
 
 func TestCompleteCandidates(t *testing.T) {
@@ -33,7 +35,7 @@ func TestCompleteCandidates(t *testing.T) {
 		want  []string
 	}{
 		{"co", []string{"config", "completion"}},
-		{"config _", []string{"port", "vlan", "interface", "route", "mac", "impairment", "traffic", "load", "save"}},
+		{"config _", []string{"port", "vlan", "interface", "route", "mac", "impairment", "traffic", "acl", "load", "save"}},
 		{"show in", []string{"interfaces"}},
 		{"config port _", []string{"del", "tuning", "Ethernet0", "Ethernet4"}},
 		{"config port Ethernet0 --m", []string{"--mac", "--mtu"}},
@@ -46,6 +48,9 @@ func TestCompleteCandidates(t *testing.T) {
 		{"config route add 10.1.0.0/16 --ifname E", []string{"Ethernet0", "Ethernet4"}},
 		{"config mac del Vlan100 _", []string{"00:11:22:33:44:55"}},
 		{"config impairment flow del Ethernet0 _", []string{"ping"}},
+		{"config acl rule add _", []string{"DATAACL"}},
+		{"config acl rule del DATAACL _", []string{"SYN_DROP"}},
+		{"config acl table add T --stage _", []string{"ingress", "egress"}},
 		{"config load _", []string{filesDirective}},
 		{"wait --t", []string{"--timeout"}},
 		{"show interfaces --counters _", nil},

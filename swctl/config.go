@@ -27,7 +27,7 @@ their results and 'swctl show state' lists them.`,
 		},
 		Sub: []*Command{
 			portCommand(), vlanCommand(), interfaceCommand(), routeCommand(),
-			macCommand(), impairmentCommand(), trafficCommand(), loadCommand(), saveCommand(),
+			macCommand(), impairmentCommand(), trafficCommand(), aclCommand(), loadCommand(), saveCommand(),
 		},
 	}
 }

@@ -123,6 +123,11 @@ every counter: packets, bytes (with FCS), pps and bps over the last second,
 avg_pps, elapsed seconds, dropped (refused by the device) and late (not sent:
 the sender was held up for more than a second).`,
 				[]string{"swctl show traffic", "swctl show traffic --counters --watch"}, true, false, showTraffic),
+			showLeaf("acl", "ACL rules with their counters and impaird's result, like SONiC's aclshow",
+				`ACL rules (CONFIG_DB ACL_RULE) by table and priority (highest first), with the
+action, the packets and bytes they matched (COUNTERS_DB COUNTERS:TABLE:RULE,
+summed over the table's ports; N/A when not applied) and impaird's result.`,
+				[]string{"swctl show acl", "swctl show acl --json", "swctl show acl --watch"}, false, false, showACL),
 			showLeaf("state", "the result of every CONFIG_DB entry (STATE_DB *_TABLE)",
 				`The result of every entry of switchyard's CONFIG_DB tables: ok, pending (with
 what it waits for), error (with the reason), or "-" when no daemon has written
@@ -222,8 +227,8 @@ func showInterfaces(ctx context.Context, db *DB, o showOpts) (*View, error) {
 		if err != nil {
 			return nil, err
 		}
-		for k := range ctrs { // COUNTERS:oid:0x… are SAI-named copies for SONiC's tools (docs/syncd.md)
-			if strings.HasPrefix(k, "oid:") {
+		for k := range ctrs { // COUNTERS:oid:0x… are SAI-named copies for SONiC's tools (docs/syncd.md); COUNTERS:T:R are ACL rules
+			if strings.Contains(k, schema.CountersSep) {
 				delete(ctrs, k)
 			}
 		}

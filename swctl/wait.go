@@ -25,7 +25,7 @@ type keyStatus struct {
 
 // daemonFor names the daemon that writes the results of table.
 func daemonFor(table string) string {
-	if strings.HasPrefix(table, schema.TableImpairment) {
+	if strings.HasPrefix(table, schema.TableImpairment) || table == schema.TableACLTable || table == schema.TableACLRule {
 		return "impaird"
 	}
 	return "orchagent"
