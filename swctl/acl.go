@@ -175,3 +175,39 @@ func showACL(ctx context.Context, db *DB, _ showOpts) (*View, error) {
 	}
 	return v, nil
 }
+
+func showACLTableCommand() *Command {
+	return showLeaf("table", "ACL tables: type, stage, bound ports and impaird's result, like SONiC's show acl table",
+		`ACL tables (CONFIG_DB ACL_TABLE): type, stage, the ports they are bound to,
+the description, and impaird's result (STATE_DB ACL_TABLE_TABLE): ok, pending
+(a bound port missing) or error (e.g. a type switchyard does not apply, with
+who applies it in SONiC).`,
+		[]string{"swctl show acl table", "swctl show acl table --json"}, false, false, showACLTables)
+}
+
+func showACLTables(ctx context.Context, db *DB, _ showOpts) (*View, error) {
+	cfg, err := readCfg(ctx, db, schema.TableACLTable)
+	if err != nil {
+		return nil, err
+	}
+	st, err := readState(ctx, db, schema.ResultTable(schema.TableACLTable))
+	if err != nil {
+		return nil, err
+	}
+	v := &View{Columns: []Column{{"NAME", "name"}, {"TYPE", "type"}, {"STAGE", "stage"}, {"BINDING", "ports"},
+		{"DESCRIPTION", "description"}, {"STATE", "state"}, {"REASON", "reason"}}}
+	for _, name := range union(cfg, st) {
+		c := cfg[name]
+		stage := strings.ToLower(c[schema.FieldACLStage])
+		if stage == "" && c != nil {
+			stage = string(schema.ACLIngress)
+		}
+		ports := c[schema.FieldACLPorts]
+		if ports == "" {
+			ports = c[schema.FieldACLPortsPlain]
+		}
+		v.Rows = append(v.Rows, Row{"name": name, "type": c[schema.FieldACLType], "stage": stage, "ports": ports,
+			"description": c[schema.FieldPolicyDesc], "state": st[name]["state"], "reason": st[name]["reason"]})
+	}
+	return v, nil
+}

@@ -35,6 +35,11 @@ func TestACLConfigAndShow(t *testing.T) {
 	if err := json.Unmarshal([]byte(h.ok("show", "acl", "--json")), &rows); err != nil || len(rows) != 2 || rows[1]["packets"] != "7" {
 		t.Errorf("show acl --json: %v %v", rows, err)
 	}
+	h.setState("ACL_TABLE_TABLE|DATAACL", "state", "pending", "reason", "waiting for netdev Ethernet4 (applied on Ethernet0)")
+	out = h.ok("show", "acl", "table")
+	if !strings.Contains(strings.Join(strings.Fields(out), " "), "DATAACL L3 ingress Ethernet0,Ethernet4 DATAACL pending waiting for netdev Ethernet4") {
+		t.Errorf("show acl table:\n%s", out)
+	}
 	if got := h.ok("show", "interfaces", "--counters"); strings.Contains(got, "DATAACL") {
 		t.Errorf("ACL counters listed as interfaces:\n%s", got)
 	}

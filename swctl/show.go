@@ -127,7 +127,8 @@ the sender was held up for more than a second).`,
 				`ACL rules (CONFIG_DB ACL_RULE) by table and priority (highest first), with the
 action, the packets and bytes they matched (COUNTERS_DB COUNTERS:TABLE:RULE,
 summed over the table's ports; N/A when not applied) and impaird's result.`,
-				[]string{"swctl show acl", "swctl show acl --json", "swctl show acl --watch"}, false, false, showACL),
+				[]string{"swctl show acl", "swctl show acl --json", "swctl show acl --watch"}, false, false, showACL).
+				with(showACLTableCommand()),
 			showLeaf("state", "the result of every CONFIG_DB entry (STATE_DB *_TABLE)",
 				`The result of every entry of switchyard's CONFIG_DB tables: ok, pending (with
 what it waits for), error (with the reason), or "-" when no daemon has written
