@@ -1,6 +1,7 @@
 package impaird
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -57,5 +58,25 @@ func TestACLCompileDropsBadRules(t *testing.T) {
 	plan, err := compileACL(rules, bad)
 	if err != nil || plan == nil || len(plan.Rules()) != 1 || bad[long] == "" {
 		t.Fatalf("plan %v err %v bad %v", plan, err, bad)
+	}
+}
+
+// TestACLCounterKeys: the SAI-style oid is stable and of the ACL counter
+// object type; impaird owns only its fields in COUNTERS_DB.
+func TestACLCounterKeys(t *testing.T) {
+	oid := ACLCounterOID("DATAACL:RULE_1")
+	if oid != ACLCounterOID("DATAACL:RULE_1") || oid == ACLCounterOID("DATAACL:RULE_2") || len(oid) != len("oid:0x9000000000000") || oid[:7] != "oid:0x9" {
+		t.Errorf("oid %q", oid)
+	}
+	for key, want := range map[string]string{
+		"ACL_COUNTER_RULE_MAP":    "[*]",
+		"COUNTERS:" + oid:         "[SAI_ACL_COUNTER_ATTR_BYTES SAI_ACL_COUNTER_ATTR_PACKETS]",
+		"COUNTERS:DATAACL:RULE_1": "[Bytes Packets]",
+		"COUNTERS:Ethernet0":      "[Bytes Packets]", // syncd's fields there are not ours
+		"COUNTERS_PORT_NAME_MAP":  "[]",
+	} {
+		if got := fmt.Sprint(aclCounterOwnership(key)); got != want {
+			t.Errorf("%s: owns %s, want %s", key, got, want)
+		}
 	}
 }
