@@ -138,30 +138,39 @@ struct slot_shared {
 	__u32 pad;
 };
 
-/* scope flow: state per 5-tuple (plus outer vlan) and slot; IPv4 flows
- * use the 20-byte flow_key4 (cheaper to hash). */
-struct flow_key {
-	struct tuple t;
-	__u32 slot;
-	__u32 pad;
-};
-
-struct flow_key4 {
-	__u32 slot;
-	__u8 family;
-	__u8 proto;
-	__u16 vlan;
-	__u16 sport;
-	__u16 dport;
-	__u32 src;
-	__u32 dst;
-};
-
 struct flow_state {
 	__u64 tat;
 	__u64 period_cnt;
 	__u32 gen;
 	__u32 ge_bad;
+};
+
+/* scope flow: a 4-way set-associative table of flow states in a shared
+ * array (one inlined array lookup instead of an LRU hash lookup). A way's
+ * tag is the whole flow key in 64-bit words (acl.h's layout: addresses
+ * src,dst for IPv4, src hi/lo, dst hi/lo for IPv6; ports, vlan, proto,
+ * family; slot | FLOW_VALID), so a hit is exact; a new flow takes the
+ * set's next way round-robin (evicting the flow that arrived there
+ * first). */
+#define FLOW_WAYS 4
+#define FLOW_SET_SHIFT 14 /* 16384 sets x 4 ways = 65536 flows */
+#define FLOW_VALID (1ULL << 32)
+struct flow_ent {
+	__u64 k[6];
+	struct flow_state st;
+};
+
+struct flow_set {
+	struct flow_ent e[FLOW_WAYS];
+	__u64 next;
+};
+
+/* A CPU's unspent policer share of one flowtab way (scope flow): tag is
+ * the flow's 64-bit hash mixed with its generation, so a share left by an
+ * evicted flow or an older profile is dropped, never spent. */
+struct flow_share {
+	__u64 share;
+	__u64 tag;
 };
 
 /* Never used by the program: the shape of cfg's inner arrays with BTF
@@ -250,21 +259,22 @@ struct {
 	__type(value, struct slot_shared);
 } shared SEC(".maps");
 
-/* scope flow, IPv6: (tuple, slot) -> per-flow state */
+/* scope flow: flow hash -> set of FLOW_WAYS flow states (shared by all
+ * CPUs, so a flow's policer is exact wherever its packets are processed) */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_FLOWS);
-	__type(key, struct flow_key);
-	__type(value, struct flow_state);
-} flows SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << FLOW_SET_SHIFT);
+	__type(key, __u32);
+	__type(value, struct flow_set);
+} flowtab SEC(".maps");
 
-/* scope flow, IPv4: (5-tuple, vlan, slot) -> per-flow state */
+/* scope flow: set * FLOW_WAYS + way -> this CPU's policer share */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_FLOWS);
-	__type(key, struct flow_key4);
-	__type(value, struct flow_state);
-} flows4 SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FLOW_WAYS << FLOW_SET_SHIFT);
+	__type(key, __u32);
+	__type(value, struct flow_share);
+} flowshare SEC(".maps");
 
 /* slot -> rule name: control-plane bookkeeping (never read by the
  * program) so a restarted impaird re-adopts its slots from the pins. */
@@ -502,12 +512,12 @@ static __always_inline int police(__u64 *tat, struct profile *p, __u64 len)
  * pay goes to the bucket as above. */
 #define SHARE_MAX_TICKS (100000ULL << TICK_SHIFT) /* 100 us */
 
-static __always_inline int police_share(__u64 *tat, struct profile *p, __u64 len, struct slot_pcpu *c)
+static __always_inline int police_share(__u64 *tat, struct profile *p, __u64 len, __u64 *sharep)
 {
 	__u64 cost = (len * p->ns_per_byte_fp) >> (16 - TICK_SHIFT);
-	__u64 share = c->share;
+	__u64 share = *sharep;
 	if (share >= cost) {
-		c->share = share - cost;
+		*sharep = share - cost;
 		return 1;
 	}
 	__u64 chunk = p->depth >> 4;
@@ -519,7 +529,7 @@ static __always_inline int police_share(__u64 *tat, struct profile *p, __u64 len
 		__u64 base = old > now ? old : now;
 		if (base + cost + chunk - now <= p->depth &&
 		    __sync_val_compare_and_swap(tat, old, base + cost + chunk) == old) {
-			c->share = share + chunk;
+			*sharep = share + chunk;
 			return 1;
 		}
 	}
@@ -691,38 +701,57 @@ __attribute__((noinline)) int parse_classify(struct xdp_md *ctx, struct tuple *t
 	return 0;
 }
 
-/* flow_state4/6 find or create the scope-flow state of a packet's flow.
- * DSCP is not part of the flow: a flow re-marking its packets stays one. */
-static __always_inline struct flow_state *flow_state4(struct tuple *t, __u32 slot, __u32 gen)
+/* flow_find finds or creates the scope-flow state of a packet's flow in
+ * flowtab. DSCP is not part of the flow: a flow re-marking its packets
+ * stays one. The set index is the ACL pre-check's hash of the key words
+ * (acl.h), its top FLOW_SET_SHIFT bits. Two CPUs creating flows in one set
+ * at once take different ways (the counter is atomic); a flow created by
+ * two CPUs at once may hold two ways until one is evicted. */
+static __always_inline struct flow_state *flow_find(struct tuple *t, __u32 slot, __u32 gen, __u32 *way,
+						     __u64 *tag)
 {
-	struct flow_key4 k = {
-		.slot = slot,
-		.family = t->family,
-		.proto = t->proto,
-		.vlan = t->vlan,
-		.sport = t->sport,
-		.dport = t->dport,
-		.src = t->src[0],
-		.dst = t->dst[0],
-	};
-	struct flow_state *fs = bpf_map_lookup_elem(&flows4, &k);
-	if (fs)
-		return fs;
-	struct flow_state z = {.gen = gen};
-	bpf_map_update_elem(&flows4, &k, &z, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&flows4, &k);
-}
-
-static __always_inline struct flow_state *flow_state6(struct tuple *t, __u32 slot, __u32 gen)
-{
-	struct flow_key k = {.t = *t, .slot = slot};
-	k.t.dscp = 0;
-	struct flow_state *fs = bpf_map_lookup_elem(&flows, &k);
-	if (fs)
-		return fs;
-	struct flow_state z = {.gen = gen};
-	bpf_map_update_elem(&flows, &k, &z, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&flows, &k);
+	__u64 k0, k1 = 0, k2 = 0, k3 = 0;
+	if (t->family == 4) {
+		k0 = ((__u64)t->src[0] << 32) | t->dst[0];
+	} else {
+		k0 = ((__u64)t->src[0] << 32) | t->src[1];
+		k1 = ((__u64)t->src[2] << 32) | t->src[3];
+		k2 = ((__u64)t->dst[0] << 32) | t->dst[1];
+		k3 = ((__u64)t->dst[2] << 32) | t->dst[3];
+	}
+	__u64 k4 = ((__u64)t->sport << 48) | ((__u64)t->dport << 32) | ((__u64)t->vlan << 16) |
+		   ((__u64)t->proto << 8) | t->family;
+	__u64 k5 = FLOW_VALID | slot;
+	__u64 h = k0 * ACL_C0 + k1 * ACL_C1 + k2 * ACL_C2 + k3 * ACL_C3 + k4 * ACL_C4 + k5 * ACL_C5;
+	__u32 idx = h >> (64 - FLOW_SET_SHIFT);
+	struct flow_set *s = bpf_map_lookup_elem(&flowtab, &idx);
+	if (!s)
+		return NULL;
+	*tag = h ^ ((__u64)gen * ACL_C1);
+#pragma unroll
+	for (int i = 0; i < FLOW_WAYS; i++) {
+		struct flow_ent *e = &s->e[i];
+		if (e->k[5] == k5 && e->k[4] == k4 && e->k[0] == k0 && e->k[1] == k1 && e->k[2] == k2 &&
+		    e->k[3] == k3) {
+			*way = idx * FLOW_WAYS + i;
+			return &e->st;
+		}
+	}
+	__u32 w = __sync_fetch_and_add(&s->next, 1) & (FLOW_WAYS - 1);
+	*way = idx * FLOW_WAYS + w;
+	struct flow_ent *e = &s->e[w];
+	e->k[5] = 0; /* invalid while the key is rewritten */
+	e->st.tat = 0;
+	e->st.period_cnt = 0;
+	e->st.ge_bad = 0;
+	e->st.gen = gen;
+	e->k[0] = k0;
+	e->k[1] = k1;
+	e->k[2] = k2;
+	e->k[3] = k3;
+	e->k[4] = k4;
+	e->k[5] = k5;
+	return &e->st;
 }
 
 SEC("xdp")
@@ -777,16 +806,26 @@ int impair(struct xdp_md *ctx)
 		reseed(c, p);
 
 	__u32 *ge_bad = &c->ge_bad;
-	__u64 *tat = NULL, *pcnt = NULL;
+	__u64 *tat = NULL, *pcnt = NULL, *share = &c->share;
 	if (p->flags & F_SCOPE_FLOW) {
-		struct flow_state *fs;
-		if (t.family == 4)
-			fs = flow_state4(&t, slot, p->gen);
-		else
-			fs = flow_state6(&t, slot, p->gen);
+		__u32 way = 0;
+		__u64 tag = 0;
+		struct flow_state *fs = flow_find(&t, slot, p->gen, &way, &tag);
 		if (!fs) {
-			c->passed++; /* the LRU could not make room */
+			c->passed++;
 			return XDP_PASS;
+		}
+		if (p->flags & F_RATE) {
+			struct flow_share *fsh = bpf_map_lookup_elem(&flowshare, &way);
+			if (!fsh) {
+				c->passed++;
+				return XDP_PASS;
+			}
+			if (fsh->tag != tag) {
+				fsh->tag = tag;
+				fsh->share = 0;
+			}
+			share = &fsh->share;
 		}
 		if (fs->gen != p->gen) {
 			fs->gen = p->gen;
@@ -816,8 +855,7 @@ int impair(struct xdp_md *ctx)
 		c->dropped_loss++;
 		return XDP_DROP;
 	}
-	if ((p->flags & F_RATE) && tat &&
-	    !((p->flags & F_SCOPE_FLOW) ? police(tat, p, len) : police_share(tat, p, len, c))) {
+	if ((p->flags & F_RATE) && tat && !police_share(tat, p, len, share)) {
 		c->dropped_rate++;
 		return XDP_DROP;
 	}

@@ -76,23 +76,20 @@ type impairBloom struct {
 	On   uint64
 }
 
-type impairFlowKey struct {
-	_    structs.HostLayout
-	T    impairTuple
-	Slot uint32
-	Pad  uint32
+type impairFlowSet struct {
+	_ structs.HostLayout
+	E [4]struct {
+		_  structs.HostLayout
+		K  [6]uint64
+		St impairFlowState
+	}
+	Next uint64
 }
 
-type impairFlowKey4 struct {
-	_      structs.HostLayout
-	Slot   uint32
-	Family uint8
-	Proto  uint8
-	Vlan   uint16
-	Sport  uint16
-	Dport  uint16
-	Src    uint32
-	Dst    uint32
+type impairFlowShare struct {
+	_     structs.HostLayout
+	Share uint64
+	Tag   uint64
 }
 
 type impairFlowState struct {
@@ -209,8 +206,8 @@ const (
 	impairMapBlooms         = "blooms"
 	impairMapCfg            = "cfg"
 	impairMapCfgProto       = "cfg_proto"
-	impairMapFlows          = "flows"
-	impairMapFlows4         = "flows4"
+	impairMapFlowshare      = "flowshare"
+	impairMapFlowtab        = "flowtab"
 	impairMapMasks          = "masks"
 	impairMapMatches4       = "matches4"
 	impairMapMatches6       = "matches6"
@@ -286,8 +283,8 @@ type impairMapSpecs struct {
 	Blooms         *ebpf.MapSpec `ebpf:"blooms"`
 	Cfg            *ebpf.MapSpec `ebpf:"cfg"`
 	CfgProto       *ebpf.MapSpec `ebpf:"cfg_proto"`
-	Flows          *ebpf.MapSpec `ebpf:"flows"`
-	Flows4         *ebpf.MapSpec `ebpf:"flows4"`
+	Flowshare      *ebpf.MapSpec `ebpf:"flowshare"`
+	Flowtab        *ebpf.MapSpec `ebpf:"flowtab"`
 	Masks          *ebpf.MapSpec `ebpf:"masks"`
 	Matches4       *ebpf.MapSpec `ebpf:"matches4"`
 	Matches6       *ebpf.MapSpec `ebpf:"matches6"`
@@ -333,8 +330,8 @@ type impairMaps struct {
 	Blooms         *ebpf.Map `ebpf:"blooms"`
 	Cfg            *ebpf.Map `ebpf:"cfg"`
 	CfgProto       *ebpf.Map `ebpf:"cfg_proto"`
-	Flows          *ebpf.Map `ebpf:"flows"`
-	Flows4         *ebpf.Map `ebpf:"flows4"`
+	Flowshare      *ebpf.Map `ebpf:"flowshare"`
+	Flowtab        *ebpf.Map `ebpf:"flowtab"`
 	Masks          *ebpf.Map `ebpf:"masks"`
 	Matches4       *ebpf.Map `ebpf:"matches4"`
 	Matches6       *ebpf.Map `ebpf:"matches6"`
@@ -356,8 +353,8 @@ func (m *impairMaps) Close() error {
 		m.Blooms,
 		m.Cfg,
 		m.CfgProto,
-		m.Flows,
-		m.Flows4,
+		m.Flowshare,
+		m.Flowtab,
 		m.Masks,
 		m.Matches4,
 		m.Matches6,
