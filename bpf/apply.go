@@ -17,9 +17,10 @@ import (
 //     sees the old or the new rule), new ones while their mask is still
 //     inactive; a changed profile gets a new generation, which makes the
 //     data plane reset that rule's RNG, Gilbert and policer state;
-//  3. the config (active masks + port profile, one map update) becomes
-//     old+new masks; stale match entries are deleted; the config becomes
-//     the new masks only;
+//  3. the config (active masks + port profile + IPv4 shape filter, one
+//     pointer swap) becomes old+new masks, its filter naming every entry
+//     present or wanted; stale match entries are deleted; the config
+//     becomes the new masks only, its filter naming the wanted entries;
 //  4. removed rules' names are cleared.
 //
 // Running Apply twice with the same plan changes nothing the second time.
@@ -118,6 +119,11 @@ func (p *Port) Apply(plan *Plan) error {
 		}
 	}
 	newCfg.ActiveMasks = oldActive | newActive
+	maskOf := map[uint8]Tuple{}
+	for m, id := range ids {
+		maskOf[uint8(id)] = m
+	}
+	setFilter(&newCfg, maskOf, have, want)
 	if err := p.putCfg(newCfg, cfg, hasCfg); err != nil {
 		return err
 	}
@@ -131,6 +137,7 @@ func (p *Port) Apply(plan *Plan) error {
 	}
 	final := newCfg
 	final.ActiveMasks = newActive
+	setFilter(&final, maskOf, want)
 	if err := p.putCfg(final, newCfg, true); err != nil {
 		return err
 	}
@@ -415,4 +422,53 @@ func (p *Port) fillBlooms(active uint32, have, want map[matchEntry]impairMatch) 
 		}
 	}
 	return nil
+}
+
+// FilterShift is the size of the IPv4 shape filter (impair.c
+// FILTER_SHIFT): 2^14 entries, indexed like a pre-check bloom (bloomHash).
+const FilterShift = 14
+
+// setFilter fills cfg's IPv4 shape filter from the entries of its active
+// masks: common is the AND of every active mask with IPv4 entries, and the
+// filter word of each entry's key ANDed with common gets the entry's mask
+// bit. A packet then searches only the masks named by the word of its own
+// tuple ANDed with common: a superset of the masks that can match it (two
+// keys that differ under common differ under every mask it is the AND of).
+// The filter is published in the config array with the active masks, so
+// a packet always reads a filter made for the masks it searches. With one
+// IPv4 mask it stays off: that mask's bloom does the same job.
+func setFilter(cfg *impairPortCfg, maskOf map[uint8]Tuple, entries ...map[matchEntry]impairMatch) {
+	cfg.FilterOn, cfg.Common, cfg.Filter = 0, impairTuple4{}, [1 << FilterShift]uint32{}
+	used := uint32(0)
+	for _, es := range entries {
+		for e := range es {
+			if e.v4 && cfg.ActiveMasks&(1<<e.key.MaskId) != 0 {
+				used |= 1 << e.key.MaskId
+			}
+		}
+	}
+	if used&(used-1) == 0 {
+		return // one mask (or none): its bloom already skips the lookup on a miss
+	}
+	all := ^uint32(0)
+	common := impairTuple4{Family: 0xff, Proto: 0xff, Dscp: 0xff, Vlan: 0xffff, Sport: 0xffff, Dport: 0xffff, Src: all, Dst: all}
+	for id := uint8(0); id < MaxMasks; id++ {
+		if used&(1<<id) != 0 {
+			common = and4(common, to4(maskOf[id]))
+		}
+	}
+	for _, es := range entries {
+		for e := range es {
+			if e.v4 && used&(1<<e.key.MaskId) != 0 {
+				cfg.Filter[bloomHash(and4(to4(e.key), common))] |= 1 << e.key.MaskId
+			}
+		}
+	}
+	cfg.FilterOn, cfg.Common = 1, common
+}
+
+// and4 is a key (or mask) ANDed with a mask, mask_id 0.
+func and4(k, m impairTuple4) impairTuple4 {
+	return impairTuple4{Family: k.Family & m.Family, Proto: k.Proto & m.Proto, Dscp: k.Dscp & m.Dscp,
+		Vlan: k.Vlan & m.Vlan, Sport: k.Sport & m.Sport, Dport: k.Dport & m.Dport, Src: k.Src & m.Src, Dst: k.Dst & m.Dst}
 }

@@ -112,10 +112,21 @@ struct match {
  * frees the old one after an RCU grace period), so a packet reads the
  * whole old or the whole new config, and both lookups are inlined array
  * lookups (a hash lookup costs ~20 ns per packet). */
+#define FILTER_SHIFT 14 /* shape filter: 16384 entries */
 struct port_cfg {
 	__u32 active_masks;
 	__u32 has_port;
 	struct profile port;
+	/* IPv4 shape filter: one lookup instead of one per shape. common is
+	 * the AND of the masks that have IPv4 entries (tuple4 form, mask_id
+	 * 0); filter[bloom_hash4(packet & common) >> (64 - FILTER_SHIFT)] has
+	 * bit m set when mask m has an entry whose key ANDed with common
+	 * hashes there, so the other masks are not searched. filter_on 0:
+	 * search every active mask. */
+	__u32 filter_on;
+	__u32 pad;
+	struct tuple4 common;
+	__u32 filter[1 << FILTER_SHIFT];
 };
 
 /* Per-CPU state of one slot: counters, RNG and Gilbert state. */
@@ -593,6 +604,37 @@ static __always_inline void take(struct best *b, struct match *mt)
 	}
 }
 
+/* bloom_hash4 is the IPv4 pre-check's hash of a masked key (bloomHash in
+ * apply.go computes the same): the per-mask blooms take its top 14 bits,
+ * the shape filter its top FILTER_SHIFT bits. */
+static __always_inline __u64 bloom_hash4(struct tuple4 *k)
+{
+	__u64 h = (((__u64)k->src << 32) | k->dst) * 0x9E3779B97F4A7C15ULL;
+	h ^= ((__u64)k->sport << 48) | ((__u64)k->dport << 32) | ((__u64)k->vlan << 16) |
+	     ((__u64)k->proto << 8) | k->dscp;
+	return h * 0xBF58476D1CE4E5B9ULL;
+}
+
+/* shape_filter4 narrows the active masks to those the port config's shape
+ * filter names for the packet (one array read, no map lookup). */
+static __always_inline __u32 shape_filter4(struct tuple *t, struct port_cfg *cf, __u32 active)
+{
+	if (!cf->filter_on)
+		return active;
+	struct tuple4 *mk = &cf->common;
+	struct tuple4 k = {
+		.family = t->family & mk->family,
+		.proto = t->proto & mk->proto,
+		.dscp = t->dscp & mk->dscp,
+		.vlan = t->vlan & mk->vlan,
+		.sport = t->sport & mk->sport,
+		.dport = t->dport & mk->dport,
+		.src = t->src[0] & mk->src,
+		.dst = t->dst[0] & mk->dst,
+	};
+	return active & cf->filter[(bloom_hash4(&k) >> (64 - FILTER_SHIFT)) & ((1 << FILTER_SHIFT) - 1)];
+}
+
 /* classify4 and classify6 are the tuple space search: for each active mask
  * one lookup of the masked tuple; one loop per family so that each loop
  * writes one key shape (a branch inside would double the verifier's
@@ -628,12 +670,7 @@ static __always_inline void classify4(struct tuple *t, __u32 active, struct best
 		};
 		struct bloom *bl = bpf_map_lookup_elem(&blooms, &mid);
 		if (bl && bl->on) {
-			/* bloomHash in apply.go: the same function of the masked key */
-			__u64 h = (((__u64)k.src << 32) | k.dst) * 0x9E3779B97F4A7C15ULL;
-			h ^= ((__u64)k.sport << 48) | ((__u64)k.dport << 32) | ((__u64)k.vlan << 16) |
-			     ((__u64)k.proto << 8) | k.dscp;
-			h *= 0xBF58476D1CE4E5B9ULL;
-			__u32 idx = h >> 50;
+			__u32 idx = bloom_hash4(&k) >> 50;
 			if (!((bl->bits[(idx >> 6) & (BLOOM_WORDS - 1)] >> (idx & 63)) & 1))
 				continue;
 		}
@@ -684,7 +721,7 @@ static __always_inline void classify6(struct tuple *t, __u32 active, struct best
  * function, not one for parsing and one for classifying: a BPF-to-BPF call
  * costs ~8 ns on a CPU whose returns go through the SRSO "safe RET" thunk. */
 __attribute__((noinline)) int parse_classify(struct xdp_md *ctx, struct tuple *t, struct pkt_extra *x,
-					     __u32 active, struct best *b)
+					     struct port_cfg *cf, struct best *b)
 {
 	if (!t || !b || !x)
 		return -1;
@@ -692,11 +729,16 @@ __attribute__((noinline)) int parse_classify(struct xdp_md *ctx, struct tuple *t
 	void *data_end = (void *)(long)ctx->data_end;
 	if (parse(data, data_end, t, &x->payload, x) < 0)
 		return -1;
+	if (!cf)
+		return 0;
+	__u32 active = cf->active_masks;
 	if (!active)
 		return 0;
-	if (t->family == 4)
-		classify4(t, active, b);
-	else
+	if (t->family == 4) {
+		active = shape_filter4(t, cf, active);
+		if (active)
+			classify4(t, active, b);
+	} else
 		classify6(t, active, b);
 	return 0;
 }
@@ -774,7 +816,7 @@ int impair(struct xdp_md *ctx)
 	 * iterations would make every iteration a new verifier state. */
 	struct best bm = {.rank = 0xffffffff};
 	struct pkt_extra x = {};
-	int pc = parse_classify(ctx, &t, &x, cf ? cf->active_masks : 0, &bm);
+	int pc = parse_classify(ctx, &t, &x, cf, &bm);
 	/* The ACL stage (acl.h) decides first: parsed IP packets and non-IP
 	 * ones (family 0); truncated IP packets pass it. The impairment
 	 * classification above only read maps. */

@@ -112,6 +112,11 @@ type impairPortCfg struct {
 	ActiveMasks uint32
 	HasPort     uint32
 	Port        impairProfile
+	FilterOn    uint32
+	Pad         uint32
+	Common      impairTuple4
+	Filter      [16384]uint32
+	_           [4]byte
 }
 
 type impairProfile struct {

@@ -165,19 +165,7 @@ func TestPolicerTwoCPUs(t *testing.T) {
 		t.Skip("timing-sensitive: needs sub-millisecond counter reads while both CPUs run the program, which the TCG VM cannot give")
 	}
 	p := loadPort(t)
-	var all unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &all); err != nil {
-		t.Fatal(err)
-	}
-	var cpus []int
-	for i := 0; i < 1024 && len(cpus) < 2; i++ {
-		if all.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
-	if len(cpus) < 2 {
-		t.Skip("needs two CPUs")
-	}
+	cpus := twoCPUs(t)
 	// 1 MiB at 100 Mbit/s is 84 ms of depth.
 	const rate, burst = 100_000_000, 1 << 20
 	depth := time.Duration(float64(burst) * 8 / rate * float64(time.Second))
@@ -223,29 +211,14 @@ func TestPolicerTwoCPUs(t *testing.T) {
 			}
 		}(cpu)
 	}
-	// sample reads the counters with a timestamp good to half a millisecond,
-	// trying for at most sampleFor; ok is false when no read was that fast.
-	const sampleFor = 10 * time.Second
-	var fastest time.Duration = math.MaxInt64
-	sample := func() (c Counters, at time.Time, ok bool) {
-		for give := time.Now().Add(sampleFor); time.Now().Before(give); {
-			t1 := time.Now()
-			c = counters(t, p, "")
-			d := time.Since(t1)
-			fastest = min(fastest, d)
-			if d < time.Millisecond {
-				return c, t1.Add(d / 2), true
-			}
-		}
-		return c, at, false
-	}
 	time.Sleep(300 * time.Millisecond) // the initial burst is long gone
-	a, ta, okA := sample()
+	var fastest time.Duration = math.MaxInt64
+	a, ta, okA := sampleCounters(t, p, "", &fastest)
 	measuring.Store(true)
 	if okA {
 		time.Sleep(2 * time.Second)
 	}
-	b, tb, okB := sample()
+	b, tb, okB := sampleCounters(t, p, "", &fastest)
 	measuring.Store(false)
 	close(stop)
 	wg.Wait()
@@ -262,4 +235,43 @@ func TestPolicerTwoCPUs(t *testing.T) {
 		float64(b.RxBytes-a.RxBytes)*8/window.Seconds()/1e6, b.Passed-a.Passed, b.RxPackets-a.RxPackets,
 		b.DroppedRate-a.DroppedRate, pause.Round(time.Millisecond), depth.Round(time.Millisecond))
 	policerBounds(t, "2 CPUs", rate, burst, false, passedBytes(b, a), window, pause < depth)
+}
+
+// twoCPUs returns two CPUs the test may run on, or skips.
+func twoCPUs(t *testing.T) []int {
+	t.Helper()
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for i := 0; i < 1024 && len(cpus) < 2; i++ {
+		if all.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	if len(cpus) < 2 {
+		t.Skip("needs two CPUs")
+	}
+	return cpus
+}
+
+// sampleFor is how long sampleCounters tries for a fast read.
+const sampleFor = 10 * time.Second
+
+// sampleCounters reads the counters of rule name ("" = the port profile)
+// with a timestamp good to half a millisecond, trying for at most
+// sampleFor; ok is false when no read was that fast. fastest keeps the
+// fastest read seen.
+func sampleCounters(t *testing.T, p *Port, name string, fastest *time.Duration) (c Counters, at time.Time, ok bool) {
+	for give := time.Now().Add(sampleFor); time.Now().Before(give); {
+		t1 := time.Now()
+		c = counters(t, p, name)
+		d := time.Since(t1)
+		*fastest = min(*fastest, d)
+		if d < time.Millisecond {
+			return c, t1.Add(d / 2), true
+		}
+	}
+	return c, at, false
 }

@@ -235,7 +235,7 @@ func (p *Port) Remove() error {
 		p.link = nil
 	}
 	for _, m := range []*ebpf.Map{p.objs.Cfg, p.objs.CfgProto, p.objs.Masks, p.objs.Blooms, p.objs.Matches4, p.objs.Matches6,
-		p.objs.Pcpu, p.objs.Shared, p.objs.Flowtab, p.objs.SlotNames} {
+		p.objs.Pcpu, p.objs.Shared, p.objs.Flowtab, p.objs.Flowshare, p.objs.SlotNames} {
 		errs = append(errs, m.Unpin())
 	}
 	for _, m := range p.aclMaps() {
