@@ -112,8 +112,11 @@ func TestPolicerTwoCPUsOffered(t *testing.T) {
 				tc.name, offered/1e6, offered/rate, float64(passed)*8/window.Seconds()/1e6, rate/1_000_000,
 				100*(float64(passed)*8/window.Seconds()-rate)/rate, time.Duration(late.Load()).Round(time.Millisecond), depth.Round(time.Millisecond))
 			checkInvariant(t, tc.slot, b)
-			// saturated at both samples only while the offered load stayed above the rate
-			policerBounds(t, "2 CPUs "+tc.name, rate, burst, false, passed, window, time.Duration(late.Load()) < depth && offered > 1.2*rate)
+			// The -1% floor holds only while the offered load stayed above
+			// the rate throughout (the bucket drained at both samples): no
+			// thread more than a run (a quarter of the depth) behind its
+			// schedule, and the total offered well above the rate.
+			policerBounds(t, "2 CPUs "+tc.name, rate, burst, false, passed, window, time.Duration(late.Load()) < depth/4 && offered > 1.2*rate)
 		})
 	}
 }
