@@ -16,11 +16,15 @@
 //   - rules are classified by tuple space search: each distinct match
 //     shape (which fields, prefix lengths, port-range block sizes) is a
 //     mask; per packet one hash lookup per active mask, best rank wins;
+//     for IPv4 a shape filter in the port config (keyed by the packet
+//     ANDed with the AND of the masks) and a bloom per mask skip the
+//     masks that cannot match;
 //   - counters, RNG (xorshift64*), Gilbert and 4-state Markov state and
 //     netem's correlated number (netem.h) are per CPU per slot;
 //     the policer (GCRA in nanoseconds, compare-and-swap) and the periodic
-//     counter are shared per slot, or per 5-tuple in an LRU hash for
-//     scope flow;
+//     counter are shared per slot, or per 5-tuple for scope flow (a
+//     4-way set-associative array of exact-tagged flows, flowtab), with
+//     per-CPU policer shares per slot or per flow;
 //   - duplicate: XDP decides and asks in the packet metadata; impair_dup
 //     (dup.h, dup.go), a tc ingress program of the same object, clones.
 //

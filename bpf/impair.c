@@ -25,7 +25,6 @@ char __license[] SEC("license") = "Dual MIT/GPL";
 #define MAX_SLOTS 1025 /* slot 0 = port profile, 1..1024 = IMPAIRMENT_FLOW rules */
 #define MAX_MASKS 32   /* distinct match shapes per port */
 #define MAX_MATCHES 65536
-#define MAX_FLOWS 65536 /* scope flow: tracked 5-tuples (LRU) */
 #define MAX_V6_EXT 4    /* IPv6 extension headers skipped */
 
 /* profile.flags */
@@ -710,7 +709,8 @@ static __always_inline void classify6(struct tuple *t, __u32 active, struct best
 /* parse_classify parses the packet into t and x (the ACL's fields and
  * the payload offset; -1: not IP or truncated, the impairment stage
  * passes it untouched) and fills b with the best rule matching it
- * among the active masks (b unchanged when none matches).
+ * among the active masks of cf (NULL: none; IPv4: those its shape filter
+ * names) (b unchanged when none matches).
  *
  * A global (separately verified) function, so the verifier walks parsing
  * and the mask loop once, with the packet, the active masks and *b
