@@ -29,7 +29,8 @@ struct pkt_extra {
 	__u8 tcpflags;
 	__u8 icmp_type;
 	__u8 icmp_code;
-	__u8 pad[3];
+	__u8 pad;
+	__u16 l4off;   /* impair.c: offset of the L4 header (egress corrupt's checksum) */
 	__u32 payload; /* impair.c: offset of the L4 payload */
 };
 

@@ -61,7 +61,11 @@ func (p *Port) AttachEgress(ifindex int) error {
 	if err != nil {
 		return fmt.Errorf("ifindex %d: add clsact qdisc for the egress ACL: %w", ifindex, err)
 	}
-	if err := h.FilterReplace(aclFilter(ifindex, p.objs.AclEgress.FD())); err != nil {
+	eg, err := p.Egress()
+	if err != nil {
+		return err
+	}
+	if err := h.FilterReplace(aclFilter(ifindex, eg.objs.AclEgress.FD())); err != nil {
 		if created {
 			h.QdiscDel(tcfilter.Clsact(ifindex))
 		}

@@ -148,7 +148,7 @@ func (p *Port) Apply(plan *Plan) error {
 // (no masks, no port profile) is deleted so the program returns at once.
 func (p *Port) putCfg(want, cur impairPortCfg, hasCur bool) error {
 	if want.ActiveMasks == 0 && want.HasPort == 0 {
-		if err := p.objs.Cfg.Delete(uint32(0)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		if err := p.objs.Cfg.Delete(p.cfgKey); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("delete cfg: %w", err)
 		}
 		return nil
@@ -164,7 +164,7 @@ func (p *Port) putCfg(want, cur impairPortCfg, hasCur bool) error {
 	if err := inner.Put(uint32(0), &want); err != nil {
 		return fmt.Errorf("write config array: %w", err)
 	}
-	if err := p.objs.Cfg.Put(uint32(0), inner); err != nil {
+	if err := p.objs.Cfg.Put(p.cfgKey, inner); err != nil {
 		return fmt.Errorf("publish config: %w", err)
 	}
 	return nil
@@ -176,7 +176,7 @@ func (p *Port) readCfg() (impairPortCfg, bool, error) {
 		cfg impairPortCfg
 		id  uint32
 	)
-	if err := p.objs.Cfg.Lookup(uint32(0), &id); errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := p.objs.Cfg.Lookup(p.cfgKey, &id); errors.Is(err, ebpf.ErrKeyNotExist) {
 		return cfg, false, nil
 	} else if err != nil {
 		return cfg, false, fmt.Errorf("read cfg: %w", err)

@@ -195,10 +195,11 @@ struct {
 } cfg_proto SEC(".maps");
 
 /* key 0 -> the current config's inner array (key 0 -> struct port_cfg);
- * absent = nothing configured */
+ * absent = nothing configured. Key 1 is the egress stage's (egress.h;
+ * written only in a port's egress instance, docs/impaird.md). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__array(values, struct {
 		__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -397,6 +398,7 @@ static __always_inline int parse(void *data, void *data_end, struct tuple *t, __
 		return -1;
 	}
 
+	x->l4off = off;
 	if (l4 == IPPROTO_TCP) {
 		struct tcphdr *th = data + off;
 		if ((void *)(th + 1) > data_end)
@@ -911,29 +913,9 @@ int impair(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-/* The egress ACL stage (docs/acl.md): a tc clsact egress program of the
- * same collection, on the same maps. It never ends classification with a
- * pass: TC_ACT_UNSPEC lets the next filter (EDT's) run. */
-SEC("tc")
-int acl_egress(struct __sk_buff *skb)
-{
-	if (!acl_active(ACL_EGRESS))
-		return TC_ACT_UNSPEC;
-	__u32 lin = skb->data_end - skb->data;
-	if (lin < 128 && skb->len > lin)
-		bpf_skb_pull_data(skb, skb->len < 128 ? skb->len : 128);
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	struct tuple t = {};
-	struct pkt_extra x = {};
-	__u32 payload = 0;
-	int ok = parse(data, data_end, &t, &payload, &x);
-	if (ok < 0 && t.family != 0)
-		return TC_ACT_UNSPEC; /* truncated IP */
-	if (skb->vlan_present) /* the outer tag, offloaded into the skb */
-		t.vlan = skb->vlan_tci & 0x0fff;
-	return acl_run(&t, &x, ACL_EGRESS, skb->len) ? TC_ACT_SHOT : TC_ACT_UNSPEC;
-}
+/* The port's egress program: the egress ACL stage, then the egress
+ * impairment stage (egress.h). */
+#include "egress.h"
 
 /* The minimal program the benchmark compares against. */
 SEC("xdp")

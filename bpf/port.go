@@ -41,6 +41,12 @@ type Port struct {
 	// earlier run instead of attaching anew.
 	Adopted bool
 	acl     *aclState // acl_port.go
+	// cfgKey is the key of cfg this instance's configuration lives at:
+	// 0 (ingress, read by the XDP program) or cfgEgress (an egress
+	// instance, read by the tc egress program; egress.go).
+	cfgKey uint32
+	// egress is the port's egress instance, once loaded (egress.go).
+	egress *Port
 }
 
 // Load loads the program with its maps pinned under dir (created when
@@ -49,6 +55,26 @@ type Port struct {
 //
 // An empty dir loads without pins (tests and benchmarks).
 func Load(dir string) (*Port, error) {
+	p, err := load(dir, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		// an egress instance pinned by an earlier run keeps its state
+		if _, err := os.Stat(filepath.Join(dir, egressDir)); err == nil {
+			if _, err := p.Egress(); err != nil {
+				p.Close()
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+// load loads one instance of the collection; repl replaces maps by name
+// (an egress instance shares its port's ACL maps), cfgKey is where its
+// configuration lives in cfg.
+func load(dir string, repl map[string]*ebpf.Map, cfgKey uint32) (*Port, error) {
 	spec, err := loadImpair()
 	if err != nil {
 		return nil, err
@@ -61,7 +87,7 @@ func Load(dir string) (*Port, error) {
 			m.Pinning = ebpf.PinByName
 		}
 	}
-	p := &Port{Dir: dir, slots: map[string]uint32{}}
+	p := &Port{Dir: dir, slots: map[string]uint32{}, cfgKey: cfgKey}
 	p.innerSpec = spec.Maps["cfg_proto"].Copy()
 	p.innerSpec.Name, p.innerSpec.Pinning = "cfg", ebpf.PinNone
 	// Without BTF, like the template cfg was created with: kernels before
@@ -69,7 +95,7 @@ func Load(dir string) (*Port, error) {
 	// with the template's, and 6.1 refuses an inner array with BTF into
 	// an outer map whose template has none (EINVAL on publish).
 	p.innerSpec.Key, p.innerSpec.Value = nil, nil
-	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}}
+	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}, MapReplacements: repl}
 	err = spec.LoadAndAssign(&p.objs, opts)
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		// Pins of a release with another map layout: start this port
@@ -221,6 +247,9 @@ func (p *Port) ProgramID() uint32 {
 // Close releases this process's file descriptors; the pinned link and
 // maps keep the impairment running.
 func (p *Port) Close() error {
+	if p.egress != nil {
+		p.egress.Close()
+	}
 	if p.link != nil {
 		p.link.Close()
 	}
@@ -230,6 +259,10 @@ func (p *Port) Close() error {
 // Remove detaches the program and removes every pin of the port.
 func (p *Port) Remove() error {
 	errs := []error{p.DetachEgress()}
+	if p.egress != nil {
+		errs = append(errs, p.egress.Remove())
+		p.egress = nil
+	}
 	if p.link != nil {
 		errs = append(errs, p.link.Unpin(), p.link.Close())
 		p.link = nil
@@ -238,8 +271,10 @@ func (p *Port) Remove() error {
 		p.objs.Pcpu, p.objs.Shared, p.objs.Flowtab, p.objs.Flowshare, p.objs.SlotNames} {
 		errs = append(errs, m.Unpin())
 	}
-	for _, m := range p.aclMaps() {
-		errs = append(errs, m.Unpin())
+	if p.cfgKey == 0 { // an egress instance's ACL maps are its port's
+		for _, m := range p.aclMaps() {
+			errs = append(errs, m.Unpin())
+		}
 	}
 	errs = append(errs, p.objs.Close())
 	os.Remove(filepath.Join(p.Dir, linkPin)) // a stale pin of a vanished link
@@ -259,6 +294,9 @@ func RemovePins(dir string) error {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
+		return err
+	}
+	if err := RemovePins(filepath.Join(dir, egressDir)); err != nil {
 		return err
 	}
 	for _, e := range entries {
