@@ -95,6 +95,9 @@ type ImpairmentProfile struct {
 	P13, P31, P32, P23, P14 float64
 	// Duplicate is the percent of passed packets delivered twice.
 	Duplicate float64
+	// Direction is where loss, policing and corruption act: "" (ingress,
+	// the default), egress or both (impairment_direction.go).
+	Direction Direction
 	// EDT is delay, jitter, shaping and reordering (per port on
 	// IMPAIRMENT, per class on IMPAIRMENT_FLOW), applied by tc on egress
 	// (impaird/edt); the zero value is none.
@@ -277,6 +280,9 @@ func (p *ImpairmentProfile) fields(f Fields) Fields {
 		f[FieldSeed] = strconv.FormatUint(*p.Seed, 10)
 	}
 	p.modelsFields(f)
+	if p.Direction == DirEgress || p.Direction == DirBoth {
+		f[FieldDirection] = string(p.Direction)
+	}
 	for k, v := range p.EDT.Format() {
 		f[k] = v
 	}
@@ -302,6 +308,9 @@ func ParseImpairment(key string, f Fields) (Impairment, error) {
 		return zero, err
 	}
 	if err := parseProfile(t, key, f, used, &r.ImpairmentProfile); err != nil {
+		return zero, err
+	}
+	if err := parseDirection(t, key, f, used, &r.ImpairmentProfile, false); err != nil {
 		return zero, err
 	}
 	if err := unknownFields(t, key, f, used); err != nil {
@@ -412,6 +421,9 @@ func ParseImpairmentFlow(key string, f Fields) (ImpairmentFlow, error) {
 		return zero, err
 	}
 	if err := parseProfile(t, key, f, used, &r.ImpairmentProfile); err != nil {
+		return zero, err
+	}
+	if err := parseDirection(t, key, f, used, &r.ImpairmentProfile, true); err != nil {
 		return zero, err
 	}
 	if err := unknownFields(t, key, f, used); err != nil {
@@ -578,7 +590,7 @@ func unknownFields(t, key string, f Fields, used map[string]bool) error {
 
 func knownFields(t string) []string {
 	names := []string{FieldLoss, FieldLossModel, FieldGEP, FieldGER, FieldGELossGood, FieldGELossBad,
-		FieldPeriod, FieldRate, FieldBurst, FieldCorrupt, FieldSeed}
+		FieldPeriod, FieldRate, FieldBurst, FieldCorrupt, FieldSeed, FieldDirection}
 	names = append(names, modelFields...)
 	names = append(names, EDTFields...)
 	names = append(names, FieldSchedule) // not a step field (schedule.go)

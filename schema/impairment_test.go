@@ -250,6 +250,7 @@ func FuzzParseImpairment(f *testing.F) {
 	f.Add("Ethernet0|v", "loss_model", "state", "p13", "5", "p31", "30")
 	f.Add("Ethernet0", "slot", "800us 1ms", "slot_packets", "8", "slot_bytes", "64kb")
 	f.Add("Ethernet0", "slot", "2ms 500us", "slot_distribution", "normal", "slot_bytes", "64kb")
+	f.Add("Ethernet0|v", "direction", "egress", "loss", "30", "corrupt", "1")
 	f.Fuzz(func(t *testing.T, key, k1, v1, k2, v2, k3, v3 string) {
 		in := Fields{k1: v1, k2: v2, k3: v3}
 		for _, table := range []string{TableImpairment, TableImpairmentFlow} {
