@@ -35,7 +35,8 @@ func aclFilter(ifindex, fd int) *netlink.BpfFilter {
 	}
 }
 
-// AttachEgress attaches the collection's tc egress ACL program to
+// AttachEgress attaches the port's tc egress program (the egress
+// instance's acl_egress: egress ACL, then egress impairment; egress.go) to
 // ifindex (in the calling thread's network namespace): clsact is added
 // when missing, the filter (prio 0xac, handle 1, direct action) is
 // replaced in one netlink request, so re-attaching (or attaching after a
@@ -92,6 +93,21 @@ func (p *Port) DetachEgress() error {
 	if idx == 0 {
 		return nil
 	}
+	if err := DetachEgressFrom(idx); err != nil {
+		return err
+	}
+	p.acl.egress.ifindex = 0
+	return nil
+}
+
+// DetachEgressFrom takes the port's egress filter (prio 0xac, handle 1)
+// off ifindex, and clsact when no filter is left on it; for a port whose
+// pins an earlier run left (impaird's teardown without a loaded Port).
+// Not attached is no error.
+//
+// Equivalent to: tc filter del dev $l egress prio 172 handle 1 bpf;
+// tc qdisc del dev $l clsact
+func DetachEgressFrom(idx int) error {
 	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return fmt.Errorf("netlink handle: %w", err)
@@ -99,11 +115,10 @@ func (p *Port) DetachEgress() error {
 	defer h.Close()
 	f := aclFilter(idx, -1)
 	if err := h.FilterDel(f); err != nil && !tcfilter.Gone(err) && !errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("ifindex %d: detach egress ACL program: %w", idx, err)
+		return fmt.Errorf("ifindex %d: detach egress program: %w", idx, err)
 	}
 	if err := tcfilter.DeleteClsactIfUnused(h, idx); err != nil && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("ifindex %d: %w", idx, err)
 	}
-	p.acl.egress.ifindex = 0
 	return nil
 }

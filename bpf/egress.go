@@ -78,3 +78,16 @@ func (p *Port) DropEgress() error {
 	p.egress = nil
 	return err
 }
+
+// Empty says the plan configures nothing (no port profile, no rules).
+func (pl *Plan) Empty() bool { return pl == nil || (pl.Port == nil && len(pl.Rules) == 0) }
+
+// NeedsEgress says whether the port's egress program has work: an egress
+// ACL rule set or an egress impairment configuration. impaird attaches
+// the program (AttachEgress) exactly when it does.
+func (p *Port) NeedsEgress() (bool, error) {
+	if _, ok, err := p.readACLHdr(ACLEgress); err != nil || ok {
+		return ok, err
+	}
+	return p.EgressActive()
+}

@@ -43,7 +43,7 @@ func newController(h *engine.Handle, c Config) (*controller, error) {
 	d.h = h
 	d.edt = newEDTState(inst)
 	d.counters = redisx.NewStateWriter(h.Redis.DB(schema.CountersDB),
-		append(append([]string(nil), counterFields...), edtCounterFields...))
+		append(append(append([]string(nil), counterFields...), edtCounterFields...), egressCounterFields...))
 	d.aclCounters = redisx.NewOwnedWriter(h.Redis.DB(schema.CountersDB), aclCounterOwnership)
 	h.Cache.Index(schema.TableImpairmentFlow, flowPort)
 	h.Cache.Index(schema.TableACLRule, aclRuleTable)

@@ -188,7 +188,7 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	}
 	// An ACL-only port gets the empty impairment plan (which also clears
 	// an impairment deleted while its ACL stays).
-	plan, err := compilePlan(xdpImp, flows, classes)
+	plan, egPlan, err := compilePlans(xdpImp, flows, classes)
 	if err != nil {
 		// Nothing is changed: a program in place keeps its maps (the ACL
 		// goes on being applied).
@@ -275,6 +275,10 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 		setAll(schema.Error(err.Error()), nil)
 		return 0, err
 	}
+	if err := d.syncEgress(port, p, st.ifindex, egPlan); err != nil {
+		setAll(schema.Error(err.Error()), nil)
+		return 0, err
+	}
 	if st, err = d.k.xdp(port); err != nil {
 		return 0, err
 	}
@@ -322,6 +326,9 @@ func (d *daemon) teardown(port string) error {
 		if err := d.k.do(func() error { return bpf.DetachDuplicate(st.ifindex) }); err != nil {
 			return fmt.Errorf("detach duplicate program of %s: %w", port, err)
 		}
+		if err := d.k.do(func() error { return bpf.DetachEgressFrom(st.ifindex) }); err != nil {
+			return fmt.Errorf("detach egress program of %s: %w", port, err)
+		}
 	}
 	if p := d.ports[port]; p != nil {
 		delete(d.ports, port)
@@ -356,10 +363,17 @@ func (d *daemon) writeCounters(ctx context.Context) error {
 			total.Corrupted += c.Corrupted
 			total.Duplicated += c.Duplicated
 			if name != "" && name != schedPortRule {
-				want[schema.CountersKey(schema.ImpairmentCountersTable, port+schema.ConfigSep+name)] = counterHash(c)
+				merge(want, schema.CountersKey(schema.ImpairmentCountersTable, port+schema.ConfigSep+name), counterHash(c))
 			}
 		}
 		h := counterHash(total)
+		if err := egressCounters(port, p, want); err != nil {
+			d.mu.Unlock()
+			return err
+		}
+		for k, v := range want[schema.CountersKey(schema.ImpairmentCountersTable, port)] {
+			h[k] = v
+		}
 		if d.edt != nil {
 			ef, err := d.edtStats(port)
 			if err != nil {
