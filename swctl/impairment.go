@@ -29,6 +29,7 @@ var impairmentFields = []fieldFlag{
 	{"corrupt", "corrupt", "flip one bit in this percent of packets"},
 	{"duplicate", "duplicate", "deliver this percent of packets twice (tc ingress copy)"},
 	{"seed", "seed", "RNG seed (uint64): same seed, same drop pattern"},
+	{"direction", "direction", "where loss, rate and corrupt act: ingress (XDP, default), egress (tc egress) or both"},
 	{"delay", "delay", "added delay: 50ms, 200us"},
 	{"jitter", "jitter", "delay jitter: 5ms"},
 	{"jitter-distribution", "jitter_distribution", "uniform, normal, pareto or paretonormal"},
@@ -58,9 +59,11 @@ func impairmentCommand() *Command {
 	set := &Command{
 		Name:    "set",
 		Args:    "PORT",
-		Summary: "set the impairment profile of packets arriving on PORT (merged)",
+		Summary: "set the impairment profile of packets arriving on (or sent by) PORT (merged)",
 		Long: `Set the impairment profile of a port (CONFIG_DB IMPAIRMENT|PORT): packets that
-arrive on PORT are dropped, policed or corrupted by impaird's XDP program. The
+arrive on PORT are dropped, policed or corrupted by impaird's XDP program
+(--direction egress: packets PORT sends, by its tc egress program; both: each
+way, with independent state). The
 given fields are merged into the existing profile; --unset removes one and
 --clear starts from an empty profile. Fields impaird knows but swctl has no
 flag for pass through with --field NAME=VALUE.`,
@@ -71,6 +74,7 @@ flag for pass through with --field NAME=VALUE.`,
 			"swctl config impairment set Ethernet0 --loss-model state --p13 3 --p31 30 --p32 20 --p23 40 --p14 1",
 			"swctl config impairment set Ethernet0 --loss 10 --loss-corr 25 --duplicate 1 --seed 7",
 			"swctl config impairment set Ethernet0 --unset rate --field corrupt=0.1",
+			"swctl config impairment set Ethernet0 --loss 30 --direction egress",
 		},
 	}
 	set.Setup = func(fs *flag.FlagSet) Runner {
@@ -112,6 +116,7 @@ rule of that name is replaced. Packets matching no rule get the port's profile.`
 		Examples: []string{
 			"swctl config impairment flow add Ethernet0 video --dst 10.0.0.0/24 --proto udp --loss 5",
 			"swctl config impairment flow add Ethernet0 bulk --proto tcp --dport 5201 --rate 10mbit --scope flow",
+			"swctl config impairment flow add Ethernet0 up --proto udp --loss 10 --direction both",
 		},
 	}
 	add.Setup = func(fs *flag.FlagSet) Runner {

@@ -70,26 +70,82 @@ func profile(f map[string]string) []string {
 	return []string{strings.Join(out, " ")}
 }
 
+// impairmentCounters lists IMPAIRMENT_COUNTERS, one row per key; a key
+// with egress counters (impaird's tx_ fields, direction egress or both)
+// gets a second row for them under the same columns, and the table a DIR
+// column (ingress / egress).
 func impairmentCounters(ctx context.Context, db *DB) (*View, error) {
 	ctrs, err := readTable(ctx, db.Counters(), schema.ImpairmentCountersTable, schema.CountersSep)
 	if err != nil {
 		return nil, err
 	}
+	in, eg := map[string]map[string]string{}, map[string]map[string]string{}
+	for k, h := range ctrs {
+		for f, val := range h {
+			if name, ok := strings.CutPrefix(f, egressCounterPrefix); ok {
+				if eg[k] == nil {
+					eg[k] = map[string]string{}
+				}
+				eg[k][egressCounterName(name)] = val
+				continue
+			}
+			if in[k] == nil {
+				in[k] = map[string]string{}
+			}
+			in[k][f] = val
+		}
+	}
+	both := map[string]map[string]string{}
+	for k, h := range in {
+		both[k] = h
+	}
+	for k, h := range eg {
+		both[k+"\x00egress"] = h
+	}
 	v := &View{Columns: []Column{{"PORT", "port"}, {"RULE", "rule"}}}
-	for _, f := range genericColumns(ctrs, impairmentCounterOrder) {
+	if len(eg) > 0 {
+		v.Columns = append(v.Columns, Column{"DIR", "direction"})
+	}
+	for _, f := range genericColumns(both, impairmentCounterOrder) {
 		v.Columns = append(v.Columns, Column{header(f), f})
 	}
 	v.Columns = append(v.Columns, Column{"LOSS%", "loss_percent"})
 	for _, k := range union(ctrs) {
 		port, name := splitKey(k, schema.ConfigSep)
-		r := Row{"port": port, "rule": name}
-		for f, val := range ctrs[k] {
-			r[f] = val
+		for _, d := range []struct {
+			dir string
+			h   map[string]string
+		}{{"ingress", in[k]}, {"egress", eg[k]}} {
+			if d.h == nil {
+				continue
+			}
+			r := Row{"port": port, "rule": name}
+			if len(eg) > 0 {
+				r["direction"] = d.dir
+			}
+			for f, val := range d.h {
+				r[f] = val
+			}
+			r["loss_percent"] = lossPercent(d.h)
+			v.Rows = append(v.Rows, r)
 		}
-		r["loss_percent"] = lossPercent(ctrs[k])
-		v.Rows = append(v.Rows, r)
 	}
 	return v, nil
+}
+
+// egressCounterPrefix marks impaird's egress counters (tx_packets,
+// tx_dropped_loss...); egressCounterName maps one, prefix cut, to the
+// column of its ingress counterpart.
+const egressCounterPrefix = "tx_"
+
+func egressCounterName(name string) string {
+	switch name {
+	case "packets":
+		return "rx_packets"
+	case "bytes":
+		return "rx_bytes"
+	}
+	return name
 }
 
 // lossPercent is (dropped_loss + dropped_rate) / rx_packets in percent,

@@ -104,3 +104,31 @@ func TestShow(t *testing.T) {
 		t.Errorf("show neighbors on an empty switch: %q", out)
 	}
 }
+
+// TestShowImpairmentBothDirections: a key with impaird's egress counters
+// (tx_ fields) gets a second row, DIR egress, under the ingress columns.
+func TestShowImpairmentBothDirections(t *testing.T) {
+	h := newHarness(t)
+	h.ctr.HSet(t.Context(), "IMPAIRMENT_COUNTERS:Ethernet1", "rx_packets", "200", "passed", "160", "dropped_loss", "40",
+		"tx_packets", "100", "tx_passed", "70", "tx_dropped_loss", "30")
+	h.ctr.HSet(t.Context(), "IMPAIRMENT_COUNTERS:Ethernet1|up", "tx_packets", "10", "tx_passed", "10", "tx_dropped_loss", "0")
+	out := h.ok("show", "impairment", "--counters")
+	for _, w := range []string{
+		"PORT RULE DIR RX_PACKETS PASSED DROPPED_LOSS LOSS%",
+		"Ethernet1 - ingress 200 160 40 20.00",
+		"Ethernet1 - egress 100 70 30 30.00",
+		"Ethernet1 up egress 10 10 0 0.00",
+	} {
+		found := false
+		for _, l := range strings.Split(out, "\n") {
+			found = found || strings.Join(strings.Fields(l), " ") == w
+		}
+		if !found {
+			t.Errorf("no line %q in\n%s", w, out)
+		}
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(h.ok("show", "impairment", "--counters", "--json")), &rows); err != nil || len(rows) != 3 {
+		t.Fatalf("--json: %v rows, %v", len(rows), err)
+	}
+}
