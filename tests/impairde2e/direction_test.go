@@ -190,3 +190,35 @@ func foreignEgressFilter(t *testing.T, e *env) *netlink.BpfFilter {
 	}
 	return f
 }
+
+// TestImpairdDirectionFlow: an IMPAIRMENT_FLOW rule of direction egress
+// drops what the switch sends to its port only, counted in the rule's
+// tx_ fields; the port's ingress profile keeps acting on arriving packets.
+func TestImpairdDirectionFlow(t *testing.T) {
+	e := newEnv(t)
+	e2eutil.Ping(t, e.h1, swAddr, 1)
+	e.start()
+	in := e.listen(9000)
+	out := e2eutil.ListenUDP(t, e.h1, "10.0.0.1", 9002)
+	e.HSet("IMPAIRMENT|Ethernet0", "loss", "0")
+	e.HSet("IMPAIRMENT_FLOW|Ethernet0|out", "proto", "udp", "dport", "9002", "loss", "100", "direction", "egress")
+	e.WaitApplied("IMPAIRMENT|Ethernet0")
+	e.WaitApplied("IMPAIRMENT_FLOW|Ethernet0|out")
+	const n = 500
+	if got := e.sendOut(out, 9002, n); got != 0 {
+		t.Errorf("egress rule with loss 100: %d of %d sent datagrams arrived", got, n)
+	}
+	if got := e.through(in, 9000, n); got < n-n/100 {
+		t.Errorf("arriving datagrams: %d of %d, want all", got, n)
+	}
+	e.Eventually("rule's egress counters", func() (bool, string) {
+		c := e.counters("Ethernet0|out")
+		return c["tx_dropped_loss"] >= n && c["rx_packets"] == 0, fmt.Sprint(c)
+	})
+	e.Del("IMPAIRMENT_FLOW|Ethernet0|out")
+	e.WaitGone("IMPAIRMENT_FLOW|Ethernet0|out")
+	e.Eventually("egress program removed", func() (bool, string) {
+		fs := egressFilters(t, e)
+		return !hasEgress(fs), fmt.Sprint(fs)
+	})
+}
