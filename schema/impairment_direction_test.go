@@ -108,3 +108,17 @@ func FuzzParseDirection(f *testing.F) {
 		}
 	})
 }
+
+// TestDirectionNotAStepField: a schedule step cannot change direction (it
+// is the key's); a key with a direction follows a schedule on its hooks.
+func TestDirectionNotAStepField(t *testing.T) {
+	_, err := ParseImpairmentSchedule("s", Fields{"steps": "0s loss 1 direction egress"})
+	var fe *FieldError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), `unknown field "direction"`) {
+		t.Fatalf("step with direction: %v; want an unknown-field error", err)
+	}
+	r, err := ParseImpairment("Ethernet0", ApplyStep(Fields{"schedule": "s", "direction": "egress"}, Fields{"loss": "1"}))
+	if err != nil || r.Direction != DirEgress || r.Loss != 1 {
+		t.Fatalf("step over an egress key: %+v, %v", r, err)
+	}
+}

@@ -365,10 +365,13 @@ func ParseImpairmentSchedule(key string, f Fields) (ImpairmentSchedule, error) {
 }
 
 // profileFields are the fields a step may set: IMPAIRMENT's profile
-// fields (not schedule).
+// fields, not schedule, nor direction (it moves the profile between hooks:
+// it is the key's, and a step acts on the key's hooks).
 func profileFields() []string { return stepFieldNames }
 
-var stepFieldNames = slices.DeleteFunc(knownFields(TableImpairment), func(n string) bool { return n == FieldSchedule })
+var stepFieldNames = slices.DeleteFunc(knownFields(TableImpairment), func(n string) bool {
+	return n == FieldSchedule || n == FieldDirection
+})
 
 // parseScheduleRef reads the schedule field of an IMPAIRMENT or
 // IMPAIRMENT_FLOW key.
