@@ -222,3 +222,28 @@ func TestImpairdDirectionFlow(t *testing.T) {
 		return !hasEgress(fs), fmt.Sprint(fs)
 	})
 }
+
+// TestImpairdDirectionSchedule: a key of direction egress following a
+// schedule: the step acts on the egress hook (its port profile becomes
+// the schedule's rule in the egress plan), arriving packets are untouched.
+func TestImpairdDirectionSchedule(t *testing.T) {
+	e := newEnv(t)
+	e2eutil.Ping(t, e.h1, swAddr, 1)
+	e.start()
+	in := e.listen(9000)
+	out := e2eutil.ListenUDP(t, e.h1, "10.0.0.1", 9003)
+	e.HSet("IMPAIRMENT_SCHEDULE|s", "steps", "0s loss 100")
+	e.HSet("IMPAIRMENT|Ethernet0", "loss", "0", "schedule", "s", "direction", "egress")
+	e.WaitApplied("IMPAIRMENT|Ethernet0")
+	const n = 300
+	if got := e.sendOut(out, 9003, n); got != 0 {
+		t.Errorf("egress step loss 100: %d of %d sent datagrams arrived", got, n)
+	}
+	if got := e.through(in, 9000, n); got < n-n/100 {
+		t.Errorf("arriving datagrams: %d of %d, want all", got, n)
+	}
+	e.Eventually("port's egress counters", func() (bool, string) {
+		c := e.counters("Ethernet0")
+		return c["tx_dropped_loss"] >= n && c["rx_packets"] == 0, fmt.Sprint(c)
+	})
+}
