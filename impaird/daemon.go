@@ -106,6 +106,8 @@ type daemon struct {
 	// plans: the last plan applied to each loaded port, put back when a
 	// new one fails to apply.
 	plans map[string]*bpf.Plan
+	// egPlans: the same for each port's egress plan (egress.go).
+	egPlans map[string]*bpf.Plan
 	// applyPlan replaces bpf.Port.Apply in tests (nil: Apply).
 	applyPlan func(*bpf.Port, *bpf.Plan) error
 	// sch is the schedules (schedule.go).
@@ -122,7 +124,7 @@ func newDaemon(c Config, k *kernel) *daemon {
 		imp: map[string]schema.Fields{}, flows: map[string]map[string]schema.Fields{},
 		ports: map[string]*bpf.Port{}, entries: map[string]engine.Entry{},
 		goodImp: map[string]schema.Fields{}, goodFlows: map[string]map[string]schema.Fields{},
-		plans: map[string]*bpf.Plan{}, sch: newSchedState(), acl: newACLState(),
+		plans: map[string]*bpf.Plan{}, egPlans: map[string]*bpf.Plan{}, sch: newSchedState(), acl: newACLState(),
 	}
 }
 

@@ -1,6 +1,7 @@
 package impaird
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -68,8 +69,18 @@ func (d *daemon) syncEgress(port string, p *bpf.Port, ifindex int, plan *bpf.Pla
 			return err
 		}
 		if err := d.apply(eg, plan); err != nil {
-			return fmt.Errorf("egress: %w", err)
+			// As for ingress: the last egress plan applied goes back.
+			reason := "egress: " + err.Error()
+			if last := d.egPlans[port]; last != nil {
+				if rerr := d.apply(eg, last); rerr != nil {
+					reason += "; restoring the previous configuration failed too: " + rerr.Error()
+				} else {
+					reason += keptSuffix
+				}
+			}
+			return errors.New(reason)
 		}
+		d.egPlans[port] = plan
 	}
 	need, err := p.NeedsEgress()
 	if err != nil {
@@ -87,6 +98,7 @@ func (d *daemon) syncEgress(port string, p *bpf.Port, ifindex int, plan *bpf.Pla
 	if p.HasEgress() {
 		d.cfg.Log.WithField("port", port).Info("egress impairment removed")
 	}
+	delete(d.egPlans, port)
 	return p.DropEgress()
 }
 

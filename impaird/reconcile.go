@@ -322,6 +322,7 @@ func (d *daemon) teardown(port string) error {
 	}
 	delete(d.plans, port)
 	d.teardownACL(port, d.ports[port])
+	delete(d.egPlans, port)
 	if st, err := d.k.xdp(port); err == nil {
 		if err := d.k.do(func() error { return bpf.DetachDuplicate(st.ifindex) }); err != nil {
 			return fmt.Errorf("detach duplicate program of %s: %w", port, err)
