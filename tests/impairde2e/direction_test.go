@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -245,5 +247,49 @@ func TestImpairdDirectionSchedule(t *testing.T) {
 	e.Eventually("port's egress counters", func() (bool, string) {
 		c := e.counters("Ethernet0")
 		return c["tx_dropped_loss"] >= n && c["rx_packets"] == 0, fmt.Sprint(c)
+	})
+}
+
+// TestImpairdDirectionRestart: the egress program keeps dropping while
+// impaird is down (the filter holds it, its maps are pinned in
+// <port>/egress); a restarted impaird adopts the egress instance (its
+// counters go on) and a delete removes every pin and the filter.
+func TestImpairdDirectionRestart(t *testing.T) {
+	e := newEnv(t)
+	e2eutil.Ping(t, e.h1, swAddr, 1)
+	before := qdiscs(t, e.NS, "Ethernet0")
+	e.start()
+	out := e2eutil.ListenUDP(t, e.h1, "10.0.0.1", 9004)
+	e.HSet("IMPAIRMENT|Ethernet0", "loss", "100", "direction", "egress")
+	e.WaitApplied("IMPAIRMENT|Ethernet0")
+	const n = 200
+	if got := e.sendOut(out, 9004, n); got != 0 {
+		t.Fatalf("egress loss 100: %d of %d arrived", got, n)
+	}
+	e.Eventually("egress counters", func() (bool, string) {
+		c := e.counters("Ethernet0")
+		return c["tx_dropped_loss"] >= n, fmt.Sprint(c)
+	})
+	e.impaird.Kill()
+	if got := e.sendOut(out, 9004, n); got != 0 {
+		t.Fatalf("impaird down: %d of %d arrived, want the egress program still dropping", got, n)
+	}
+	if _, err := os.Stat(filepath.Join(e.BPFFS, "Ethernet0", "egress")); err != nil {
+		t.Fatalf("egress instance pins: %v", err)
+	}
+	e.start()
+	e.Eventually("restarted impaird counts on", func() (bool, string) {
+		c := e.counters("Ethernet0")
+		return c["tx_dropped_loss"] >= 2*n && e.Result("IMPAIRMENT|Ethernet0")["state"] == "ok", fmt.Sprint(c)
+	})
+	if got := e.sendOut(out, 9004, n); got != 0 {
+		t.Fatalf("after restart: %d of %d arrived", got, n)
+	}
+	e.Del("IMPAIRMENT|Ethernet0")
+	e.Eventually("pins, filter and clsact removed", func() (bool, string) {
+		entries, _ := os.ReadDir(e.BPFFS)
+		q := qdiscs(t, e.NS, "Ethernet0")
+		fs := egressFilters(t, e)
+		return len(entries) == 0 && len(fs) == 0 && q == before, fmt.Sprintf("bpffs %v, filters %v, qdiscs %q (before %q)", entries, fs, q, before)
 	})
 }
