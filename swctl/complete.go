@@ -121,7 +121,9 @@ func flagValues(ctx context.Context, env *Env, name string) []string {
 	case "ifname":
 		return append(liveNames(ctx, env, schema.TablePort, 0), vlanNames(ctx, env)...)
 	case "loss-model":
-		return []string{"random", "gilbert", "periodic"}
+		return []string{"random", "gilbert", "periodic", "state"}
+	case "direction":
+		return []string{string(schema.DirIngress), string(schema.DirEgress), string(schema.DirBoth)}
 	case "proto":
 		return []string{"tcp", "udp", "icmp", "icmpv6"}
 	case "type":

@@ -51,6 +51,7 @@ func TestCompleteCandidates(t *testing.T) {
 		{"config acl rule add _", []string{"DATAACL"}},
 		{"config acl rule del DATAACL _", []string{"SYN_DROP"}},
 		{"config acl table add T --stage _", []string{"ingress", "egress"}},
+		{"config impairment set Ethernet0 --direction _", []string{"ingress", "egress", "both"}},
 		{"config load _", []string{filesDirective}},
 		{"wait --t", []string{"--timeout"}},
 		{"show interfaces --counters _", nil},
