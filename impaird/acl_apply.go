@@ -44,7 +44,11 @@ func (d *daemon) applyACL(port string, p *bpf.Port, ifindex int, desired map[bpf
 				}
 			}
 			if attached, known := d.acl.egress[port]; stage == bpf.ACLEgress && (attached || !known) {
-				if err := d.k.do(p.DetachEgress); err != nil {
+				if imp, _ := p.EgressActive(); imp {
+					// the program stays for the egress impairment (egress.go
+					// takes it off with the impairment)
+					d.acl.egress[port] = false
+				} else if err := d.k.do(p.DetachEgress); err != nil {
 					d.cfg.Log.WithError(err).WithField("port", port).Debug("detach tc egress ACL program")
 				} else {
 					d.acl.egress[port] = false

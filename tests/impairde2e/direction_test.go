@@ -293,3 +293,62 @@ func TestImpairdDirectionRestart(t *testing.T) {
 		return len(entries) == 0 && len(fs) == 0 && q == before, fmt.Sprintf("bpffs %v, filters %v, qdiscs %q (before %q)", entries, fs, q, before)
 	})
 }
+
+// TestImpairdDirectionWithEgressACL: an egress ACL table and an egress
+// impairment on one port share the one egress program: the ACL drops
+// first (a dropped datagram never reaches the impairment counters), the
+// impairment counts the rest; removing the ACL keeps the impairment's
+// program, removing the impairment then keeps nothing, and the reverse.
+func TestImpairdDirectionWithEgressACL(t *testing.T) {
+	e := newEnv(t)
+	e2eutil.Ping(t, e.h1, swAddr, 1)
+	before := qdiscs(t, e.NS, "Ethernet0")
+	e.start()
+	rx := map[int]*e2eutil.UDPCounter{9300: e2eutil.ListenUDP(t, e.h1, "10.0.0.1", 9300), 9301: e2eutil.ListenUDP(t, e.h1, "10.0.0.1", 9301)}
+	send := func(port, n int) int64 {
+		t.Helper()
+		return e.sendOut(rx[port], port, n)
+	}
+	e.HSet("ACL_TABLE|OUT", "type", "L3", "stage", "egress", "ports@", "Ethernet0")
+	e.HSet("ACL_RULE|OUT|DROP_9300", "PRIORITY", "10", "PACKET_ACTION", "DROP", "IP_PROTOCOL", "17", "L4_DST_PORT", "9300")
+	e.HSet("IMPAIRMENT|Ethernet0", "loss", "0", "direction", "egress")
+	e.WaitOK("ACL_TABLE|OUT", "ACL_RULE|OUT|DROP_9300")
+	e.WaitApplied("IMPAIRMENT|Ethernet0")
+	const n = 100
+	if got := send(9300, n); got != 0 {
+		t.Errorf("egress ACL drop: %d of %d arrived", got, n)
+	}
+	if got := send(9301, n); got != n {
+		t.Errorf("egress ACL pass, impairment loss 0: %d of %d arrived", got, n)
+	}
+	e.Eventually("impairment counts only what the ACL passed", func() (bool, string) {
+		c := e.counters("Ethernet0")
+		return c["tx_passed"] >= n && c["tx_packets"] < 2*n, fmt.Sprint(c)
+	})
+
+	// The ACL goes: the impairment's egress program stays.
+	e.Del("ACL_RULE|OUT|DROP_9300", "ACL_TABLE|OUT")
+	e.HSet("IMPAIRMENT|Ethernet0", "loss", "100")
+	e.WaitApplied("IMPAIRMENT|Ethernet0")
+	e.Eventually("ACL removed, impairment still dropping", func() (bool, string) {
+		got := send(9301, 20)
+		return got == 0 && hasEgress(egressFilters(t, e)), fmt.Sprintf("%d of 20 arrived, filters %v", got, egressFilters(t, e))
+	})
+
+	// ACL back, impairment gone: the ACL keeps the program.
+	e.HSet("ACL_TABLE|OUT", "type", "L3", "stage", "egress", "ports@", "Ethernet0")
+	e.HSet("ACL_RULE|OUT|DROP_9300", "PRIORITY", "10", "PACKET_ACTION", "DROP", "IP_PROTOCOL", "17", "L4_DST_PORT", "9300")
+	e.WaitOK("ACL_TABLE|OUT", "ACL_RULE|OUT|DROP_9300")
+	e.Del("IMPAIRMENT|Ethernet0")
+	e.Eventually("impairment removed, ACL still dropping", func() (bool, string) {
+		drop, pass := send(9300, 20), send(9301, 20)
+		return drop == 0 && pass == 20, fmt.Sprintf("9300: %d of 20, 9301: %d of 20", drop, pass)
+	})
+	e.Del("ACL_RULE|OUT|DROP_9300", "ACL_TABLE|OUT")
+	e.Eventually("port restored", func() (bool, string) {
+		q := qdiscs(t, e.NS, "Ethernet0")
+		entries, _ := os.ReadDir(e.BPFFS)
+		return q == before && len(egressFilters(t, e)) == 0 && len(entries) == 0,
+			fmt.Sprintf("qdiscs %q (before %q), filters %v, bpffs %v", q, before, egressFilters(t, e), entries)
+	})
+}
