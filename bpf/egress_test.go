@@ -260,3 +260,29 @@ func BenchmarkEgress(b *testing.B) {
 		})
 	}
 }
+
+// TestEgressScopeFlow: a scope flow rule on egress gives each flow its own
+// bucket (the egress instance's flow table): two flows over the same rule
+// each pass their burst, then drop.
+func TestEgressScopeFlow(t *testing.T) {
+	_, eg := egressPort(t)
+	apply(t, eg, nil, RuleSpec{Name: "F|pf", Match: proto(17), ScopeFlow: true, Spec: Spec{Rate: 8000, Burst: 1000}})
+	for _, sport := range []uint16{1000, 2000} {
+		f := udp4("10.0.0.1", 9)
+		f.sport = sport
+		passed := 0
+		for i := 0; i < 50; i++ {
+			if got, _ := runEgress(t, eg, f.bytes()); got == tcActUnspec {
+				passed++
+			}
+		}
+		if passed == 0 || passed == 50 {
+			t.Fatalf("flow from port %d: %d of 50 passed, want its own burst then drops", sport, passed)
+		}
+	}
+	c := counters(t, eg, "F|pf")
+	checkInvariant(t, "F|pf", c)
+	if c.RxPackets != 100 || c.DroppedRate == 0 {
+		t.Fatalf("counters %+v", c)
+	}
+}
