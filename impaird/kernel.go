@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/switchyard-net/switchyard/internal/netnsx"
 )
 
 // DefaultBPFFS is where impaird pins its links and maps by default.
@@ -57,39 +57,26 @@ func ensureBPFFS(dir string) error {
 // running bpf link attaches inside it (an XDP attach resolves the ifindex
 // in the calling thread's namespace).
 type kernel struct {
-	ns  netns.NsHandle // -1 = the current namespace
-	nl  *netlink.Handle
-	own bool
+	ns *netnsx.NS
+	nl *netlink.Handle
 }
 
 func openKernel(name string) (*kernel, error) {
-	k := &kernel{ns: -1}
-	if name == "" {
-		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-		if err != nil {
-			return nil, fmt.Errorf("open netlink: %w", err)
-		}
-		k.nl = h
-		return k, nil
-	}
-	ns, err := netns.GetFromName(name)
+	ns, err := netnsx.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("open network namespace %q (ip netns add %s?): %w", name, name, err)
+		return nil, err
 	}
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	h, err := ns.NetlinkHandle()
 	if err != nil {
 		ns.Close()
-		return nil, fmt.Errorf("open netlink in namespace %q: %w", name, err)
+		return nil, fmt.Errorf("open netlink (namespace %q): %w", name, err)
 	}
-	k.ns, k.nl, k.own = ns, h, true
-	return k, nil
+	return &kernel{ns: ns, nl: h}, nil
 }
 
 func (k *kernel) Close() {
 	k.nl.Close()
-	if k.own {
-		k.ns.Close()
-	}
+	k.ns.Close()
 }
 
 // errNoLink says the port's netdev does not exist (yet).
@@ -136,25 +123,5 @@ const (
 	nl_XDP_ATTACHED_HW  = 3
 )
 
-// do runs f on a thread inside the namespace.
-func (k *kernel) do(f func() error) error {
-	if k.ns == -1 {
-		return f()
-	}
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	if err := netns.Set(k.ns); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("enter network namespace: %w", err)
-	}
-	ferr := f()
-	if err := netns.Set(orig); err == nil {
-		runtime.UnlockOSThread() // a thread that cannot go back dies with the goroutine
-	}
-	return ferr
-}
+// do runs f on a thread inside the namespace (netnsx).
+func (k *kernel) do(f func() error) error { return k.ns.Do(f) }

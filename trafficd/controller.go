@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/switchyard-net/switchyard/internal/engine"
+	"github.com/switchyard-net/switchyard/internal/netnsx"
 	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/internal/workqueue"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
@@ -70,7 +71,7 @@ type controller struct {
 	cfg      Config
 	h        *engine.Handle
 	nl       netlinkmgr.Kernel
-	ns       *nsRunner
+	ns       *netnsx.NS // sockets are opened inside it
 	counters *redisx.StateWriter
 
 	mu      sync.Mutex
@@ -83,7 +84,7 @@ func newController(h *engine.Handle, c Config) (*controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open netlink (netns %q): %w", c.NetNS, err)
 	}
-	ns, err := openNS(c.NetNS)
+	ns, err := netnsx.Open(c.NetNS)
 	if err != nil {
 		nl.Close()
 		return nil, err
@@ -316,7 +317,7 @@ func portProblem(port string, l netlinkmgr.LinkInfo, err error) string {
 // openSender opens path's sender inside the namespace; auto tries AF_XDP
 // and falls back to the packet socket (note says why).
 func (c *controller) openSender(path schema.TrafficPath, ifindex int, pool [][]byte) (snd sender, note string, err error) {
-	err = c.ns.do(func() error {
+	err = c.ns.Do(func() error {
 		if path == schema.PathXDP || path == schema.PathAuto {
 			x, xerr := openXDP(ifindex, pool)
 			if xerr == nil {
@@ -395,6 +396,6 @@ func (c *controller) Close() error {
 	if err := c.writeCounters(ctx); err != nil {
 		c.cfg.Log.WithError(err).Warn("write final counters")
 	}
-	c.ns.close()
+	c.ns.Close()
 	return c.nl.Close()
 }

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	bpfedt "github.com/switchyard-net/switchyard/bpf/edt"
+	"github.com/switchyard-net/switchyard/internal/netnsx"
 	"github.com/switchyard-net/switchyard/internal/tcfilter"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -90,18 +90,12 @@ type port struct {
 // New opens a netlink handle in o.NetNS. The BPF program is loaded on
 // the first Apply.
 func New(o Options) (*Installer, error) {
-	var h *netlink.Handle
-	var err error
-	if o.NetNS == "" {
-		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
-	} else {
-		ns, nerr := netns.GetFromName(o.NetNS)
-		if nerr != nil {
-			return nil, fmt.Errorf("open network namespace %s: %w", o.NetNS, nerr)
-		}
-		defer ns.Close()
-		h, err = netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	ns, err := netnsx.Open(o.NetNS)
+	if err != nil {
+		return nil, err
 	}
+	h, err := ns.NetlinkHandle()
+	ns.Close()
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle in %q: %w", o.NetNS, err)
 	}
