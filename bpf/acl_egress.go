@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/vishvananda/netlink"
@@ -58,19 +57,12 @@ func (p *Port) AttachEgress(ifindex int) error {
 			return err
 		}
 	}
-	created, err := tcfilter.EnsureClsact(h, ifindex)
-	if err != nil {
-		return fmt.Errorf("ifindex %d: add clsact qdisc for the egress ACL: %w", ifindex, err)
-	}
 	eg, err := p.Egress()
 	if err != nil {
 		return err
 	}
-	if err := h.FilterReplace(aclFilter(ifindex, eg.objs.AclEgress.FD())); err != nil {
-		if created {
-			h.QdiscDel(tcfilter.Clsact(ifindex))
-		}
-		return fmt.Errorf("ifindex %d: attach egress ACL program: %w", ifindex, err)
+	if err := tcfilter.Attach(h, aclFilter(ifindex, eg.objs.AclEgress.FD())); err != nil {
+		return fmt.Errorf("ifindex %d: egress program: %w", ifindex, err)
 	}
 	p.acl.egress.ifindex = ifindex
 	return nil
@@ -101,7 +93,7 @@ func (p *Port) DetachEgress() error {
 }
 
 // DetachEgressFrom takes the port's egress filter (prio 0xac, handle 1)
-// off ifindex, and clsact when no filter is left on it; for a port whose
+// off ifindex, and then clsact when no filter is left on it; for a port whose
 // pins an earlier run left (impaird's teardown without a loaded Port).
 // Not attached is no error.
 //
@@ -113,12 +105,8 @@ func DetachEgressFrom(idx int) error {
 		return fmt.Errorf("netlink handle: %w", err)
 	}
 	defer h.Close()
-	f := aclFilter(idx, -1)
-	if err := h.FilterDel(f); err != nil && !tcfilter.Gone(err) && !errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("ifindex %d: detach egress program: %w", idx, err)
-	}
-	if err := tcfilter.DeleteClsactIfUnused(h, idx); err != nil && !errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("ifindex %d: %w", idx, err)
+	if err := tcfilter.Detach(h, aclFilter(idx, -1)); err != nil {
+		return fmt.Errorf("ifindex %d: egress program: %w", idx, err)
 	}
 	return nil
 }

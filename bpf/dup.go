@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/vishvananda/netlink"
@@ -48,15 +47,8 @@ func (p *Port) AttachDuplicate(ifindex int) error {
 		return fmt.Errorf("netlink handle: %w", err)
 	}
 	defer h.Close()
-	created, err := tcfilter.EnsureClsact(h, ifindex)
-	if err != nil {
-		return fmt.Errorf("ifindex %d: add clsact qdisc for duplicate: %w", ifindex, err)
-	}
-	if err := h.FilterReplace(dupFilter(ifindex, p.objs.ImpairDup.FD())); err != nil {
-		if created {
-			h.QdiscDel(tcfilter.Clsact(ifindex))
-		}
-		return fmt.Errorf("ifindex %d: attach duplicate program (tc ingress): %w", ifindex, err)
+	if err := tcfilter.Attach(h, dupFilter(ifindex, p.objs.ImpairDup.FD())); err != nil {
+		return fmt.Errorf("ifindex %d: duplicate program (tc ingress): %w", ifindex, err)
 	}
 	return nil
 }
@@ -75,14 +67,8 @@ func DetachDuplicate(ifindex int) error {
 		return fmt.Errorf("netlink handle: %w", err)
 	}
 	defer h.Close()
-	if err := h.FilterDel(dupFilter(ifindex, -1)); err != nil {
-		if tcfilter.Gone(err) || errors.Is(err, unix.ENODEV) {
-			return nil // not there: nothing of ours to clean up
-		}
-		return fmt.Errorf("ifindex %d: detach duplicate program: %w", ifindex, err)
-	}
-	if err := tcfilter.DeleteClsactIfUnused(h, ifindex); err != nil && !errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("ifindex %d: %w", ifindex, err)
+	if err := tcfilter.Detach(h, dupFilter(ifindex, -1)); err != nil {
+		return fmt.Errorf("ifindex %d: duplicate program: %w", ifindex, err)
 	}
 	return nil
 }

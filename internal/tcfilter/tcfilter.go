@@ -97,3 +97,43 @@ func Missing(err error) bool {
 func Gone(err error) bool {
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL)
 }
+
+// Attach adds clsact to f's link when missing and replaces f on it (one
+// request, so re-attaching never leaves the link without the filter); when
+// the filter fails, a clsact it just added goes again. The error is the
+// kernel's, wrapped with what failed (see Missing).
+//
+// Equivalent to: tc qdisc add dev $l clsact; tc filter replace dev $l
+// {ingress|egress} prio P handle H bpf da fd F
+func Attach(h *netlink.Handle, f *netlink.BpfFilter) error {
+	idx := f.LinkIndex
+	created, err := EnsureClsact(h, idx)
+	if err != nil {
+		return fmt.Errorf("add clsact qdisc: %w", err)
+	}
+	if err := h.FilterReplace(f); err != nil {
+		if created {
+			h.QdiscDel(Clsact(idx))
+		}
+		return fmt.Errorf("attach tc filter %s: %w", f.Name, err)
+	}
+	return nil
+}
+
+// Detach deletes f (absent, or its link gone, is no error) and then
+// clsact when no filter of any owner is left on it.
+//
+// Equivalent to: tc filter del dev $l {ingress|egress} prio P handle H
+// bpf; tc qdisc del dev $l clsact (when empty)
+func Detach(h *netlink.Handle, f *netlink.BpfFilter) error {
+	if err := h.FilterDel(f); err != nil {
+		if Gone(err) || errors.Is(err, unix.ENODEV) {
+			return nil
+		}
+		return fmt.Errorf("detach tc filter %s: %w", f.Name, err)
+	}
+	if err := DeleteClsactIfUnused(h, f.LinkIndex); err != nil && !errors.Is(err, unix.ENODEV) {
+		return err
+	}
+	return nil
+}
