@@ -82,88 +82,21 @@ static __always_inline int corrupt_skb(struct __sk_buff *skb, struct pkt_extra *
 }
 
 /* impair_egress is the egress impairment stage for one parsed IP packet:
- * the ingress stage's verdict logic (see impair()) on the egress config,
- * returning TC_ACT_SHOT to drop and TC_ACT_UNSPEC to let the next filter
- * (EDT's) run. */
+ * impair_stage (impair.c, shared with the ingress program) on the egress
+ * config, then corrupt; TC_ACT_SHOT drops, TC_ACT_UNSPEC lets the next
+ * filter (EDT's) run. */
 static __always_inline int impair_egress(struct __sk_buff *skb, struct port_cfg *cf, struct tuple *t,
 					 struct pkt_extra *x)
 {
 	struct best bm = {.rank = 0xffffffff};
 	classify_egress(t, cf, &bm);
 	struct profile *p;
-	__u32 slot;
-	if (bm.rank != 0xffffffff) {
-		p = &bm.prof;
-		slot = bm.slot;
-	} else if (cf->has_port) {
-		p = &cf->port;
-		slot = 0;
-	} else {
-		return TC_ACT_UNSPEC;
-	}
-	struct slot_pcpu *c = bpf_map_lookup_elem(&pcpu, &slot);
-	if (!c)
-		return TC_ACT_UNSPEC;
-	__u64 len = skb->len;
-	c->rx_packets++;
-	c->rx_bytes += len;
-	if (c->gen != p->gen)
-		reseed(c, p);
-
-	__u32 *ge_bad = &c->ge_bad;
-	__u64 *tat = NULL, *pcnt = NULL, *share = &c->share;
-	if (p->flags & F_SCOPE_FLOW) {
-		__u32 way = 0;
-		__u64 tag = 0;
-		struct flow_state *fs = flow_find(t, slot, p->gen, &way, &tag);
-		if (!fs) {
-			c->passed++;
-			return TC_ACT_UNSPEC;
-		}
-		if (p->flags & F_RATE) {
-			struct flow_share *fsh = bpf_map_lookup_elem(&flowshare, &way);
-			if (!fsh) {
-				c->passed++;
-				return TC_ACT_UNSPEC;
-			}
-			if (fsh->tag != tag) {
-				fsh->tag = tag;
-				fsh->share = 0;
-			}
-			share = &fsh->share;
-		}
-		if (fs->gen != p->gen) {
-			fs->gen = p->gen;
-			fs->tat = 0;
-			fs->period_cnt = 0;
-			fs->ge_bad = 0;
-		}
-		ge_bad = &fs->ge_bad;
-		tat = &fs->tat;
-		pcnt = &fs->period_cnt;
-	} else if (p->flags & (F_RATE | F_LOSS_PERIODIC)) {
-		struct slot_shared *s = bpf_map_lookup_elem(&shared, &slot);
-		if (!s) {
-			c->passed++;
-			return TC_ACT_UNSPEC;
-		}
-		if (s->gen != p->gen) {
-			s->gen = p->gen;
-			s->tat = 0;
-			s->period_cnt = 0;
-		}
-		tat = &s->tat;
-		pcnt = &s->period_cnt;
-	}
-
-	if (lose(p, c, ge_bad, pcnt)) {
-		c->dropped_loss++;
+	struct slot_pcpu *c;
+	int v = impair_stage(t, &bm, cf, skb->len, &p, &c);
+	if (v == STAGE_DROP)
 		return TC_ACT_SHOT;
-	}
-	if ((p->flags & F_RATE) && tat && !police_share(tat, p, len, share)) {
-		c->dropped_rate++;
-		return TC_ACT_SHOT;
-	}
+	if (v == STAGE_SKIP)
+		return TC_ACT_UNSPEC;
 	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt_skb(skb, x, t->proto, c))
 		c->corrupted++;
 	c->passed++;

@@ -798,6 +798,98 @@ static __always_inline struct flow_state *flow_find(struct tuple *t, __u32 slot,
 	return &e->st;
 }
 
+/* What impair_stage decided. */
+#define STAGE_SKIP 0 /* pass: nothing matched, or counted as passed already */
+#define STAGE_PASS 1 /* pass, counted in rx: the caller may corrupt, then counts it passed */
+#define STAGE_DROP 2 /* drop (counted) */
+
+/* impair_stage is the impairment stage of one parsed IP packet of len
+ * bytes, shared by the ingress (XDP, impair()) and egress (tc, egress.h)
+ * programs: the best rule's profile (bm) or else the port's (cf), the
+ * slot's counters, then loss and the policer with the slot's, the flow's
+ * or the per-CPU share's state. On STAGE_PASS, *pp and *cp are the
+ * profile and the slot's per-CPU state. */
+static __always_inline int impair_stage(struct tuple *t, struct best *bm, struct port_cfg *cf, __u64 len,
+					struct profile **pp, struct slot_pcpu **cp)
+{
+	struct profile *p;
+	__u32 slot;
+	if (bm->rank != 0xffffffff) {
+		p = &bm->prof;
+		slot = bm->slot;
+	} else if (cf->has_port) {
+		p = &cf->port;
+		slot = 0;
+	} else {
+		return STAGE_SKIP; /* no rule matched and the port has no profile */
+	}
+	struct slot_pcpu *c = bpf_map_lookup_elem(&pcpu, &slot);
+	if (!c)
+		return STAGE_SKIP;
+	c->rx_packets++;
+	c->rx_bytes += len;
+	if (c->gen != p->gen)
+		reseed(c, p);
+
+	__u32 *ge_bad = &c->ge_bad;
+	__u64 *tat = NULL, *pcnt = NULL, *share = &c->share;
+	if (p->flags & F_SCOPE_FLOW) {
+		__u32 way = 0;
+		__u64 tag = 0;
+		struct flow_state *fs = flow_find(t, slot, p->gen, &way, &tag);
+		if (!fs) {
+			c->passed++;
+			return STAGE_SKIP;
+		}
+		if (p->flags & F_RATE) {
+			struct flow_share *fsh = bpf_map_lookup_elem(&flowshare, &way);
+			if (!fsh) {
+				c->passed++;
+				return STAGE_SKIP;
+			}
+			if (fsh->tag != tag) {
+				fsh->tag = tag;
+				fsh->share = 0;
+			}
+			share = &fsh->share;
+		}
+		if (fs->gen != p->gen) {
+			fs->gen = p->gen;
+			fs->tat = 0;
+			fs->period_cnt = 0;
+			fs->ge_bad = 0;
+		}
+		ge_bad = &fs->ge_bad;
+		tat = &fs->tat;
+		pcnt = &fs->period_cnt;
+	} else if (p->flags & (F_RATE | F_LOSS_PERIODIC)) {
+		struct slot_shared *s = bpf_map_lookup_elem(&shared, &slot);
+		if (!s) {
+			c->passed++;
+			return STAGE_SKIP;
+		}
+		if (s->gen != p->gen) {
+			s->gen = p->gen;
+			s->tat = 0;
+			s->period_cnt = 0;
+		}
+		tat = &s->tat;
+		pcnt = &s->period_cnt;
+	}
+
+	if (lose(p, c, ge_bad, pcnt)) {
+		c->dropped_loss++;
+		return STAGE_DROP;
+	}
+	if ((p->flags & F_RATE) && tat && !police_share(tat, p, len, share)) {
+		c->dropped_rate++;
+		return STAGE_DROP;
+	}
+	*pp = p;
+	*cp = c;
+	return STAGE_PASS;
+}
+
 SEC("xdp")
 int impair(struct xdp_md *ctx)
 {
@@ -830,79 +922,12 @@ int impair(struct xdp_md *ctx)
 	payload = x.payload;
 
 	struct profile *p;
-	__u32 slot;
-	if (bm.rank != 0xffffffff) {
-		p = &bm.prof;
-		slot = bm.slot;
-	} else if (cf->has_port) {
-		p = &cf->port;
-		slot = 0;
-	} else {
-		return XDP_PASS; /* no rule matched and the port has no profile */
-	}
-	struct slot_pcpu *c = bpf_map_lookup_elem(&pcpu, &slot);
-	if (!c)
+	struct slot_pcpu *c;
+	int v = impair_stage(&t, &bm, cf, data_end - data, &p, &c);
+	if (v == STAGE_DROP)
+		return XDP_DROP;
+	if (v == STAGE_SKIP)
 		return XDP_PASS;
-	__u64 len = data_end - data;
-	c->rx_packets++;
-	c->rx_bytes += len;
-	if (c->gen != p->gen)
-		reseed(c, p);
-
-	__u32 *ge_bad = &c->ge_bad;
-	__u64 *tat = NULL, *pcnt = NULL, *share = &c->share;
-	if (p->flags & F_SCOPE_FLOW) {
-		__u32 way = 0;
-		__u64 tag = 0;
-		struct flow_state *fs = flow_find(&t, slot, p->gen, &way, &tag);
-		if (!fs) {
-			c->passed++;
-			return XDP_PASS;
-		}
-		if (p->flags & F_RATE) {
-			struct flow_share *fsh = bpf_map_lookup_elem(&flowshare, &way);
-			if (!fsh) {
-				c->passed++;
-				return XDP_PASS;
-			}
-			if (fsh->tag != tag) {
-				fsh->tag = tag;
-				fsh->share = 0;
-			}
-			share = &fsh->share;
-		}
-		if (fs->gen != p->gen) {
-			fs->gen = p->gen;
-			fs->tat = 0;
-			fs->period_cnt = 0;
-			fs->ge_bad = 0;
-		}
-		ge_bad = &fs->ge_bad;
-		tat = &fs->tat;
-		pcnt = &fs->period_cnt;
-	} else if (p->flags & (F_RATE | F_LOSS_PERIODIC)) {
-		struct slot_shared *s = bpf_map_lookup_elem(&shared, &slot);
-		if (!s) {
-			c->passed++;
-			return XDP_PASS;
-		}
-		if (s->gen != p->gen) {
-			s->gen = p->gen;
-			s->tat = 0;
-			s->period_cnt = 0;
-		}
-		tat = &s->tat;
-		pcnt = &s->period_cnt;
-	}
-
-	if (lose(p, c, ge_bad, pcnt)) {
-		c->dropped_loss++;
-		return XDP_DROP;
-	}
-	if ((p->flags & F_RATE) && tat && !police_share(tat, p, len, share)) {
-		c->dropped_rate++;
-		return XDP_DROP;
-	}
 	if ((p->flags & F_CORRUPT) && rng_next(c) < p->corrupt && corrupt(ctx, payload, c))
 		c->corrupted++;
 	c->passed++;
