@@ -15,12 +15,13 @@ import (
 )
 
 // TestVLANSONiCConfigDB loads the whole sonic-cfggen file, VLAN tables
-// included, into a running orchagent (the VM suite: it needs 802.1Q and
-// bridge VLAN filtering): every result ok, Vlan1000 on Bridge with its
-// addresses, both members untagged in vid 1000.
+// included, into a running orchagent and impaird (its ACL tables) — the
+// VM suite: it needs 802.1Q and bridge VLAN filtering: every result ok,
+// Vlan1000 on Bridge with its addresses, both members untagged in vid 1000.
 func TestVLANSONiCConfigDB(t *testing.T) {
 	kernelcap.Require(t, kernelcap.VLAN8021Q, kernelcap.VlanFiltering)
 	daemon(t, "orchagent")
+	daemon(t, "impaird") // the file's ACL tables (DATAACL) are impaird's
 	var file map[string]json.RawMessage
 	if err := json.Unmarshal(sonic.ConfigDBJSON, &file); err != nil {
 		t.Fatal(err)
@@ -35,6 +36,7 @@ func TestVLANSONiCConfigDB(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "config_db.json")
 	os.WriteFile(in, sonic.ConfigDBJSON, 0o644)
 	s.Start("orchagent")
+	s.Start("impaird")
 	mustSwctl(t, srv, "config", "load", in)
 	if out, errs, code := swctl(t, srv, "wait", "--timeout", e2eutil.Wait.String()); code != 0 {
 		t.Fatalf("swctl wait: exit %d\n%s%s", code, out, errs)
