@@ -33,6 +33,9 @@ func (p *Port) Apply(plan *Plan) error {
 	if err != nil {
 		return err
 	}
+	if plan.BeforeWrite != nil {
+		plan.BeforeWrite()
+	}
 	if err := p.applySlots(plan); err != nil {
 		return err
 	}

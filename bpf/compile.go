@@ -46,6 +46,10 @@ type Plan struct {
 	Port *Profile
 	// Rules in rank order (best first).
 	Rules []Rule
+	// BeforeWrite, when set, is called once by Port.Apply after it has
+	// read the port's maps and before its first write: a schedule waits
+	// there for its step's due time, so the reads are not late work.
+	BeforeWrite func()
 }
 
 // Rule is one compiled IMPAIRMENT_FLOW rule.

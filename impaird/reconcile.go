@@ -255,7 +255,9 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 	if plan == nil {
 		return 0, nil // impairment compile error: results set above
 	}
-	d.waitStep(port) // a schedule's step prepared ahead: written at its due time
+	// A schedule's step prepared ahead is written at its due time: Apply
+	// reads the maps first, then waits (Plan.BeforeWrite), then writes.
+	plan.BeforeWrite = func() { d.waitStep(port) }
 	if err := d.apply(p, plan); err != nil {
 		// Put the last plan applied back (Apply changes the maps step by
 		// step; a failure may leave some steps done).
@@ -289,6 +291,9 @@ func (d *daemon) reconcileLocked(port string, out *outcome) (time.Duration, erro
 // apply writes plan into p's maps (d.applyPlan in tests).
 func (d *daemon) apply(p *bpf.Port, plan *bpf.Plan) error {
 	if d.applyPlan != nil {
+		if plan.BeforeWrite != nil {
+			plan.BeforeWrite()
+		}
 		return d.applyPlan(p, plan)
 	}
 	return p.Apply(plan)
