@@ -176,6 +176,17 @@ type Counters struct {
 	Duplicated uint64
 }
 
+// Add adds o's counts to c (summing CPUs, or the slots of a port).
+func (c *Counters) Add(o Counters) {
+	c.RxPackets += o.RxPackets
+	c.RxBytes += o.RxBytes
+	c.Passed += o.Passed
+	c.DroppedLoss += o.DroppedLoss
+	c.DroppedRate += o.DroppedRate
+	c.Corrupted += o.Corrupted
+	c.Duplicated += o.Duplicated
+}
+
 // MaxEDTClass is the highest EDT class id a rule can carry (impair.c
 // hands it to tc as metadata, MARK_MAGIC | id); ids above it are the
 // per-port classes of impaird.

@@ -316,13 +316,8 @@ func (p *Port) Counters() (map[string]Counters, error) {
 		}
 		var c Counters
 		for _, v := range per {
-			c.RxPackets += v.RxPackets
-			c.RxBytes += v.RxBytes
-			c.Passed += v.Passed
-			c.DroppedLoss += v.DroppedLoss
-			c.DroppedRate += v.DroppedRate
-			c.Corrupted += v.Corrupted
-			c.Duplicated += v.Duplicated
+			c.Add(Counters{RxPackets: v.RxPackets, RxBytes: v.RxBytes, Passed: v.Passed, DroppedLoss: v.DroppedLoss,
+				DroppedRate: v.DroppedRate, Corrupted: v.Corrupted, Duplicated: v.Duplicated})
 		}
 		out[name] = c
 		return nil

@@ -118,12 +118,7 @@ func egressCounters(port string, p *bpf.Port, want map[string]schema.Fields) err
 	}
 	var total bpf.Counters
 	for name, c := range cs {
-		total.RxPackets += c.RxPackets
-		total.RxBytes += c.RxBytes
-		total.Passed += c.Passed
-		total.DroppedLoss += c.DroppedLoss
-		total.DroppedRate += c.DroppedRate
-		total.Corrupted += c.Corrupted
+		total.Add(c)
 		if name != "" && name != schedPortRule {
 			merge(want, schema.CountersKey(schema.ImpairmentCountersTable, port+schema.ConfigSep+name), egressCounterHash(c))
 		}

@@ -361,13 +361,7 @@ func (d *daemon) writeCounters(ctx context.Context) error {
 		}
 		var total bpf.Counters
 		for name, c := range cs {
-			total.RxPackets += c.RxPackets
-			total.RxBytes += c.RxBytes
-			total.Passed += c.Passed
-			total.DroppedLoss += c.DroppedLoss
-			total.DroppedRate += c.DroppedRate
-			total.Corrupted += c.Corrupted
-			total.Duplicated += c.Duplicated
+			total.Add(c)
 			if name != "" && name != schedPortRule {
 				merge(want, schema.CountersKey(schema.ImpairmentCountersTable, port+schema.ConfigSep+name), counterHash(c))
 			}
