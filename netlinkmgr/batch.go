@@ -105,37 +105,16 @@ func (r *routeSock) sendChunk(b []byte, reqs []*nl.NetlinkRequest, errs []error)
 	}
 	deadline := time.Now().Add(requestTimeout)
 	to := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
-	for {
-		err := unix.Sendto(r.fd, b, 0, to)
-		if err == nil {
-			break
-		}
-		if errors.Is(err, unix.EAGAIN) {
-			if err := r.wait(unix.POLLOUT, deadline); err != nil {
-				fail(err)
-				return
-			}
-			continue
-		}
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
+	if err := r.retry(unix.POLLOUT, deadline, func() error { return unix.Sendto(r.fd, b, 0, to) }); err != nil {
 		fail(err)
 		return
 	}
 	for left := len(reqs); left > 0; {
-		n, _, err := unix.Recvfrom(r.fd, r.rbuf, unix.MSG_DONTWAIT)
-		if err != nil {
-			if errors.Is(err, unix.EAGAIN) {
-				if err := r.wait(unix.POLLIN, deadline); err != nil {
-					fail(err)
-					return
-				}
-				continue
-			}
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
+		var n int
+		if err := r.retry(unix.POLLIN, deadline, func() (err error) {
+			n, _, err = unix.Recvfrom(r.fd, r.rbuf, unix.MSG_DONTWAIT)
+			return err
+		}); err != nil {
 			fail(err)
 			return
 		}

@@ -181,6 +181,26 @@ func routeRequest(nr *netlink.Route, create bool) *nl.NetlinkRequest {
 	return req
 }
 
+// retry runs the non-blocking socket call f until it succeeds: EINTR
+// runs it again, EAGAIN waits for ev first (until deadline); any other
+// error is returned.
+func (r *routeSock) retry(ev int16, deadline time.Time, f func() error) error {
+	for {
+		err := f()
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EAGAIN):
+			if err := r.wait(ev, deadline); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
 // wait polls the socket for ev until deadline (EAGAIN then, as the
 // library's request timeout reports).
 func (r *routeSock) wait(ev int16, deadline time.Time) error {
