@@ -179,6 +179,7 @@ type engine struct {
 	log       *logrus.Entry
 	ctx       context.Context
 	ctrl      Controller
+	tables    map[string]bool // the controller's tables (metric labels)
 	cache     *Cache
 	q         *workqueue.Queue
 	res       *results

@@ -74,6 +74,10 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 	}
 	e.ctrl = ctrl
 	tables := ctrl.Tables()
+	e.tables = map[string]bool{}
+	for _, t := range tables {
+		e.tables[t] = true
+	}
 	sw := redisx.NewStateWriter(stateDB, append(append([]string(nil), schema.ResultFieldNames...), cfg.ResultFields...))
 	for _, t := range tables {
 		if err := sw.Load(ctx, schema.ResultTable(t)+schema.StateSep+"*"); err != nil {
@@ -402,7 +406,7 @@ func (e *engine) work(ctx context.Context) {
 // removes results of its keys that are gone; failure backs off.
 func (e *engine) finish(ctx context.Context, item string, err error, took float64) {
 	defer e.q.Done(item)
-	table := tableOfItem(item)
+	table := e.tableOfItem(item)
 	var rq *requeueError
 	switch {
 	case err == nil:
@@ -426,15 +430,17 @@ func (e *engine) finish(ctx context.Context, item string, err error, took float6
 
 // tableOfItem is the metric label of an item: its table when the item is
 // "TABLE|key", else "item".
-func tableOfItem(item string) string {
+func (e *engine) tableOfItem(item string) string {
 	if item == sweepItem {
 		return "sweep"
 	}
-	t, k := splitConfigKey(item)
-	if k == "" && t == item {
-		return "item"
+	// Only a table of the controller's: an item that is not "T|k" (a
+	// port, a key without its table) starts with anything, and a label
+	// must be bounded and valid UTF-8 (prometheus panics otherwise).
+	if t, k := splitConfigKey(item); k != "" && e.tables[t] {
+		return t
 	}
-	return t
+	return "item"
 }
 
 // sweep runs the controller's sweep, then removes results whose key is
