@@ -116,6 +116,11 @@ func TestImpairdPortNameWithDot(t *testing.T) {
 		return adopted && now == id && st["state"] == "ok" && strconv.Itoa(now) == st["prog_id"] && len(entries) == 1,
 			fmt.Sprintf("adopted %v, prog %d (was %d), result %v, bpffs %v", adopted, now, id, st, entries)
 	})
+	// The result above may still be the killed process's: wait for the new
+	// one's first pass, or the DEL below lands during it and the old result
+	// is a key gone while the daemon was down (removed only once
+	// CONFIG_DB_INITIALIZED is 1, docs/engine.md).
+	e.impaird.WaitLog("the restarted impaird's first pass", "msg=reconciled", "IMPAIRMENT ok=1")
 
 	e.Del("IMPAIRMENT|eth1.100")
 	e.Eventually("program, pins and result removed", func() (bool, string) {
