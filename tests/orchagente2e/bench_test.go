@@ -122,6 +122,7 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 		profDone = cpuProfile(b, prof)
 	}
 	orchCPU0, redisCPU0 := procCPU(b, proc.Cmd.Process.Pid), redisCPU(b, e)
+	e.Config.ConfigResetStat(ctx)
 	t0 := time.Now()
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.Fatal(err)
@@ -163,6 +164,7 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 	orch = time.Since(t0)
 	cpu.orch = procCPU(b, proc.Cmd.Process.Pid) - orchCPU0
 	cpu.redis = redisCPU(b, e) - redisCPU0
+	logCommandStats(b, e, len(keys))
 	if profDone != nil {
 		<-profDone
 		fetch(b, "/debug/pprof/allocs", prof+".allocs")
@@ -218,6 +220,37 @@ func redisCPU(b *testing.B, e *e2eutil.Switch) time.Duration {
 		}
 	}
 	return time.Duration(total * float64(time.Second))
+}
+
+// logCommandStats logs redis-server's time per command kind over the
+// burst (INFO commandstats since the CONFIG RESETSTAT at its start), per
+// object: where redis-server's share of the CPU goes (the bench's HSETs,
+// orchagent's reads, the results, the judge's reads). Shown with -v.
+func logCommandStats(b *testing.B, e *e2eutil.Switch, n int) {
+	info, err := e.Config.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Logf("commandstats: %v", err)
+		return
+	}
+	for _, l := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var calls int64
+		var usec float64
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				fmt.Sscan(v, &calls)
+			case "usec":
+				fmt.Sscan(v, &usec)
+			}
+		}
+		b.Logf("redis %-22s %8d calls %8.3f calls/obj %7.3f us/obj", strings.TrimPrefix(name, "cmdstat_"),
+			calls, float64(calls)/float64(n), usec/float64(n))
+	}
 }
 
 // pprofAddr is where orchagent serves pprof when a benchmark profiles it.
