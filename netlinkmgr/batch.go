@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -38,13 +39,23 @@ func (r *routeSock) exec(req *nl.NetlinkRequest) error {
 	return r.execBatch([]*nl.NetlinkRequest{req})[0]
 }
 
-// execBatch sends reqs in order, as few sendmsgs as batchBytes (and
-// maxReqs) allow, and returns each one's answer: nil (acknowledged), the
-// errno the kernel answered (a *KernelError when it said why), or the
+// execBatch sends the library's requests reqs as execEncoded does (their
+// sequence numbers replaced by the socket's own).
+func (r *routeSock) execBatch(reqs []*nl.NetlinkRequest) []error {
+	return r.execEncoded(len(reqs), func(i int, b []byte, seq uint32) []byte {
+		reqs[i].Seq = seq
+		return append(b, reqs[i].Serialize()...)
+	})
+}
+
+// execEncoded sends n requests in order, as few sendmsgs as batchBytes
+// (and maxReqs) allow, and returns each one's answer: nil (acknowledged),
+// the errno the kernel answered (a *KernelError when it said why), or the
 // error that left it unanswered (timeout, socket error). A failed request
 // does not stop the ones after it: the kernel handles each on its own.
-func (r *routeSock) execBatch(reqs []*nl.NetlinkRequest) []error {
-	errs := make([]error, len(reqs))
+// enc appends request i, with sequence number seq, to b.
+func (r *routeSock) execEncoded(n int, enc func(i int, b []byte, seq uint32) []byte) []error {
+	errs := make([]error, n)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.s == nil {
@@ -53,28 +64,38 @@ func (r *routeSock) execBatch(reqs []*nl.NetlinkRequest) []error {
 		}
 		return errs
 	}
-	for start := 0; start < len(reqs); {
+	for start := 0; start < n; {
 		b := r.sbuf[:0]
 		end := start
-		for end < len(reqs) && (r.maxReqs == 0 || end-start < r.maxReqs) {
-			m := reqs[end].Serialize()
-			if end > start && len(b)+len(m) > batchBytes {
+		// Consecutive sequence numbers from the socket's own counter
+		// (under r.mu): request i of the chunk is first+i.
+		first := r.seq + 1
+		for end < n && (r.maxReqs == 0 || end-start < r.maxReqs) {
+			at := len(b)
+			b = enc(end, b, first+uint32(end-start))
+			if end > start && len(b) > batchBytes {
+				b = b[:at] // the next sendmsg's first request
 				break
 			}
-			b = append(b, m...)
 			end++
 		}
+		r.seq = first + uint32(end-start) - 1
 		r.sbuf = b
-		r.sendChunk(b, reqs[start:end], errs[start:end])
+		r.sendChunk(b, first, errs[start:end])
 		start = end
 	}
 	return errs
 }
 
-// sendChunk sends the serialized requests b (reqs, in order) in one
-// sendmsg and fills errs from their acknowledgements.
-func (r *routeSock) sendChunk(b []byte, reqs []*nl.NetlinkRequest, errs []error) {
-	acked := make([]bool, len(reqs))
+// sendChunk sends the serialized requests b (sequence numbers first,
+// first+1, ..., one per errs entry) in one sendmsg and fills errs from
+// their acknowledgements.
+func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
+	acked := r.acked[:0]
+	for range errs {
+		acked = append(acked, false)
+	}
+	r.acked = acked
 	fail := func(err error) {
 		for i := range errs {
 			if !acked[i] {
@@ -82,62 +103,58 @@ func (r *routeSock) sendChunk(b []byte, reqs []*nl.NetlinkRequest, errs []error)
 			}
 		}
 	}
-	// Sequence numbers are consecutive within a batch (the library's
-	// counter, under r.mu); a map covers any that are not.
-	first := reqs[0].Seq
-	var bySeq map[uint32]int
-	for i, req := range reqs {
-		if req.Seq != first+uint32(i) {
-			bySeq = make(map[uint32]int, len(reqs))
-			for j, q := range reqs {
-				bySeq[q.Seq] = j
-			}
-			break
-		}
-	}
-	index := func(seq uint32) (int, bool) {
-		if bySeq != nil {
-			i, ok := bySeq[seq]
-			return i, ok
-		}
-		i := int(seq - first)
-		return i, i >= 0 && i < len(reqs)
-	}
 	deadline := time.Now().Add(requestTimeout)
 	to := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
 	if err := r.retry(unix.POLLOUT, deadline, func() error { return unix.Sendto(r.fd, b, 0, to) }); err != nil {
 		fail(err)
 		return
 	}
-	for left := len(reqs); left > 0; {
+	for left := len(errs); left > 0; {
 		var n int
 		if err := r.retry(unix.POLLIN, deadline, func() (err error) {
-			n, _, err = unix.Recvfrom(r.fd, r.rbuf, unix.MSG_DONTWAIT)
+			n, err = recvDontWait(r.fd, r.rbuf)
 			return err
 		}); err != nil {
 			fail(err)
 			return
 		}
-		msgs, err := syscall.ParseNetlinkMessage(r.rbuf[:n])
-		if err != nil {
-			fail(err)
-			return
-		}
-		for _, m := range msgs {
-			i, ok := index(m.Header.Seq)
-			if !ok || acked[i] { // the late answer of a timed-out request
+		for m := r.rbuf[:n]; len(m) >= unix.SizeofNlMsghdr; {
+			l := int(native.Uint32(m[0:4]))
+			if l < unix.SizeofNlMsghdr || l > len(m) {
+				fail(fmt.Errorf("netlink acknowledgement: %w", syscall.EINVAL))
+				return
+			}
+			h := syscall.NlMsghdr{Len: uint32(l), Type: native.Uint16(m[4:6]), Flags: native.Uint16(m[6:8]),
+				Seq: native.Uint32(m[8:12]), Pid: native.Uint32(m[12:16])}
+			data := m[unix.SizeofNlMsghdr:l]
+			m = m[min(nlmAlign(l), len(m)):]
+			i := int(h.Seq - first)
+			if i < 0 || i >= len(errs) || acked[i] { // the late answer of a timed-out request
 				continue
 			}
-			if m.Header.Type != unix.NLMSG_ERROR && m.Header.Type != unix.NLMSG_DONE {
+			if h.Type != unix.NLMSG_ERROR && h.Type != unix.NLMSG_DONE {
 				continue
 			}
 			acked[i] = true
 			left--
-			if m.Header.Type == unix.NLMSG_ERROR {
-				errs[i] = ackError(m.Header, m.Data)
+			if h.Type == unix.NLMSG_ERROR {
+				errs[i] = ackError(h, data)
 			}
 		}
 	}
+}
+
+func nlmAlign(n int) int { return (n + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
+
+// recvDontWait is recvfrom(fd, buf, MSG_DONTWAIT) without the source
+// address (unix.Recvfrom allocates one per call).
+func recvDontWait(fd int, buf []byte) (int, error) {
+	n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+		unix.MSG_DONTWAIT, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }
 
 // AddBatch adds every address as Add does (replace, or with Create only

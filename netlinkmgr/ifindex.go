@@ -84,7 +84,7 @@ func (c *ifindexCache) forget(name string) {
 func (c *ifindexCache) drain() {
 	fd := c.sock.GetFd()
 	for {
-		n, _, err := unix.Recvfrom(fd, c.buf, unix.MSG_DONTWAIT)
+		n, err := recvDontWait(fd, c.buf)
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EWOULDBLOCK) {
 				return
@@ -121,6 +121,15 @@ func (c *ifindexCache) drain() {
 // ifindex resolves name; cached reports whether the index came from the
 // cache (so an ENODEV from the kernel warrants one fresh retry).
 func (k *kernel) ifindex(name string) (idx int, cached bool, err error) {
+	drained := false
+	return k.ifindexOnce(name, &drained)
+}
+
+// ifindexOnce is ifindex for one of the links of a batch being built: the
+// cache's socket is drained only when *drained is false (then set). A
+// link change after that first drain is as if it came after the batch's
+// requests were built: the ENODEV retry covers both alike.
+func (k *kernel) ifindexOnce(name string, drained *bool) (idx int, cached bool, err error) {
 	c := &k.idx
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -131,7 +140,10 @@ func (k *kernel) ifindex(name string) (idx int, cached bool, err error) {
 		}
 		return l.Attrs().Index, false, nil
 	}
-	c.drain()
+	if !*drained {
+		c.drain()
+		*drained = true
+	}
 	if idx, ok := c.byName[name]; ok {
 		return idx, true, nil
 	}

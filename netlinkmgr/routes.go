@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -123,54 +122,25 @@ func indexLink(idx int, name string) netlink.Link {
 	return &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: idx, Name: name}}
 }
 
-// toNetlinkRoute builds the request; hops resolve their link names
-// (cached reports whether any index came from the ifindex cache).
-func (k *kernel) toNetlinkRoute(r RouteInfo) (nr *netlink.Route, cached bool, err error) {
-	nr = &netlink.Route{
-		Dst:      prefixToIPNet(r.Dst),
-		Table:    tableOf(r.Table),
-		Protocol: netlink.RouteProtocol(r.Protocol),
-		Priority: r.Metric,
-		Family:   unix.AF_INET,
-	}
-	if r.Dst.Addr().Is6() {
-		nr.Family = unix.AF_INET6
-	}
+// routeOifs appends the ifindexes of r's next hops (0 for a hop without
+// a link) to oifs; cached reports whether any came from the ifindex
+// cache. drained is ifindexOnce's: a batch drains the cache once.
+func (k *kernel) routeOifs(r *RouteInfo, oifs []int, drained *bool) (_ []int, cached bool, err error) {
 	if r.Blackhole {
-		nr.Type = unix.RTN_BLACKHOLE
-		return nr, false, nil
+		return oifs, false, nil
 	}
-	hops := make([]*netlink.NexthopInfo, 0, len(r.NextHops))
-	gw := false
 	for _, h := range r.NextHops {
-		nh := &netlink.NexthopInfo{}
+		idx := 0
 		if h.Link != "" {
-			idx, c, err := k.ifindex(h.Link)
+			i, c, err := k.ifindexOnce(h.Link, drained)
 			if err != nil {
-				return nil, false, fmt.Errorf("nexthop dev %s: %w", h.Link, err)
+				return oifs, false, fmt.Errorf("nexthop dev %s: %w", h.Link, err)
 			}
-			nh.LinkIndex, cached = idx, cached || c
+			idx, cached = i, cached || c
 		}
-		if h.Gateway.IsValid() {
-			nh.Gw, gw = net.IP(h.Gateway.AsSlice()), true
-		}
-		if h.Weight > 1 {
-			nh.Hops = h.Weight - 1
-		}
-		hops = append(hops, nh)
+		oifs = append(oifs, idx)
 	}
-	switch len(hops) {
-	case 0:
-		return nil, false, fmt.Errorf("need next hops or blackhole: %w", unix.EINVAL)
-	case 1:
-		nr.LinkIndex, nr.Gw = hops[0].LinkIndex, hops[0].Gw
-		if !gw && nr.Family == unix.AF_INET {
-			nr.Scope = netlink.SCOPE_LINK // as ip(8) does for a device route
-		}
-	default:
-		nr.MultiPath = hops
-	}
-	return nr, cached, nil
+	return oifs, cached, nil
 }
 
 // Replace installs or replaces the route with the same table, destination
@@ -188,28 +158,38 @@ func (x realRoutes) Replace(r RouteInfo) error {
 }
 
 // ReplaceBatch installs every route as Replace does, sending the requests
-// many per netlink message (execBatch, batch.go: the kernel handles and
+// many per netlink message (execEncoded, batch.go: the kernel handles and
 // acknowledges each in turn). Equivalent to ip -batch of route replace.
 func (x realRoutes) ReplaceBatch(rs []RouteInfo) []error {
 	k := x.k
 	errs := make([]error, len(rs))
-	reqs := make([]*nl.NetlinkRequest, 0, len(rs))
-	idx := make([]int, 0, len(rs))
-	cached := make([]bool, len(rs))
-	for i, r := range rs {
+	idx := make([]int, 0, len(rs))     // the requests' routes
+	offs := make([]int, 1, len(rs)+1)  // request j's ifindexes: oifs[offs[j]:offs[j+1]]
+	oifs := make([]int, 0, len(rs))    // next hops' ifindexes
+	cached := make([]bool, 0, len(rs)) // request j's came from the cache
+	drained := false
+	for i := range rs {
 		k.writes.Add(1)
-		nr, c, err := k.routeFor(r)
-		if err != nil {
-			errs[i] = opErr("replace", r.object(), err)
-			continue
+		err := routeCheck(&rs[i])
+		if err == nil {
+			var c bool
+			n := len(oifs)
+			if oifs, c, err = k.routeOifs(&rs[i], oifs, &drained); err == nil {
+				idx, cached = append(idx, i), append(cached, c)
+				offs = append(offs, len(oifs))
+				continue
+			}
+			oifs = oifs[:n]
 		}
-		cached[i] = c
-		reqs = append(reqs, routeRequest(nr, r.Create))
-		idx = append(idx, i)
+		errs[i] = opErr("replace", rs[i].object(), err)
 	}
-	for j, err := range k.rt.execBatch(reqs) {
+	res := k.rt.execEncoded(len(idx), func(j int, b []byte, seq uint32) []byte {
+		r := &rs[idx[j]]
+		return appendRouteMsg(b, seq, r, oifs[offs[j]:offs[j+1]], r.Create)
+	})
+	for j, err := range res {
 		i := idx[j]
-		if cached[i] && isNoDevice(err) {
+		if cached[j] && isNoDevice(err) {
 			err = k.replaceRoute(rs[i]) // looks the links up afresh
 		}
 		if err != nil {
@@ -219,26 +199,41 @@ func (x realRoutes) ReplaceBatch(rs []RouteInfo) []error {
 	return errs
 }
 
-// routeFor validates r and builds its request (see replaceRoute).
-func (k *kernel) routeFor(r RouteInfo) (*netlink.Route, bool, error) {
+// routeCheck validates r before its request is built.
+func routeCheck(r *RouteInfo) error {
 	if !r.Dst.IsValid() {
-		return nil, false, fmt.Errorf("invalid destination: %w", unix.EINVAL)
+		return fmt.Errorf("invalid destination: %w", unix.EINVAL)
 	}
 	if r.Dst.Addr().Is4() && r.Dst.Masked() != r.Dst {
-		return nil, false, fmt.Errorf("invalid prefix for given prefix length (use %s): %w", r.Dst.Masked(), unix.EINVAL)
+		return fmt.Errorf("invalid prefix for given prefix length (use %s): %w", r.Dst.Masked(), unix.EINVAL)
 	}
 	if r.Blackhole && len(r.NextHops) > 0 {
-		return nil, false, fmt.Errorf("need next hops or blackhole (not both): %w", unix.EINVAL)
+		return fmt.Errorf("need next hops or blackhole (not both): %w", unix.EINVAL)
 	}
-	return k.toNetlinkRoute(r)
+	if !r.Blackhole && len(r.NextHops) == 0 {
+		return fmt.Errorf("need next hops or blackhole: %w", unix.EINVAL)
+	}
+	return nil
+}
+
+// sendRoute sends r's request alone and waits for its answer.
+func (k *kernel) sendRoute(r *RouteInfo, oifs []int) error {
+	return k.rt.execEncoded(1, func(_ int, b []byte, seq uint32) []byte {
+		return appendRouteMsg(b, seq, r, oifs, r.Create)
+	})[0]
 }
 
 func (k *kernel) replaceRoute(r RouteInfo) error {
-	nr, cached, err := k.routeFor(r)
+	if err := routeCheck(&r); err != nil {
+		return err
+	}
+	var oifs [4]int
+	drained := false
+	hops, cached, err := k.routeOifs(&r, oifs[:0], &drained)
 	if err != nil {
 		return err
 	}
-	err = k.rt.exec(routeRequest(nr, r.Create))
+	err = k.sendRoute(&r, hops)
 	if cached && isNoDevice(err) {
 		// A cached next-hop link went away: look every hop up afresh.
 		for _, h := range r.NextHops {
@@ -246,10 +241,11 @@ func (k *kernel) replaceRoute(r RouteInfo) error {
 				k.idx.forget(h.Link)
 			}
 		}
-		if nr, _, err = k.toNetlinkRoute(r); err != nil {
+		drained = false
+		if hops, _, err = k.routeOifs(&r, oifs[:0], &drained); err != nil {
 			return err
 		}
-		err = k.rt.exec(routeRequest(nr, r.Create))
+		err = k.sendRoute(&r, hops)
 	}
 	return err
 }

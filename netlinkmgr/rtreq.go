@@ -2,13 +2,11 @@ package netlinkmgr
 
 import (
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -17,15 +15,17 @@ import (
 // routeSock sends route writes on a socket of its own with a reused
 // receive buffer. The library's Handle allocates a 64 KiB receive buffer
 // per request, which under a bulk load of routes costs more in garbage
-// collection than the request itself. The request bytes are the ones
-// the library would send (routeRequest mirrors its RTM_NEWROUTE encoding
-// for the fields toNetlinkRoute sets).
+// collection than the request itself. Route requests are encoded by
+// appendRouteMsg (rtwire.go) straight into the send buffer, the bytes the
+// library would send.
 type routeSock struct {
-	mu   sync.Mutex
-	s    *nl.NetlinkSocket
-	fd   int
-	rbuf []byte
-	sbuf []byte // the batch being sent, reused
+	mu    sync.Mutex
+	s     *nl.NetlinkSocket
+	fd    int
+	rbuf  []byte
+	sbuf  []byte // the batch being sent, reused
+	acked []bool // sendChunk's, reused
+	seq   uint32 // the last sequence number sent (execEncoded)
 	// maxReqs bounds the requests of one sendmsg (0: only batchBytes does).
 	maxReqs int
 }
@@ -109,76 +109,6 @@ func (r *routeSock) close() {
 		r.s.Close()
 		r.s = nil
 	}
-}
-
-// routeRequest encodes nr as the library's RouteReplace does (RTM_NEWROUTE,
-// NLM_F_CREATE|NLM_F_REPLACE|NLM_F_ACK), or RouteAdd with create
-// (NLM_F_EXCL instead of NLM_F_REPLACE), for the fields used here: Dst,
-// Gw, LinkIndex, MultiPath (Gw, LinkIndex, Hops), Table, Priority,
-// Protocol, Type, Scope, Family.
-func routeRequest(nr *netlink.Route, create bool) *nl.NetlinkRequest {
-	flags := unix.NLM_F_CREATE | unix.NLM_F_REPLACE | unix.NLM_F_ACK
-	if create {
-		flags = unix.NLM_F_CREATE | unix.NLM_F_EXCL | unix.NLM_F_ACK
-	}
-	req := nl.NewNetlinkRequest(unix.RTM_NEWROUTE, flags)
-	msg := nl.NewRtMsg()
-	native := nl.NativeEndian()
-	u32 := func(v uint32) []byte {
-		b := make([]byte, 4)
-		native.PutUint32(b, v)
-		return b
-	}
-	ipBytes := func(ip net.IP) []byte {
-		if v4 := ip.To4(); v4 != nil {
-			return v4
-		}
-		return ip.To16()
-	}
-	var attrs []*nl.RtAttr
-	dstLen, _ := nr.Dst.Mask.Size()
-	msg.Dst_len = uint8(dstLen)
-	attrs = append(attrs, nl.NewRtAttr(unix.RTA_DST, ipBytes(nr.Dst.IP)))
-	if nr.Gw != nil {
-		attrs = append(attrs, nl.NewRtAttr(unix.RTA_GATEWAY, ipBytes(nr.Gw)))
-	}
-	if len(nr.MultiPath) > 0 {
-		var buf []byte
-		for _, h := range nr.MultiPath {
-			rtnh := &nl.RtNexthop{RtNexthop: unix.RtNexthop{Hops: uint8(h.Hops), Ifindex: int32(h.LinkIndex), Flags: uint8(h.Flags)}}
-			if h.Gw != nil {
-				rtnh.Children = []nl.NetlinkRequestData{nl.NewRtAttr(unix.RTA_GATEWAY, ipBytes(h.Gw))}
-			}
-			buf = append(buf, rtnh.Serialize()...)
-		}
-		attrs = append(attrs, nl.NewRtAttr(unix.RTA_MULTIPATH, buf))
-	}
-	if nr.Table > 0 {
-		if nr.Table >= 256 {
-			msg.Table = unix.RT_TABLE_UNSPEC
-			attrs = append(attrs, nl.NewRtAttr(unix.RTA_TABLE, u32(uint32(nr.Table))))
-		} else {
-			msg.Table = uint8(nr.Table)
-		}
-	}
-	if nr.Priority > 0 {
-		attrs = append(attrs, nl.NewRtAttr(unix.RTA_PRIORITY, u32(uint32(nr.Priority))))
-	}
-	if nr.Protocol > 0 {
-		msg.Protocol = uint8(nr.Protocol)
-	}
-	if nr.Type > 0 {
-		msg.Type = uint8(nr.Type)
-	}
-	msg.Flags = uint32(nr.Flags)
-	msg.Scope = uint8(nr.Scope)
-	msg.Family = uint8(nr.Family)
-	req.AddData(msg)
-	for _, a := range attrs {
-		req.AddData(a)
-	}
-	req.AddData(nl.NewRtAttr(unix.RTA_OIF, u32(uint32(nr.LinkIndex))))
-	return req
 }
 
 // retry runs the non-blocking socket call f until it succeeds: EINTR

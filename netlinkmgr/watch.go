@@ -53,7 +53,7 @@ type subscription struct {
 	done   chan struct{}
 	links  chan netlink.LinkUpdate
 	addrs  chan addrUpdate
-	routes chan netlink.RouteUpdate
+	routes chan routeUpdate
 	neighs chan netlink.NeighUpdate
 }
 
@@ -75,7 +75,7 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 		done:   make(chan struct{}),
 		links:  make(chan netlink.LinkUpdate, subBuffer),
 		addrs:  make(chan addrUpdate, subBuffer),
-		routes: make(chan netlink.RouteUpdate, subBuffer),
+		routes: make(chan routeUpdate, subBuffer),
 		neighs: make(chan netlink.NeighUpdate, subBuffer),
 	}
 	ns := &w.k.ns
@@ -90,8 +90,9 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 		err = addrSubscribe(*ns, s.addrs, s.done, ignore, size, force)
 	}
 	if err == nil {
-		err = netlink.RouteSubscribeWithOptions(s.routes, s.done, netlink.RouteSubscribeOptions{
-			Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
+		// Our own reader too: the library's allocates per message and
+		// attribute, and a bulk load hears every route it wrote.
+		err = routeSubscribe(*ns, s.routes, s.done, ignore, size, force)
 	}
 	if err == nil {
 		err = netlink.NeighSubscribeWithOptions(s.neighs, s.done, netlink.NeighSubscribeOptions{
@@ -157,10 +158,10 @@ func (w *watcher) run(ctx context.Context, s *subscription) {
 				ok = w.send(ctx, Event{Kind: EventAddr, Deleted: u.deleted, Addr: &a})
 			}
 		case u, open := <-s.routes:
-			if ok = open; open && u.Route.Flags&unix.RTM_F_CLONED == 0 {
-				r := toRouteInfo(u.Route, w.names)
-				w.fillHopNames(&r, u.Route)
-				ok = w.send(ctx, Event{Kind: EventRoute, Deleted: u.Type == unix.RTM_DELROUTE, Route: &r})
+			if ok = open; open && u.w.flags&unix.RTM_F_CLONED == 0 {
+				ev := new(routeEvent) // the route and one next hop: one allocation
+				ev.r = u.w.routeInfo(w.name, &ev.hop)
+				ok = w.send(ctx, Event{Kind: EventRoute, Deleted: u.deleted, Route: &ev.r})
 			} else if open {
 				continue
 			}
@@ -234,16 +235,10 @@ func (w *watcher) name(idx int) string {
 	return ""
 }
 
-func (w *watcher) fillHopNames(r *RouteInfo, nr netlink.Route) {
-	if len(nr.MultiPath) > 0 {
-		for i, h := range nr.MultiPath {
-			if i < len(r.NextHops) {
-				r.NextHops[i].Link = w.name(h.LinkIndex)
-			}
-		}
-	} else if len(r.NextHops) == 1 {
-		r.NextHops[0].Link = w.name(nr.LinkIndex)
-	}
+// routeEvent is an event's route with room for its next hop.
+type routeEvent struct {
+	r   RouteInfo
+	hop [1]NextHop
 }
 
 func (w *watcher) linkEvent(ctx context.Context, u netlink.LinkUpdate) bool {

@@ -1,0 +1,392 @@
+package netlinkmgr
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"os"
+	"unsafe"
+
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Route messages on the wire, without the library: a bulk load writes
+// and hears back every route once, and the library's encoding and
+// decoding allocate per message and per attribute (a netlink.Route, a
+// net.IPNet, a []byte per attribute, the request's parts) — more than
+// the rest of a route's handling in orchagent. appendRouteMsg writes the
+// bytes the library's RouteReplace/RouteAdd would send (routeRequest in
+// rtwire_test.go is that reference, and the test compares them);
+// parseRouteMsg reads the fields RouteInfo has out of an RTM_NEWROUTE or
+// RTM_DELROUTE (its fuzz target checks it against the library's
+// attribute parser).
+
+var native = binary.NativeEndian
+
+const rtaHdr = unix.SizeofRtAttr // 4
+
+func rtaAlign(n int) int { return (n + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNTO - 1) }
+
+// appendAttr appends one attribute (struct rtattr and payload), padded.
+func appendAttr(b []byte, typ uint16, payload []byte) []byte {
+	l := rtaHdr + len(payload)
+	b = native.AppendUint16(b, uint16(l))
+	b = native.AppendUint16(b, typ)
+	b = append(b, payload...)
+	for i := l; i < rtaAlign(l); i++ {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func appendU32Attr(b []byte, typ uint16, v uint32) []byte {
+	b = native.AppendUint16(b, rtaHdr+4)
+	b = native.AppendUint16(b, typ)
+	return native.AppendUint32(b, v)
+}
+
+// ipWire is an address as the library puts it in a request: 4 bytes for
+// IPv4 (and IPv4-mapped IPv6), else 16.
+func ipWire(a netip.Addr, buf *[16]byte) []byte {
+	if a.Is4() || a.Is4In6() {
+		v := a.Unmap().As4()
+		copy(buf[:], v[:])
+		return buf[:4]
+	}
+	*buf = a.As16()
+	return buf[:16]
+}
+
+// appendRouteMsg appends the RTM_NEWROUTE request for r with sequence
+// number seq (NLM_F_CREATE|NLM_F_REPLACE, or with create NLM_F_EXCL
+// instead of NLM_F_REPLACE; NLM_F_ACK). oifs[i] is the ifindex of
+// r.NextHops[i] (0 = none). r is valid (routeCheck). Equivalent to:
+// ip route {replace|add} ... (the library's RouteReplace/RouteAdd bytes).
+func appendRouteMsg(b []byte, seq uint32, r *RouteInfo, oifs []int, create bool) []byte {
+	start := len(b)
+	flags := uint16(unix.NLM_F_REQUEST | unix.NLM_F_CREATE | unix.NLM_F_ACK)
+	if create {
+		flags |= unix.NLM_F_EXCL
+	} else {
+		flags |= unix.NLM_F_REPLACE
+	}
+	// struct nlmsghdr: len (set at the end), type, flags, seq, pid.
+	b = native.AppendUint32(b, 0)
+	b = native.AppendUint16(b, unix.RTM_NEWROUTE)
+	b = native.AppendUint16(b, flags)
+	b = native.AppendUint32(b, seq)
+	b = native.AppendUint32(b, 0)
+
+	fam := uint8(unix.AF_INET)
+	if r.Dst.Addr().Is6() {
+		fam = unix.AF_INET6
+	}
+	table := tableOf(r.Table)
+	msgTable := uint8(table)
+	if table >= 256 {
+		msgTable = unix.RT_TABLE_UNSPEC
+	}
+	proto := uint8(unix.RTPROT_BOOT)
+	if r.Protocol > 0 {
+		proto = uint8(r.Protocol)
+	}
+	typ, scope := uint8(unix.RTN_UNICAST), uint8(unix.RT_SCOPE_UNIVERSE)
+	oif := 0
+	single := !r.Blackhole && len(r.NextHops) == 1
+	if r.Blackhole {
+		typ = unix.RTN_BLACKHOLE
+	} else if single {
+		oif = oifs[0]
+		if !r.NextHops[0].Gateway.IsValid() && fam == unix.AF_INET {
+			scope = unix.RT_SCOPE_LINK // as ip(8) does for a device route
+		}
+	}
+	// struct rtmsg: family, dst_len, src_len, tos, table, protocol,
+	// scope, type, flags (u32).
+	b = append(b, fam, uint8(r.Dst.Bits()), 0, 0, msgTable, proto, scope, typ)
+	b = native.AppendUint32(b, 0)
+
+	var ab [16]byte
+	b = appendAttr(b, unix.RTA_DST, ipWire(r.Dst.Addr(), &ab))
+	if single && r.NextHops[0].Gateway.IsValid() {
+		b = appendAttr(b, unix.RTA_GATEWAY, ipWire(r.NextHops[0].Gateway, &ab))
+	}
+	if !r.Blackhole && len(r.NextHops) > 1 {
+		at := len(b)
+		b = native.AppendUint16(b, 0) // set below
+		b = native.AppendUint16(b, unix.RTA_MULTIPATH)
+		for i, h := range r.NextHops {
+			// struct rtnexthop: len, flags, hops, ifindex; then its
+			// RTA_GATEWAY.
+			nl := unix.SizeofRtNexthop
+			var gw []byte
+			if h.Gateway.IsValid() {
+				gw = ipWire(h.Gateway, &ab)
+				nl = rtaAlign(nl + rtaAlign(rtaHdr+len(gw)))
+			}
+			hops := 0
+			if h.Weight > 1 {
+				hops = h.Weight - 1
+			}
+			b = native.AppendUint16(b, uint16(nl))
+			b = append(b, 0, uint8(hops))
+			b = native.AppendUint32(b, uint32(int32(oifs[i])))
+			if gw != nil {
+				b = appendAttr(b, unix.RTA_GATEWAY, gw)
+			}
+		}
+		native.PutUint16(b[at:], uint16(len(b)-at))
+		for len(b)-start != rtaAlign(len(b)-start) {
+			b = append(b, 0)
+		}
+	}
+	if table >= 256 {
+		b = appendU32Attr(b, unix.RTA_TABLE, uint32(table))
+	}
+	if r.Metric > 0 {
+		b = appendU32Attr(b, unix.RTA_PRIORITY, uint32(r.Metric))
+	}
+	b = appendU32Attr(b, unix.RTA_OIF, uint32(oif))
+	native.PutUint32(b[start:], uint32(len(b)-start))
+	return b
+}
+
+// wireRoute is one route message decoded: what RouteInfo carries, with
+// link indexes instead of names. hops holds a multipath route's next hops
+// (nil for one next hop: gw and oif).
+type wireRoute struct {
+	family, dstLen, table, protocol, typ int
+	flags, metric                        int
+	dst, gw                              netip.Addr
+	hasDst                               bool
+	oif                                  int
+	hops                                 []wireHop
+}
+
+type wireHop struct {
+	gw     netip.Addr
+	oif    int
+	weight int
+}
+
+// parseRouteMsg decodes an rtmsg and the attributes RouteInfo needs
+// (RTA_DST, RTA_GATEWAY, RTA_OIF, RTA_PRIORITY, RTA_TABLE, RTA_MULTIPATH
+// with its hops' RTA_GATEWAY), as the library's deserializeRoute reads
+// them; hops is reused for a multipath route's next hops. ok is false
+// for a truncated message.
+func parseRouteMsg(b []byte, hops []wireHop) (w wireRoute, ok bool) {
+	if len(b) < unix.SizeofRtMsg {
+		return w, false
+	}
+	w.family, w.dstLen, w.table = int(b[0]), int(b[1]), int(b[4])
+	w.protocol, w.typ = int(b[5]), int(b[7])
+	w.flags = int(native.Uint32(b[8:12]))
+	w.hops = hops[:0]
+	for a := b[unix.SizeofRtMsg:]; len(a) >= rtaHdr; {
+		l := int(native.Uint16(a[0:2]))
+		if l < rtaHdr || l > len(a) {
+			return w, false
+		}
+		typ, v := native.Uint16(a[2:4]), a[rtaHdr:l]
+		switch typ {
+		case unix.RTA_DST:
+			w.dst, _ = netip.AddrFromSlice(v)
+			w.hasDst = true
+		case unix.RTA_GATEWAY:
+			w.gw, _ = netip.AddrFromSlice(v)
+		case unix.RTA_OIF:
+			if len(v) < 4 {
+				return w, false
+			}
+			w.oif = int(native.Uint32(v))
+		case unix.RTA_PRIORITY:
+			if len(v) < 4 {
+				return w, false
+			}
+			w.metric = int(native.Uint32(v))
+		case unix.RTA_TABLE:
+			if len(v) < 4 {
+				return w, false
+			}
+			w.table = int(native.Uint32(v))
+		case unix.RTA_MULTIPATH:
+			for len(v) > 0 {
+				if len(v) < unix.SizeofRtNexthop {
+					return w, false
+				}
+				nl := int(native.Uint16(v[0:2]))
+				if nl < unix.SizeofRtNexthop || nl > len(v) {
+					return w, false
+				}
+				h := wireHop{oif: int(int32(native.Uint32(v[4:8]))), weight: int(v[3]) + 1}
+				for c := v[unix.SizeofRtNexthop:nl]; len(c) >= rtaHdr; {
+					cl := int(native.Uint16(c[0:2]))
+					if cl < rtaHdr || cl > len(c) {
+						return w, false
+					}
+					if native.Uint16(c[2:4]) == unix.RTA_GATEWAY {
+						h.gw, _ = netip.AddrFromSlice(c[rtaHdr:cl])
+					}
+					c = c[min(rtaAlign(cl), len(c)):]
+				}
+				w.hops = append(w.hops, h)
+				v = v[min(rtaAlign(nl), len(v)):]
+			}
+		}
+		a = a[min(rtaAlign(l), len(a)):]
+	}
+	return w, true
+}
+
+// routeInfo converts w; name resolves link indexes (as toRouteInfo does
+// for the library's routes). one, when not nil, holds a single next hop
+// (the caller allocates it with the RouteInfo: one allocation per event).
+func (w *wireRoute) routeInfo(name func(int) string, one *[1]NextHop) RouteInfo {
+	ri := RouteInfo{Table: w.table, Protocol: w.protocol, Metric: w.metric,
+		Blackhole: w.typ == unix.RTN_BLACKHOLE, Type: routeTypeName(w.typ)}
+	switch {
+	case w.hasDst:
+		// As the library's net.IPNet reads: a mask longer than the
+		// address is none, an IPv4-mapped address is unmapped with the
+		// mask's ones kept, an address of another length is invalid.
+		bits := w.dstLen
+		if bits > w.dst.BitLen() {
+			bits = 0
+		}
+		if w.dst.IsValid() {
+			ri.Dst = netip.PrefixFrom(w.dst.Unmap(), bits)
+		}
+	case w.family == unix.AF_INET6:
+		ri.Dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	default:
+		ri.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
+	if ri.Blackhole {
+		return ri
+	}
+	if len(w.hops) > 0 {
+		ri.NextHops = make([]NextHop, len(w.hops))
+		for i, h := range w.hops {
+			ri.NextHops[i] = NextHop{Gateway: h.gw.Unmap(), Link: name(h.oif), Weight: h.weight}
+		}
+	} else if w.gw.IsValid() || w.oif != 0 {
+		if one == nil {
+			one = new([1]NextHop)
+		}
+		one[0] = NextHop{Gateway: w.gw.Unmap(), Link: name(w.oif), Weight: 1}
+		ri.NextHops = one[:]
+	}
+	return ri
+}
+
+// routeUpdate is one route event as the reader hands it on.
+type routeUpdate struct {
+	w       wireRoute
+	deleted bool
+}
+
+// routeReader reads the IPv4 and IPv6 route groups of a namespace with a
+// reused buffer, decoding with parseRouteMsg (the library's reader
+// allocates a netlink.Route, its addresses and a copy of every datagram).
+type routeReader struct {
+	f   *os.File // non-blocking, in the runtime's poller: Close wakes Read
+	buf []byte
+	sa  unix.RawSockaddrNetlink
+}
+
+// routeSubscribe reads the route groups of ns into ch as the library's
+// RouteSubscribeWithOptions does (messages from the kernel only). ch is
+// closed when the socket fails (ENOBUFS above all; errcb hears why) or
+// done closes.
+func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
+	s, err := nl.SubscribeAt(ns, netns.None(), unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_ROUTE, unix.RTNLGRP_IPV6_ROUTE)
+	if err != nil {
+		return err
+	}
+	if size != 0 {
+		if err := s.SetReceiveBufferSize(size, force); err != nil {
+			s.Close()
+			return err
+		}
+	}
+	// A file of our own over a duplicate of the socket, non-blocking so
+	// that closing it wakes the reader (and the descriptor is not reused
+	// under it).
+	fd, err := unix.FcntlInt(uintptr(s.GetFd()), unix.F_DUPFD_CLOEXEC, 0)
+	s.Close()
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	r := &routeReader{f: os.NewFile(uintptr(fd), "netlink-routes"), buf: make([]byte, 64<<10)}
+	go func() {
+		<-done
+		r.f.Close()
+	}()
+	go r.run(ch, done, errcb)
+	return nil
+}
+
+func (r *routeReader) run(ch chan<- routeUpdate, done <-chan struct{}, errcb func(error)) {
+	defer close(ch)
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		errcb(fmt.Errorf("receive failed: %w", err))
+		return
+	}
+	var n int
+	var rerr error
+	recv := func(fd uintptr) bool {
+		n, rerr = r.recv(int(fd))
+		return rerr != unix.EAGAIN
+	}
+	for {
+		if err := rc.Read(recv); err != nil {
+			rerr = err
+		}
+		if rerr == unix.EINTR {
+			continue
+		}
+		if rerr != nil {
+			select {
+			case <-done: // closed on purpose
+			default:
+				errcb(fmt.Errorf("receive failed: %w", rerr))
+			}
+			return
+		}
+		if r.sa.Pid != nl.PidKernel {
+			continue
+		}
+		for m := r.buf[:n]; len(m) >= unix.SizeofNlMsghdr; {
+			l := int(native.Uint32(m[0:4]))
+			if l < unix.SizeofNlMsghdr || l > len(m) {
+				break
+			}
+			t, data := native.Uint16(m[4:6]), m[unix.SizeofNlMsghdr:l]
+			m = m[min(nlmAlign(l), len(m)):]
+			if t != unix.RTM_NEWROUTE && t != unix.RTM_DELROUTE {
+				continue
+			}
+			if w, ok := parseRouteMsg(data, nil); ok {
+				ch <- routeUpdate{w: w, deleted: t == unix.RTM_DELROUTE}
+			}
+		}
+	}
+}
+
+// recv is recvfrom(fd, buf, MSG_DONTWAIT) with the sender in r.sa.
+func (r *routeReader) recv(fd int) (int, error) {
+	sl := uint32(unix.SizeofSockaddrNetlink)
+	n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)),
+		unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&r.sa)), uintptr(unsafe.Pointer(&sl)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
