@@ -52,6 +52,7 @@ type deferred struct {
 	pos   int          // index in ReconcileBatch's keys
 	table string       // its table
 	key   string       // key (no table)
+	full  string       // "TABLE|key"
 	ent   engine.Entry // the config version applied (result stamp)
 	gen   uint64       // view generation before the key was applied
 }
@@ -146,7 +147,7 @@ func (o *Orch) flushBatch() {
 // finishDeferred records the outcome of d's key once its write is answered.
 func (o *Orch) finishDeferred(b *writeBatch, d *deferred, out outcome) {
 	out.res = d.ent.Stamp(out.res)
-	o.finish(schema.ConfigKey(d.table, d.key), d.table, d.key, true, out, d.gen)
+	o.finish(d.full, d.table, d.key, true, out, d.gen)
 	b.errs[d.pos] = out.err
 }
 

@@ -1,7 +1,10 @@
 package orchagent
 
 import (
+	"net/netip"
+	"slices"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/switchyard-net/switchyard/internal/shrink"
@@ -67,7 +70,12 @@ func newRefIndex() *refIndex {
 func (x *refIndex) set(key string, refs []string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.dropLocked(key)
+	if old, had := x.byKey[key]; had {
+		if slices.Equal(old, refs) {
+			return // a key reconciled again, depending on the same
+		}
+		x.dropLocked(key)
+	}
 	for _, r := range refs {
 		s, had := x.byRes[r]
 		x.byRes[r] = s.add(key)
@@ -130,12 +138,16 @@ const resReach = "reach" // any address or non-owned route change: gateways may 
 func resLink(name string) string   { return "link:" + name }
 func resBrPort(name string) string { return "brport:" + name }
 
-// resRoute names the routes to prefix p in table (0 = main).
-func resRoute(table int, p string) string {
-	if table == 0 || table == netlinkmgr.MainTable {
-		return "route:" + p
+// resRoute names the routes to prefix p (normPrefix'd) in table (0 =
+// main): "route:P" or "route:T:P", built in one allocation.
+func resRoute(table int, p netip.Prefix) string {
+	var buf [80]byte
+	b := append(buf[:0], "route:"...)
+	if table != 0 && table != netlinkmgr.MainTable {
+		b = strconv.AppendInt(b, int64(table), 10)
+		b = append(b, ':')
 	}
-	return "route:" + itoa(table) + ":" + p
+	return string(p.AppendTo(b))
 }
 func resBrVid(link string, vid uint16) string {
 	return "brvid:" + link + schema.ConfigSep + itoa(int(vid))

@@ -85,6 +85,37 @@ type Orch struct {
 	// together (batch.go); nil = every write goes out at once (Reconcile).
 	batch *writeBatch
 	spare *writeBatch // the last batch, emptied, for the next
+
+	// linkRes interns resLink names for route keys: 100k routes via one
+	// port share one "link:PORT" string.
+	linkRes resNames
+}
+
+// resNames interns the resource names of links.
+type resNames struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxResNames bounds resNames: names past it (config naming that many
+// links, mostly ones that do not exist) are built each time instead.
+const maxResNames = 4096
+
+// of is resLink(name), interned.
+func (n *resNames) of(name string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if r, ok := n.m[name]; ok {
+		return r
+	}
+	r := resLink(name)
+	if len(n.m) < maxResNames {
+		if n.m == nil {
+			n.m = map[string]string{}
+		}
+		n.m[name] = r
+	}
+	return r
 }
 
 // tableHandler applies a present key or removes what a deleted key owned.
@@ -296,7 +327,7 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 	ent, present := o.cfg.Get(table, k)
 	gen := o.view.gen.Load()
 	if o.batch != nil {
-		o.batch.cur = deferred{pos: o.batch.pos, table: table, key: k, ent: ent, gen: gen}
+		o.batch.cur = deferred{pos: o.batch.pos, table: table, key: k, full: key, ent: ent, gen: gen}
 	}
 	var out outcome
 	if present {
@@ -321,7 +352,7 @@ func (o *Orch) finish(key, table, k string, present bool, out outcome, gen uint6
 	} else {
 		o.idx.drop(key)
 	}
-	o.record(table, k, present, out)
+	o.record(key, table, k, present, out)
 	if out.res.State != schema.StateOK && o.view.gen.Load() != gen {
 		// An event changed the view while this key was deciding to wait,
 		// possibly before its dependencies were registered above: look
@@ -332,8 +363,7 @@ func (o *Orch) finish(key, table, k string, present bool, out outcome, gen uint6
 
 // record stores and reports the outcome; a changed outcome re-enqueues the
 // keys that wait on this one (members on their VLAN, FDB on members...).
-func (o *Orch) record(table, key string, present bool, out outcome) {
-	ck := schema.ConfigKey(table, key)
+func (o *Orch) record(ck, table, key string, present bool, out outcome) {
 	o.mu.Lock()
 	old, had := o.results[ck]
 	changed := false
@@ -366,7 +396,10 @@ func (o *Orch) record(table, key string, present bool, out outcome) {
 			o.sink.DeleteResult(table, key)
 		}
 	}
-	if !o.log.Logger.IsLevelEnabled(logrus.InfoLevel) {
+	// An ok result or a removal is logged at debug level only: no log
+	// entry is built for them otherwise (one per route in a burst).
+	quiet := !present || out.res.State == schema.StateOK
+	if !o.log.Logger.IsLevelEnabled(logrus.InfoLevel) || (quiet && !o.log.Logger.IsLevelEnabled(logrus.DebugLevel)) {
 		o.enqueueRefs(ck)
 		return
 	}

@@ -19,18 +19,13 @@ import (
 func (v *kernelView) foreignRoute(table int, dst netip.Prefix, metric int) (netlinkmgr.RouteInfo, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for _, r := range v.foreign[rdstOf(table, dst)] {
-		if r.Metric == metric {
-			return r, true
-		}
-	}
-	return netlinkmgr.RouteInfo{}, false
+	return v.foreign.withMetric(rdstOf(table, dst), metric, &v.names)
 }
 
 // notedForeign records a route of another protocol that a read found.
 func (v *kernelView) notedForeign(r netlinkmgr.RouteInfo) {
 	v.mu.Lock()
-	putRouteIn(v.foreign, r)
+	v.foreign.put(&r, &v.names)
 	v.mu.Unlock()
 }
 

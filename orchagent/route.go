@@ -22,7 +22,8 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	if err != nil {
 		return errorOut(err, nil)
 	}
-	var refs []string
+	// The key's prefix, its link(s) and maybe VRFs: sized once.
+	refs := make([]string, 0, 2+len(r.NextHops))
 	table := netlinkmgr.MainTable
 	if inVRF(r.VRF) {
 		refs = vrfRefs(refs, r.VRF)
@@ -32,10 +33,10 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 		}
 		table = t
 	}
-	refs = append(refs, resRoute(table, r.Prefix.String()))
+	refs = append(refs, resRoute(table, r.Prefix))
 	for _, nh := range r.NextHops {
 		if nh.Ifname != "" {
-			refs = append(refs, resLink(nh.Ifname))
+			refs = append(refs, o.linkRes.of(nh.Ifname))
 		}
 		if inVRF(nh.VRF) {
 			refs = vrfRefs(refs, nh.VRF)
@@ -135,7 +136,7 @@ func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, ref
 		}
 		return kernelOut(err, refs)
 	}
-	o.view.notedRoute(want)
+	o.view.notedRoute(&want)
 	return okOut(refs)
 }
 
@@ -175,7 +176,7 @@ func (o *Orch) delRoute(key string, r netlinkmgr.RouteInfo) error {
 		func() error { return ignoreNotFound(o.k.Routes().Del(r)) }); err != nil {
 		return err
 	}
-	o.view.notedRouteDel(r)
+	o.view.notedRouteDel(&r)
 	return nil
 }
 
@@ -303,7 +304,7 @@ func (o *Orch) readForeignRoute(want netlinkmgr.RouteInfo) (netlinkmgr.RouteInfo
 	if want.Dst.Addr().Is6() {
 		fam = unix.AF_INET6
 	}
-	rs, err := o.k.Routes().List(netlinkmgr.RouteFilter{Table: rdstOf(want.Table, want.Dst).table, Family: fam})
+	rs, err := o.k.Routes().List(netlinkmgr.RouteFilter{Table: int(rdstOf(want.Table, want.Dst).table), Family: fam})
 	if err != nil {
 		return netlinkmgr.RouteInfo{}, false
 	}

@@ -21,11 +21,12 @@ type kernelView struct {
 	gen    atomic.Uint64 // bumped by every event that changed the view
 	mu     sync.Mutex
 	links  map[string]linkSnap
-	routes map[rdst][]netlinkmgr.RouteInfo // proto 201, main and VRF tables
+	routes routeTable // proto 201, main and VRF tables (viewroutes.go)
 	// foreign are the main table's routes of every other protocol: a
 	// STATIC_ROUTE whose table, prefix and metric one of them holds is a
 	// conflict, never replaced.
-	foreign map[rdst][]netlinkmgr.RouteInfo
+	foreign routeTable
+	names   linkNames                       // the routes' next-hop links
 	addrs   map[string]map[netip.Prefix]int // link → address → IFA_PROTO
 	addrVer uint64                          // bumped by every change of addrs (see addrIndex)
 	aidx    addrIndex
@@ -39,16 +40,16 @@ type kernelView struct {
 	// vidsEpoch counts event-driven changes per link, so a listing that
 	// raced an event is not cached.
 	vidsEpoch map[string]uint64
-	// peaks are the high-water marks of routes, foreign and fdbs (compact).
-	peaks [3]int
+	// peak is the high-water mark of fdbs (compact).
+	peak int
 }
 
 // compact gives back the memory of maps that shrank after a burst of
 // deletes (internal/shrink; v.mu held).
 func (v *kernelView) compact() {
-	v.routes = shrink.Map(v.routes, &v.peaks[0])
-	v.foreign = shrink.Map(v.foreign, &v.peaks[1])
-	v.fdbs = shrink.Map(v.fdbs, &v.peaks[2])
+	v.routes.compact()
+	v.foreign.compact()
+	v.fdbs = shrink.Map(v.fdbs, &v.peak)
 }
 
 // linkSnap is what link events are compared on.
@@ -73,8 +74,8 @@ func newKernelView() *kernelView {
 func (v *kernelView) reset() {
 	v.addrVer++
 	v.links = map[string]linkSnap{}
-	v.routes = map[rdst][]netlinkmgr.RouteInfo{}
-	v.foreign = map[rdst][]netlinkmgr.RouteInfo{}
+	v.routes = newRouteTable()
+	v.foreign = newRouteTable()
 	v.addrs = map[string]map[netip.Prefix]int{}
 	v.fdbs = map[fdbKey]netlinkmgr.FdbInfo{}
 	v.remotes = map[remoteKey]bool{}
@@ -157,11 +158,11 @@ func (o *Orch) Prime() error {
 	for i := range links {
 		v.links[links[i].Name] = snapOf(&links[i])
 	}
-	for _, r := range routes {
-		if ownedRoute(&r) {
-			v.putRouteLocked(r)
-		} else if trackedTable(&r) {
-			putRouteIn(v.foreign, r)
+	for i := range routes {
+		if r := &routes[i]; ownedRoute(r) {
+			v.routes.put(r, &v.names)
+		} else if trackedTable(r) {
+			v.foreign.put(r, &v.names)
 		}
 	}
 	for _, a := range addrs {
@@ -176,46 +177,6 @@ func (o *Orch) Prime() error {
 		}
 	}
 	return nil
-}
-
-func (v *kernelView) putRouteLocked(r netlinkmgr.RouteInfo) bool { return putRouteIn(v.routes, r) }
-
-func (v *kernelView) delRouteLocked(table int, dst netip.Prefix, metric int) bool {
-	return delRouteIn(v.routes, table, dst, metric)
-}
-
-// putRouteIn records r in m (one route per table, destination and metric).
-func putRouteIn(m map[rdst][]netlinkmgr.RouteInfo, r netlinkmgr.RouteInfo) bool {
-	d := rdstOf(r.Table, r.Dst)
-	rs := m[d]
-	for i := range rs {
-		if rs[i].Metric == r.Metric {
-			if routeSame(&rs[i], &r) {
-				return false
-			}
-			rs[i] = r
-			return true
-		}
-	}
-	m[d] = append(rs, r)
-	return true
-}
-
-func delRouteIn(m map[rdst][]netlinkmgr.RouteInfo, table int, dst netip.Prefix, metric int) bool {
-	d := rdstOf(table, dst)
-	rs := m[d]
-	for i := range rs {
-		if rs[i].Metric == metric {
-			rs = append(rs[:i:i], rs[i+1:]...)
-			if len(rs) == 0 {
-				delete(m, d)
-			} else {
-				m[d] = rs
-			}
-			return true
-		}
-	}
-	return false
 }
 
 func (v *kernelView) putAddrLocked(link string, p netip.Prefix, proto int) bool {
@@ -247,17 +208,13 @@ func (v *kernelView) delAddrLocked(link string, p netip.Prefix) bool {
 func (v *kernelView) routesFor(table int, dst netip.Prefix) []netlinkmgr.RouteInfo {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return append([]netlinkmgr.RouteInfo(nil), v.routes[rdstOf(table, dst)]...)
+	return v.routes.at(rdstOf(table, dst), &v.names)
 }
 
 func (v *kernelView) allRoutes() []netlinkmgr.RouteInfo {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var out []netlinkmgr.RouteInfo
-	for _, rs := range v.routes {
-		out = append(out, rs...)
-	}
-	return out
+	return v.routes.all(nil, &v.names)
 }
 
 // listVids returns the bridge VLANs of link, from the view when known.
@@ -343,14 +300,14 @@ func (v *kernelView) allFdbs() []netlinkmgr.FdbInfo {
 
 // The noted* methods record our own successful writes, so the echo event
 // changes nothing and re-enqueues nobody.
-func (v *kernelView) notedRoute(r netlinkmgr.RouteInfo) {
+func (v *kernelView) notedRoute(r *netlinkmgr.RouteInfo) {
 	v.mu.Lock()
-	v.putRouteLocked(r)
+	v.routes.put(r, &v.names)
 	v.mu.Unlock()
 }
-func (v *kernelView) notedRouteDel(r netlinkmgr.RouteInfo) {
+func (v *kernelView) notedRouteDel(r *netlinkmgr.RouteInfo) {
 	v.mu.Lock()
-	v.delRouteLocked(r.Table, r.Dst, r.Metric)
+	v.routes.del(r.Table, r.Dst, r.Metric, -1)
 	v.mu.Unlock()
 }
 func (v *kernelView) notedAddr(link string, p netip.Prefix, present bool) {
@@ -479,16 +436,11 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 // ones: the kernel drops IPv4 routes silently) and its addresses.
 func (v *kernelView) purgeLinkLocked(link string) []string {
 	var res []string
-	for _, m := range []map[rdst][]netlinkmgr.RouteInfo{v.routes, v.foreign} {
-		for d, rs := range m {
-			for _, r := range rs {
-				if routeUsesLink(&r, link) {
-					res = append(res, resRoute(d.table, d.dst.String()))
-					delRouteIn(m, r.Table, r.Dst, r.Metric)
-				}
-			}
-		}
-	}
+	id := v.names.lookup(link)
+	uses := func(r *netlinkmgr.RouteInfo) bool { return routeUsesLink(r, link) }
+	usesOne := func(c *vroute) bool { return c.usesLink(id) }
+	res = v.routes.purge(res, &v.names, uses, usesOne)
+	res = v.foreign.purge(res, &v.names, uses, usesOne)
 	for p := range v.addrs[link] {
 		res = append(res, resAddr(link, p.String()))
 	}
@@ -516,20 +468,27 @@ func (v *kernelView) onAddr(a *netlinkmgr.AddrInfo, deleted bool) []string {
 		}
 		res := []string{resAddr(a.Link, p.String()), resReach}
 		// IPv4 routes via a gateway in the removed subnet vanish silently.
-		for _, m := range []map[rdst][]netlinkmgr.RouteInfo{v.routes, v.foreign} {
-			for d, rs := range m {
-				for _, r := range rs {
-					for _, nh := range r.NextHops {
-						if nh.Gateway.IsValid() && p.Masked().Contains(nh.Gateway.Unmap()) {
-							res = append(res, resRoute(d.table, d.dst.String()))
-							delRouteIn(m, r.Table, r.Dst, r.Metric)
-							break
-						}
-					}
+		subnet := p.Masked()
+		in := func(r *netlinkmgr.RouteInfo) bool {
+			for _, nh := range r.NextHops {
+				if nh.Gateway.IsValid() && subnet.Contains(nh.Gateway.Unmap()) {
+					return true
 				}
 			}
+			return false
 		}
-		return res
+		inOne := func(c *vroute) bool {
+			if c.flags&vrGw == 0 {
+				return false
+			}
+			gw := netip.AddrFrom16(c.gw)
+			if c.flags&vrGw4 != 0 {
+				gw = gw.Unmap()
+			}
+			return subnet.Contains(gw.Unmap())
+		}
+		res = v.routes.purge(res, &v.names, in, inOne)
+		return v.foreign.purge(res, &v.names, in, inOne)
 	}
 	if !v.putAddrLocked(a.Link, p, a.Protocol) {
 		return nil
@@ -543,20 +502,16 @@ func (v *kernelView) onRoute(r *netlinkmgr.RouteInfo, deleted bool) []string {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	m := v.routes
+	m := &v.routes
 	if !ownedRoute(r) {
-		m = v.foreign
+		m = &v.foreign
 	}
-	changed := false
+	var changed bool
 	if deleted {
 		// A delete names the route it removed: only that protocol's.
-		for _, c := range m[rdstOf(r.Table, r.Dst)] {
-			if c.Metric == r.Metric && c.Protocol == r.Protocol {
-				changed = delRouteIn(m, r.Table, r.Dst, r.Metric)
-			}
-		}
+		changed = m.del(r.Table, r.Dst, r.Metric, r.Protocol)
 	} else {
-		changed = putRouteIn(m, *r)
+		changed = m.put(r, &v.names)
 	}
 	if !changed {
 		if !ownedRoute(r) {
@@ -564,7 +519,7 @@ func (v *kernelView) onRoute(r *netlinkmgr.RouteInfo, deleted bool) []string {
 		}
 		return nil
 	}
-	res := []string{resRoute(r.Table, normPrefix(r.Dst).String())}
+	res := []string{resRoute(r.Table, normPrefix(r.Dst))}
 	if !ownedRoute(r) {
 		res = append(res, resReach)
 	}

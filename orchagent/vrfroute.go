@@ -7,19 +7,6 @@ import (
 	"github.com/switchyard-net/switchyard/schema"
 )
 
-// rdst is a route's table (MainTable for 0) and destination.
-type rdst struct {
-	table int
-	dst   netip.Prefix
-}
-
-func rdstOf(table int, dst netip.Prefix) rdst {
-	if table == 0 {
-		table = netlinkmgr.MainTable
-	}
-	return rdst{table, normPrefix(dst)}
-}
-
 // Static routes in VRFs (STATIC_ROUTE|VrfNAME|prefix) and next hops in
 // other VRFs (nexthop-vrf): the view's lookups by VRF.
 

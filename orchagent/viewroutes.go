@@ -1,0 +1,318 @@
+package orchagent
+
+import (
+	"math"
+	"net/netip"
+
+	"github.com/switchyard-net/switchyard/internal/shrink"
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+)
+
+// The kernel view's routes, kept compact: at 100k routes a RouteInfo
+// (112 bytes) and its next hop (48) per route, under a map keyed by a
+// netip.Prefix, were the view's largest part, and every one of them held
+// pointers the garbage collector followed. Here the common route — one
+// per table and destination, one next hop or a blackhole, unicast — is a
+// value in a map whose key and value hold no pointer (the collector skips
+// the map's memory); link names are interned to small numbers. Anything
+// else (several metrics at one destination, ECMP, weights, other route
+// types, zoned gateways) stays a []RouteInfo in a second map. A route
+// reads back exactly as it was put, except Create (a write option, never
+// read back).
+
+// rdst is a route's table (MainTable for 0) and destination (normPrefix),
+// with no pointer in it.
+type rdst struct {
+	addr  [16]byte
+	table uint32
+	bits  uint8 // 255: the invalid prefix
+	is4   bool
+}
+
+func rdstOf(table int, dst netip.Prefix) rdst {
+	if table == 0 {
+		table = netlinkmgr.MainTable
+	}
+	dst = normPrefix(dst)
+	d := rdst{table: uint32(table), bits: 255}
+	if dst.IsValid() {
+		d.addr, d.bits, d.is4 = dst.Addr().As16(), uint8(dst.Bits()), dst.Addr().Is4()
+	}
+	return d
+}
+
+// dst is the destination d was made of (normalized).
+func (d rdst) dst() netip.Prefix {
+	if d.bits == 255 {
+		return netip.Prefix{}
+	}
+	a := netip.AddrFrom16(d.addr)
+	if d.is4 {
+		a = a.Unmap()
+	}
+	return netip.PrefixFrom(a, int(d.bits))
+}
+
+// vroute is the compact form of a route (see above): its destination and
+// table are the map's key.
+type vroute struct {
+	gw     [16]byte
+	metric uint32
+	link   uint32 // interned link name (linkNames), 0 = none
+	proto  uint8
+	weight uint8
+	flags  uint8
+}
+
+const (
+	vrBlackhole = 1 << iota
+	vrHop       // one next hop (else none)
+	vrGw        // the hop has a gateway
+	vrGw4       // an IPv4 gateway (gw holds its IPv4-mapped form)
+)
+
+// routeTable is one set of routes of the view (ours, or the foreign ones):
+// one route per table, destination and metric.
+type routeTable struct {
+	one   map[rdst]vroute                 // the destination's only route, compact
+	many  map[rdst][]netlinkmgr.RouteInfo // the others (never also in one)
+	peaks [2]int                          // shrink's high-water marks
+}
+
+func newRouteTable() routeTable {
+	return routeTable{one: map[rdst]vroute{}, many: map[rdst][]netlinkmgr.RouteInfo{}}
+}
+
+// linkNames interns link names for vroute.link: ids are never reused
+// (there are as many as link names ever seen, not links).
+type linkNames struct {
+	ids   map[string]uint32
+	names []string // id-1 → name
+}
+
+func (n *linkNames) id(name string) uint32 {
+	if name == "" {
+		return 0
+	}
+	if id, ok := n.ids[name]; ok {
+		return id
+	}
+	if n.ids == nil {
+		n.ids = map[string]uint32{}
+	}
+	n.names = append(n.names, name)
+	id := uint32(len(n.names))
+	n.ids[name] = id
+	return id
+}
+
+// lookup is name's id without interning it (0: never seen).
+func (n *linkNames) lookup(name string) uint32 { return n.ids[name] }
+
+func (n *linkNames) name(id uint32) string {
+	if id == 0 {
+		return ""
+	}
+	return n.names[id-1]
+}
+
+// compactRoute is r's compact form at d, when it has one.
+func compactRoute(d rdst, r *netlinkmgr.RouteInfo, names *linkNames) (vroute, bool) {
+	if r.Type != "" || len(r.NextHops) > 1 || r.Blackhole == (len(r.NextHops) == 1) ||
+		r.Protocol < 0 || r.Protocol > math.MaxUint8 || r.Metric < 0 || r.Metric > math.MaxUint32 ||
+		uint32(r.Table) != d.table || r.Dst != d.dst() {
+		return vroute{}, false
+	}
+	c := vroute{metric: uint32(r.Metric), proto: uint8(r.Protocol)}
+	if r.Blackhole {
+		c.flags = vrBlackhole
+		return c, true
+	}
+	h := &r.NextHops[0]
+	if h.Weight < 0 || h.Weight > math.MaxUint8 || h.Gateway.Zone() != "" {
+		return vroute{}, false
+	}
+	c.flags, c.weight, c.link = vrHop, uint8(h.Weight), names.id(h.Link)
+	if h.Gateway.IsValid() {
+		c.flags |= vrGw
+		if h.Gateway.Is4() {
+			c.flags |= vrGw4
+		}
+		c.gw = h.Gateway.As16()
+	}
+	return c, true
+}
+
+// route is c at d as a RouteInfo.
+func (c *vroute) route(d rdst, names *linkNames) netlinkmgr.RouteInfo {
+	r := netlinkmgr.RouteInfo{Dst: d.dst(), Table: int(d.table), Protocol: int(c.proto), Metric: int(c.metric),
+		Blackhole: c.flags&vrBlackhole != 0}
+	if c.flags&vrHop != 0 {
+		h := netlinkmgr.NextHop{Link: names.name(c.link), Weight: int(c.weight)}
+		if c.flags&vrGw != 0 {
+			h.Gateway = netip.AddrFrom16(c.gw)
+			if c.flags&vrGw4 != 0 {
+				h.Gateway = h.Gateway.Unmap()
+			}
+		}
+		r.NextHops = []netlinkmgr.NextHop{h}
+	}
+	return r
+}
+
+// same is routeSame of two compact routes at one destination (weight 0
+// is 1).
+func (c *vroute) same(o *vroute) bool {
+	return c.flags == o.flags && c.link == o.link && c.gw == o.gw && weight(int(c.weight)) == weight(int(o.weight))
+}
+
+// usesLink reports whether c's next hop goes out of link id.
+func (c *vroute) usesLink(id uint32) bool { return id != 0 && c.flags&vrHop != 0 && c.link == id }
+
+// put records r (one route per table, destination and metric); changed
+// is false when the same route was there.
+func (t *routeTable) put(r *netlinkmgr.RouteInfo, names *linkNames) (changed bool) {
+	if r.Create {
+		c := *r
+		c.Create = false
+		r = &c
+	}
+	d := rdstOf(r.Table, r.Dst)
+	if old, ok := t.one[d]; ok {
+		if old.metric == uint32(r.Metric) && r.Metric >= 0 {
+			c, compact := compactRoute(d, r, names)
+			if compact {
+				if old.same(&c) {
+					return false // the echo of our own write, most often
+				}
+				t.one[d] = c
+				return true
+			}
+			if cur := old.route(d, names); routeSame(&cur, r) {
+				return false
+			}
+			t.many[d] = []netlinkmgr.RouteInfo{*r}
+		} else {
+			t.many[d] = []netlinkmgr.RouteInfo{old.route(d, names), *r}
+		}
+		delete(t.one, d)
+		shrink.Grew(t.many, &t.peaks[1])
+		return true
+	}
+	if rs, ok := t.many[d]; ok {
+		for i := range rs {
+			if rs[i].Metric == r.Metric {
+				if routeSame(&rs[i], r) {
+					return false
+				}
+				rs[i] = *r
+				return true
+			}
+		}
+		t.many[d] = append(rs, *r)
+		return true
+	}
+	if c, ok := compactRoute(d, r, names); ok {
+		t.one[d] = c
+		shrink.Grew(t.one, &t.peaks[0])
+	} else {
+		t.many[d] = []netlinkmgr.RouteInfo{*r}
+		shrink.Grew(t.many, &t.peaks[1])
+	}
+	return true
+}
+
+// del forgets the route to dst in table with metric; proto, when not
+// -1, must be its protocol too.
+func (t *routeTable) del(table int, dst netip.Prefix, metric, proto int) bool {
+	return t.delAt(rdstOf(table, dst), metric, proto)
+}
+
+func (t *routeTable) delAt(d rdst, metric, proto int) bool {
+	if c, ok := t.one[d]; ok {
+		if int(c.metric) != metric || (proto != -1 && int(c.proto) != proto) {
+			return false
+		}
+		delete(t.one, d)
+		return true
+	}
+	rs := t.many[d]
+	for i := range rs {
+		if rs[i].Metric == metric && (proto == -1 || rs[i].Protocol == proto) {
+			rs = append(rs[:i:i], rs[i+1:]...)
+			if len(rs) == 0 {
+				delete(t.many, d)
+			} else {
+				t.many[d] = rs
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// at returns copies of the routes to d.
+func (t *routeTable) at(d rdst, names *linkNames) []netlinkmgr.RouteInfo {
+	if c, ok := t.one[d]; ok {
+		return []netlinkmgr.RouteInfo{c.route(d, names)}
+	}
+	rs := t.many[d]
+	if len(rs) == 0 {
+		return nil
+	}
+	return append([]netlinkmgr.RouteInfo(nil), rs...)
+}
+
+// withMetric returns the route to d with metric, if any.
+func (t *routeTable) withMetric(d rdst, metric int, names *linkNames) (netlinkmgr.RouteInfo, bool) {
+	if c, ok := t.one[d]; ok {
+		if int(c.metric) == metric {
+			return c.route(d, names), true
+		}
+		return netlinkmgr.RouteInfo{}, false
+	}
+	for _, r := range t.many[d] {
+		if r.Metric == metric {
+			return r, true
+		}
+	}
+	return netlinkmgr.RouteInfo{}, false
+}
+
+// all appends every route to out.
+func (t *routeTable) all(out []netlinkmgr.RouteInfo, names *linkNames) []netlinkmgr.RouteInfo {
+	for d, c := range t.one {
+		out = append(out, c.route(d, names))
+	}
+	for _, rs := range t.many {
+		out = append(out, rs...)
+	}
+	return out
+}
+
+// purge forgets the routes drop selects and returns their resources.
+func (t *routeTable) purge(res []string, names *linkNames, drop func(*netlinkmgr.RouteInfo) bool, dropOne func(*vroute) bool) []string {
+	for d, c := range t.one {
+		if dropOne(&c) {
+			res = append(res, resRoute(int(d.table), d.dst()))
+			delete(t.one, d)
+		}
+	}
+	for d, rs := range t.many {
+		for _, r := range rs {
+			if drop(&r) {
+				res = append(res, resRoute(int(d.table), d.dst()))
+				t.delAt(d, r.Metric, r.Protocol)
+			}
+		}
+	}
+	return res
+}
+
+func (t *routeTable) len() int { return len(t.one) + len(t.many) }
+
+// compact gives back the memory of maps that shrank (internal/shrink).
+func (t *routeTable) compact() {
+	t.one = shrink.Map(t.one, &t.peaks[0])
+	t.many = shrink.Map(t.many, &t.peaks[1])
+}

@@ -1,0 +1,98 @@
+package orchagent
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+)
+
+func rt(dst string, table, proto, metric int, hops ...netlinkmgr.NextHop) netlinkmgr.RouteInfo {
+	return netlinkmgr.RouteInfo{Dst: netip.MustParsePrefix(dst), Table: table, Protocol: proto, Metric: metric, NextHops: hops}
+}
+
+func hop(gw, link string, w int) netlinkmgr.NextHop {
+	h := netlinkmgr.NextHop{Link: link, Weight: w}
+	if gw != "" {
+		h.Gateway = netip.MustParseAddr(gw)
+	}
+	return h
+}
+
+// TestRouteTableReadsBack: every route reads back as it was put, compact
+// or not, and put/del move a destination between the two maps.
+func TestRouteTableReadsBack(t *testing.T) {
+	bh := rt("192.0.2.0/24", 254, 201, 7)
+	bh.Blackhole = true
+	typed := rt("10.0.0.1/32", 1001, 2, 0, hop("", "Vrf1", 1))
+	typed.Type = "local"
+	mapped := rt("10.4.0.0/16", 254, 201, 0, hop("::ffff:10.0.0.2", "e0", 0))
+	cases := []netlinkmgr.RouteInfo{
+		rt("10.1.0.0/16", 254, 201, 0, hop("", "Ethernet0", 0)),
+		rt("10.2.0.0/16", 254, 201, 20, hop("10.0.0.2", "Ethernet0", 1)),
+		rt("10.3.0.0/16", 254, 201, 20, hop("10.0.0.2", "", 0)),
+		rt("2001:db8::/64", 1001, 201, 1024, hop("fe80::1", "Ethernet4", 1)),
+		rt("2001:db8:1::/64", 254, 201, 1024, hop("fe80::1%Ethernet4", "Ethernet4", 1)),  // zoned: not compact
+		rt("10.5.0.0/16", 0, 201, 0, hop("", "Ethernet0", 0)),                            // table 0: not compact
+		rt("10.6.0.0/16", 254, 201, 0, hop("10.0.0.2", "a", 1), hop("10.0.0.3", "b", 2)), // ECMP
+		rt("10.7.0.0/16", 254, 201, 0, hop("", "e0", 300)),                               // weight > 255
+		bh, typed, mapped,
+		rt("0.0.0.0/0", 254, 201, 0, hop("10.0.0.1", "e0", 1)),
+		rt("::/0", 254, 201, 1024, hop("2001:db8::1", "e0", 1)),
+	}
+	tb := newRouteTable()
+	var names linkNames
+	for i := range cases {
+		r := cases[i]
+		r.Create = true // never read back
+		if !tb.put(&r, &names) {
+			t.Fatalf("put %v: not a change", r)
+		}
+		if tb.put(&r, &names) {
+			t.Fatalf("put %v again: a change", r)
+		}
+	}
+	if tb.len() != len(cases) {
+		t.Fatalf("%d routes, want %d", tb.len(), len(cases))
+	}
+	if len(tb.one) < 8 {
+		t.Errorf("only %d of %d routes compact", len(tb.one), len(cases))
+	}
+	for _, r := range cases {
+		got := tb.at(rdstOf(r.Table, r.Dst), &names)
+		if len(got) != 1 || !reflect.DeepEqual(got[0], r) {
+			t.Errorf("read back %+v, want %+v", got, r)
+		}
+	}
+	// A second metric moves the destination to many, and back to one
+	// destination's route when it goes.
+	r2 := cases[0]
+	r2.Metric = 5
+	if !tb.put(&r2, &names) || len(tb.at(rdstOf(254, r2.Dst), &names)) != 2 {
+		t.Fatalf("second metric not kept: %v", tb.at(rdstOf(254, r2.Dst), &names))
+	}
+	if !tb.del(254, r2.Dst, 5, -1) || tb.del(254, r2.Dst, 5, -1) {
+		t.Fatal("delete of the second metric")
+	}
+	if got := tb.at(rdstOf(254, r2.Dst), &names); len(got) != 1 || !reflect.DeepEqual(got[0], cases[0]) {
+		t.Fatalf("after delete: %+v", got)
+	}
+	// A delete of another protocol's route leaves ours.
+	if tb.del(254, cases[1].Dst, 20, 3) || !tb.del(254, cases[1].Dst, 20, 201) {
+		t.Fatal("protocol-checked delete")
+	}
+	// Purge by link: compact and not.
+	id := names.lookup("e0")
+	res := tb.purge(nil, &names,
+		func(r *netlinkmgr.RouteInfo) bool { return routeUsesLink(r, "e0") },
+		func(c *vroute) bool { return c.usesLink(id) })
+	if len(res) != 4 {
+		t.Errorf("purged %v, want the 4 routes via e0", res)
+	}
+	for _, r := range tb.all(nil, &names) {
+		if routeUsesLink(&r, "e0") {
+			t.Errorf("%v left", r)
+		}
+	}
+}
