@@ -400,7 +400,7 @@ func (o *Orch) record(ck, table, key string, present bool, out outcome) {
 	// entry is built for them otherwise (one per route in a burst).
 	quiet := !present || out.res.State == schema.StateOK
 	if !o.log.Logger.IsLevelEnabled(logrus.InfoLevel) || (quiet && !o.log.Logger.IsLevelEnabled(logrus.DebugLevel)) {
-		o.enqueueRefs(ck)
+		o.resultChanged(table, key, ck)
 		return
 	}
 	e := o.log.WithFields(logrus.Fields{"table": table, "key": key})
@@ -412,7 +412,15 @@ func (o *Orch) record(ck, table, key string, present bool, out outcome) {
 	default:
 		e.WithFields(logrus.Fields{"state": out.res.State, "reason": out.res.Reason}).Info("result")
 	}
-	o.enqueueRefs(ck)
+	o.resultChanged(table, key, ck)
+}
+
+// resultChanged re-enqueues the keys waiting on ck, whose result changed:
+// none for a leaf key (leafKey), which is not looked up.
+func (o *Orch) resultChanged(table, key, ck string) {
+	if !leafKey(table, key) {
+		o.enqueueRefs(ck)
+	}
 }
 
 // act runs one kernel change and logs it with table, key, action and

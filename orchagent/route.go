@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"unsafe"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
@@ -42,7 +43,8 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 			refs = vrfRefs(refs, nh.VRF)
 		}
 	}
-	if other := otherRouteKey(key); !inVRF(r.VRF) && o.configuredLocal(schema.TableStaticRoute, other) && other < key {
+	if !inVRF(r.VRF) && o.otherRouteConfigured(key) {
+		other := otherRouteKey(key)
 		return errorOut(fmt.Errorf("STATIC_ROUTE|%s: the same route is configured as STATIC_ROUTE|%s: delete one", key, other),
 			append(refs, schema.ConfigKey(schema.TableStaticRoute, other)))
 	}
@@ -181,8 +183,23 @@ func (o *Orch) delRoute(key string, r netlinkmgr.RouteInfo) error {
 }
 
 func (o *Orch) configuredLocal(table, key string) bool {
-	_, ok := o.config(table, key)
-	return ok
+	return o.cfg.Has(table, key)
+}
+
+// otherRouteConfigured reports whether the other spelling of route key
+// (otherRouteKey) is configured too and sorts first (it then owns the
+// route). The other key is spelled in a buffer on the stack: this runs
+// for every route, and a lookup keeps no reference to its key.
+func (o *Orch) otherRouteConfigured(key string) bool {
+	var buf [128]byte
+	b := buf[:0]
+	if _, rest, ok := strings.Cut(key, schema.ConfigSep); ok {
+		b = append(b, rest...)
+	} else {
+		b = append(append(append(b, schema.DefaultVRF...), schema.ConfigSep...), key...)
+	}
+	other := unsafe.String(unsafe.SliceData(b), len(b))
+	return other < key && o.cfg.Has(schema.TableStaticRoute, other)
 }
 
 // routeKeyParts returns the VRF ("default" when the key has none) and
@@ -304,7 +321,7 @@ func (o *Orch) readForeignRoute(want netlinkmgr.RouteInfo) (netlinkmgr.RouteInfo
 	if want.Dst.Addr().Is6() {
 		fam = unix.AF_INET6
 	}
-	rs, err := o.k.Routes().List(netlinkmgr.RouteFilter{Table: int(rdstOf(want.Table, want.Dst).table), Family: fam})
+	rs, err := o.k.Routes().List(netlinkmgr.RouteFilter{Table: rdstOf(want.Table, want.Dst).table(), Family: fam})
 	if err != nil {
 		return netlinkmgr.RouteInfo{}, false
 	}

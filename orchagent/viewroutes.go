@@ -1,6 +1,7 @@
 package orchagent
 
 import (
+	"encoding/binary"
 	"math"
 	"net/netip"
 
@@ -21,36 +22,49 @@ import (
 // read back).
 
 // rdst is a route's table (MainTable for 0) and destination (normPrefix),
-// with no pointer in it.
+// with no pointer and no padding in it (the map hashes and compares it as
+// plain memory): the address's 16 bytes, then table<<32 | is4<<8 | bits.
 type rdst struct {
-	addr  [16]byte
-	table uint32
-	bits  uint8 // 255: the invalid prefix
-	is4   bool
+	hi, lo uint64
+	meta   uint64
 }
+
+const rdstBadBits = 255 // the invalid prefix
 
 func rdstOf(table int, dst netip.Prefix) rdst {
 	if table == 0 {
 		table = netlinkmgr.MainTable
 	}
 	dst = normPrefix(dst)
-	d := rdst{table: uint32(table), bits: 255}
+	d := rdst{meta: uint64(uint32(table))<<32 | rdstBadBits}
 	if dst.IsValid() {
-		d.addr, d.bits, d.is4 = dst.Addr().As16(), uint8(dst.Bits()), dst.Addr().Is4()
+		a := dst.Addr().As16()
+		d.hi, d.lo = binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
+		d.meta = uint64(uint32(table))<<32 | uint64(dst.Bits())
+		if dst.Addr().Is4() {
+			d.meta |= 1 << 8
+		}
 	}
 	return d
 }
 
+// table is d's routing table.
+func (d rdst) table() int { return int(uint32(d.meta >> 32)) }
+
 // dst is the destination d was made of (normalized).
 func (d rdst) dst() netip.Prefix {
-	if d.bits == 255 {
+	bits := int(uint8(d.meta))
+	if bits == rdstBadBits {
 		return netip.Prefix{}
 	}
-	a := netip.AddrFrom16(d.addr)
-	if d.is4 {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], d.hi)
+	binary.BigEndian.PutUint64(b[8:], d.lo)
+	a := netip.AddrFrom16(b)
+	if d.meta&(1<<8) != 0 {
 		a = a.Unmap()
 	}
-	return netip.PrefixFrom(a, int(d.bits))
+	return netip.PrefixFrom(a, bits)
 }
 
 // vroute is the compact form of a route (see above): its destination and
@@ -120,7 +134,7 @@ func (n *linkNames) name(id uint32) string {
 func compactRoute(d rdst, r *netlinkmgr.RouteInfo, names *linkNames) (vroute, bool) {
 	if r.Type != "" || len(r.NextHops) > 1 || r.Blackhole == (len(r.NextHops) == 1) ||
 		r.Protocol < 0 || r.Protocol > math.MaxUint8 || r.Metric < 0 || r.Metric > math.MaxUint32 ||
-		uint32(r.Table) != d.table || r.Dst != d.dst() {
+		r.Table != d.table() || r.Dst != d.dst() {
 		return vroute{}, false
 	}
 	c := vroute{metric: uint32(r.Metric), proto: uint8(r.Protocol)}
@@ -145,7 +159,7 @@ func compactRoute(d rdst, r *netlinkmgr.RouteInfo, names *linkNames) (vroute, bo
 
 // route is c at d as a RouteInfo.
 func (c *vroute) route(d rdst, names *linkNames) netlinkmgr.RouteInfo {
-	r := netlinkmgr.RouteInfo{Dst: d.dst(), Table: int(d.table), Protocol: int(c.proto), Metric: int(c.metric),
+	r := netlinkmgr.RouteInfo{Dst: d.dst(), Table: d.table(), Protocol: int(c.proto), Metric: int(c.metric),
 		Blackhole: c.flags&vrBlackhole != 0}
 	if c.flags&vrHop != 0 {
 		h := netlinkmgr.NextHop{Link: names.name(c.link), Weight: int(c.weight)}
@@ -294,14 +308,14 @@ func (t *routeTable) all(out []netlinkmgr.RouteInfo, names *linkNames) []netlink
 func (t *routeTable) purge(res []string, names *linkNames, drop func(*netlinkmgr.RouteInfo) bool, dropOne func(*vroute) bool) []string {
 	for d, c := range t.one {
 		if dropOne(&c) {
-			res = append(res, resRoute(int(d.table), d.dst()))
+			res = append(res, resRoute(d.table(), d.dst()))
 			delete(t.one, d)
 		}
 	}
 	for d, rs := range t.many {
 		for _, r := range rs {
 			if drop(&r) {
-				res = append(res, resRoute(int(d.table), d.dst()))
+				res = append(res, resRoute(d.table(), d.dst()))
 				t.delAt(d, r.Metric, r.Protocol)
 			}
 		}
