@@ -221,8 +221,10 @@ func parseRoutePrefix(s string) (netip.Prefix, string, string) {
 	if m != p {
 		return netip.Prefix{}, "prefix has host bits set: use " + m.String(), ""
 	}
-	if c := m.String(); c != s {
-		return netip.Prefix{}, "prefix is not in canonical form: use " + c, ""
+	// Compared in a buffer on the stack: every route key comes here.
+	var buf [64]byte
+	if string(m.AppendTo(buf[:0])) != s {
+		return netip.Prefix{}, "prefix is not in canonical form: use " + m.String(), ""
 	}
 	return m, "", ""
 }

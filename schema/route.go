@@ -25,14 +25,11 @@ import (
 // and bfd are accepted and not acted on; unknown fields are ignored.
 func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 	const t = TableStaticRoute
-	parts := SplitKey(key)
-	var vrf, pfx string
-	switch len(parts) {
-	case 1:
-		vrf, pfx = DefaultVRF, parts[0]
-	case 2:
-		vrf, pfx = parts[0], parts[1]
-	default:
+	vrf, pfx, two := strings.Cut(key, ConfigSep)
+	switch {
+	case !two:
+		vrf, pfx = DefaultVRF, key
+	case strings.Contains(pfx, ConfigSep):
 		return StaticRoute{}, keyError(t, key, "", "prefix or default|prefix, e.g. 10.2.0.0/16")
 	}
 	if vrf != DefaultVRF {
@@ -85,6 +82,9 @@ type hop struct {
 
 // bestHops returns the hops of the lowest distance, in list order.
 func bestHops(hops []hop) []hop {
+	if len(hops) == 1 {
+		return hops
+	}
 	var best []hop
 	for _, h := range hops {
 		switch {
