@@ -65,9 +65,10 @@ type deferredFdb struct {
 
 type deferredRoute struct {
 	deferred
-	r    schema.StaticRoute
-	want netlinkmgr.RouteInfo
-	refs []string
+	r       schema.StaticRoute
+	want    netlinkmgr.RouteInfo
+	refs    []string
+	applied int // refs[:applied]: an applied route's (applyRoute)
 }
 
 type deferredAddr struct {
@@ -160,7 +161,7 @@ func (o *Orch) flushRoutes(b *writeBatch) {
 	for i := range b.items {
 		d := &b.items[i]
 		o.logAct(d.table, d.key, func() string { return "replace route " + describeRoute(&d.want) }, res[i])
-		o.finishDeferred(b, &d.deferred, o.routeWritten(d.r, d.want, d.refs, res[i]))
+		o.finishDeferred(b, &d.deferred, o.routeWritten(d.r, d.want, d.refs, d.applied, res[i]))
 	}
 }
 

@@ -36,11 +36,19 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	}
 	refs = append(refs, resRoute(table, r.Prefix))
 	for _, nh := range r.NextHops {
-		if nh.Ifname != "" {
-			refs = append(refs, o.linkRes.of(nh.Ifname))
-		}
 		if inVRF(nh.VRF) {
 			refs = vrfRefs(refs, nh.VRF)
+		}
+	}
+	// An applied route does not wait on its links (refs[:applied]): the
+	// view forgets the routes through a link that goes away or down
+	// (purgeLinkLocked), which re-enqueues the route's key through its
+	// route resource — and 100k routes via a port are not a 100k-key set
+	// under "link:PORT", all re-enqueued by any change of the port.
+	applied := len(refs)
+	for _, nh := range r.NextHops {
+		if nh.Ifname != "" {
+			refs = append(refs, o.linkRes.of(nh.Ifname))
 		}
 	}
 	if !inVRF(r.VRF) && o.otherRouteConfigured(key) {
@@ -95,23 +103,24 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 		}
 	}
 	if match {
-		return okOut(refs)
+		return okOut(refs[:applied:applied])
 	}
 	// Create, unless our own route is there to replace: a route of
 	// another protocol that the view has not seen yet makes the kernel
 	// answer EEXIST instead of being overwritten.
 	want.Create = !ours
 	if o.deferring(schema.TableStaticRoute) {
-		o.batch.items = append(o.batch.items, deferredRoute{deferred: o.batch.cur, r: r, want: want, refs: refs})
+		o.batch.items = append(o.batch.items, deferredRoute{deferred: o.batch.cur, r: r, want: want, refs: refs, applied: applied})
 		return outcome{deferred: true}
 	}
 	err = o.act(schema.TableStaticRoute, key, "replace route "+describeRoute(&want),
 		func() error { return o.k.Routes().Replace(want) })
-	return o.routeWritten(r, want, refs, err)
+	return o.routeWritten(r, want, refs, applied, err)
 }
 
-// routeWritten is the outcome of the replace of want for r.
-func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, refs []string, err error) outcome {
+// routeWritten is the outcome of the replace of want for r; refs[:applied]
+// are what the route depends on once applied.
+func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, refs []string, applied int, err error) outcome {
 	if err != nil {
 		if want.Create && errors.Is(err, unix.EEXIST) {
 			c, ok := o.readForeignRoute(want)
@@ -124,7 +133,7 @@ func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, ref
 				want.Create = false
 				err = o.act(schema.TableStaticRoute, r.Key(), "replace route "+describeRoute(&want),
 					func() error { return o.k.Routes().Replace(want) })
-				return o.routeWritten(r, want, refs, err)
+				return o.routeWritten(r, want, refs, applied, err)
 			}
 			return kernelOut(err, refs)
 		}
@@ -139,7 +148,7 @@ func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, ref
 		return kernelOut(err, refs)
 	}
 	o.view.notedRoute(&want)
-	return okOut(refs)
+	return okOut(refs[:applied:applied])
 }
 
 // removeRoute deletes our routes to the key's prefix in its table, unless

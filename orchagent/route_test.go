@@ -97,6 +97,35 @@ func testStaticRoutes(t *testing.T, batched bool) {
 	r.settle()
 	r.want("STATIC_ROUTE|10.4.0.0/16", schema.StateOK, "")
 
+	// The next hop's link goes down, then away, then comes back: an
+	// applied route does not wait on its link (the view's purge of the
+	// routes through it re-enqueues the key), a pending one does.
+	down := false
+	if err := r.k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet8", AdminUp: &down}); err != nil {
+		t.Fatal(err)
+	}
+	r.linkEvent("Ethernet8", false)
+	r.settle()
+	r.want("STATIC_ROUTE|10.4.0.0/16", schema.StatePending, "to be up")
+	up(t, r.k, "Ethernet8")
+	r.linkEvent("Ethernet8", false)
+	r.settle()
+	r.want("STATIC_ROUTE|10.4.0.0/16", schema.StateOK, "")
+	if got := r.routes("10.4.0.0/16"); len(got) != 1 {
+		t.Fatalf("route via a link set up again: %+v", got)
+	}
+	if err := r.k.Links().Del("Ethernet8"); err != nil {
+		t.Fatal(err)
+	}
+	r.linkEvent("Ethernet8", true)
+	r.settle()
+	r.want("STATIC_ROUTE|10.4.0.0/16", schema.StatePending, "waiting for netdev Ethernet8")
+	r.k.AddPort("Ethernet8")
+	up(t, r.k, "Ethernet8")
+	r.linkEvent("Ethernet8", false)
+	r.settle()
+	r.want("STATIC_ROUTE|10.4.0.0/16", schema.StateOK, "")
+
 	// A route deleted by hand is restored.
 	rt := r.routes("10.2.0.0/16")[0]
 	if err := r.k.Routes().Del(rt); err != nil {
