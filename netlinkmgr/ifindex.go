@@ -179,6 +179,9 @@ func (k *kernel) withIfindex(name string, do func(idx int) error) error {
 }
 
 func isNoDevice(err error) bool {
+	if err == nil {
+		return false // before lnf: its address escapes, one allocation per call
+	}
 	var lnf netlink.LinkNotFoundError
-	return err != nil && (errors.Is(err, unix.ENODEV) || errors.As(err, &lnf))
+	return errors.Is(err, unix.ENODEV) || errors.As(err, &lnf)
 }

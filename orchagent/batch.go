@@ -42,6 +42,7 @@ type writeBatch struct {
 	cur   deferred // the key being reconciled (set by Reconcile)
 	errs  []error  // ReconcileBatch's
 	items []deferredRoute
+	wants []netlinkmgr.RouteInfo // flushRoutes', reused
 	fdbs  []deferredFdb
 	addrs []deferredAddr
 	vids  []deferredVid
@@ -141,7 +142,7 @@ func (o *Orch) flushBatch() {
 	clear(b.fdbs)
 	clear(b.addrs)
 	clear(b.vids)
-	*b = writeBatch{items: b.items[:0], fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0]}
+	*b = writeBatch{items: b.items[:0], wants: b.wants, fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0]}
 	o.spare = b
 }
 
@@ -153,11 +154,13 @@ func (o *Orch) finishDeferred(b *writeBatch, d *deferred, out outcome) {
 }
 
 func (o *Orch) flushRoutes(b *writeBatch) {
-	wants := make([]netlinkmgr.RouteInfo, len(b.items))
+	wants := b.wants[:0]
 	for i := range b.items {
-		wants[i] = b.items[i].want
+		wants = append(wants, b.items[i].want)
 	}
 	res := o.k.Routes().ReplaceBatch(wants)
+	clear(wants)
+	b.wants = wants[:0]
 	for i := range b.items {
 		d := &b.items[i]
 		o.logAct(d.table, d.key, func() string { return "replace route " + describeRoute(&d.want) }, res[i])
