@@ -311,6 +311,25 @@ func (o *Orch) enqueueRefs(resources ...string) {
 		for _, k := range o.idx.keys(r) {
 			o.enqueue(k)
 		}
+		o.enqueueRouteKeys(r)
+	}
+}
+
+// enqueueRouteKeys enqueues the configured STATIC_ROUTE keys of a main
+// table route resource ("route:P": keys P and default|P), which are not
+// in the index (applyRoute). A VRF table's resource ("route:T:P") may
+// read as a main table's IPv6 one: that enqueues a key for nothing at
+// worst.
+func (o *Orch) enqueueRouteKeys(res string) {
+	p, ok := strings.CutPrefix(res, "route:")
+	if !ok {
+		return
+	}
+	if o.cfg.Has(schema.TableStaticRoute, p) {
+		o.enqueue(schema.ConfigKey(schema.TableStaticRoute, p))
+	}
+	if k := schema.DefaultVRF + schema.ConfigSep + p; o.cfg.Has(schema.TableStaticRoute, k) {
+		o.enqueue(schema.ConfigKey(schema.TableStaticRoute, k))
 	}
 }
 

@@ -34,7 +34,12 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 		}
 		table = t
 	}
-	refs = append(refs, resRoute(table, r.Prefix))
+	if inVRF(r.VRF) {
+		refs = append(refs, resRoute(table, r.Prefix))
+	}
+	// A main-table route's key is not in the index under its route
+	// resource: enqueueRefs derives it from the resource (routeKeysOf),
+	// so 100k applied routes cost the index nothing.
 	for _, nh := range r.NextHops {
 		if inVRF(nh.VRF) {
 			refs = vrfRefs(refs, nh.VRF)
