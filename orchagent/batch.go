@@ -158,6 +158,7 @@ func (o *Orch) flushRoutes(b *writeBatch) {
 	for i := range b.items {
 		wants = append(wants, b.items[i].want)
 	}
+	o.view.writingAll(wants)
 	res := o.k.Routes().ReplaceBatch(wants)
 	clear(wants)
 	b.wants = wants[:0]
@@ -166,6 +167,7 @@ func (o *Orch) flushRoutes(b *writeBatch) {
 		o.logAct(d.table, d.key, func() string { return "replace route " + describeRoute(&d.want) }, res[i])
 		o.finishDeferred(b, &d.deferred, o.routeWritten(d.r, d.want, d.refs, d.applied, res[i]))
 	}
+	o.view.written()
 }
 
 // flushFdbs sends b's deferred FDB writes (Fdbs().AddBatch) and finishes

@@ -118,9 +118,13 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 		o.batch.items = append(o.batch.items, deferredRoute{deferred: o.batch.cur, r: r, want: want, refs: refs, applied: applied})
 		return outcome{deferred: true}
 	}
-	err = o.act(schema.TableStaticRoute, key, "replace route "+describeRoute(&want),
-		func() error { return o.k.Routes().Replace(want) })
-	return o.routeWritten(r, want, refs, applied, err)
+	err = o.act(schema.TableStaticRoute, key, "replace route "+describeRoute(&want), func() error {
+		o.view.writingAll([]netlinkmgr.RouteInfo{want}) // after act's flush of a batch
+		return o.k.Routes().Replace(want)
+	})
+	out := o.routeWritten(r, want, refs, applied, err)
+	o.view.written()
+	return out
 }
 
 // routeWritten is the outcome of the replace of want for r; refs[:applied]

@@ -26,12 +26,15 @@ type kernelView struct {
 	// STATIC_ROUTE whose table, prefix and metric one of them holds is a
 	// conflict, never replaced.
 	foreign routeTable
-	names   linkNames                       // the routes' next-hop links
-	addrs   map[string]map[netip.Prefix]int // link → address → IFA_PROTO
-	addrVer uint64                          // bumped by every change of addrs (see addrIndex)
-	aidx    addrIndex
-	fdbs    map[fdbKey]netlinkmgr.FdbInfo // entries on Bridge
-	remotes map[remoteKey]bool            // vxlan devices' flood entries (vxlanremote.go)
+	names   linkNames // the routes' next-hop links
+	// inflight are the routes being written (writingAll): their echoes
+	// are not news.
+	inflight map[rdst]vroute
+	addrs    map[string]map[netip.Prefix]int // link → address → IFA_PROTO
+	addrVer  uint64                          // bumped by every change of addrs (see addrIndex)
+	aidx     addrIndex
+	fdbs     map[fdbKey]netlinkmgr.FdbInfo // entries on Bridge
+	remotes  map[remoteKey]bool            // vxlan devices' flood entries (vxlanremote.go)
 	// vids caches "bridge vlan show dev L" per link, filled on first use
 	// (a listing dumps every bridge VLAN of the namespace); absent = not
 	// known. Kept by our writes and by the kernel's per-vid local FDB
@@ -513,7 +516,7 @@ func (v *kernelView) onRoute(r *netlinkmgr.RouteInfo, deleted bool) []string {
 	} else {
 		changed = m.put(r, &v.names)
 	}
-	if !changed {
+	if !changed || (!deleted && ownedRoute(r) && v.echoOfWriteLocked(r)) {
 		if !ownedRoute(r) {
 			return []string{resReach}
 		}

@@ -330,3 +330,44 @@ func (t *routeTable) compact() {
 	t.one = shrink.Map(t.one, &t.peaks[0])
 	t.many = shrink.Map(t.many, &t.peaks[1])
 }
+
+// writingAll records the routes about to be written (a batch, or one
+// Replace): the echo of one that beats our note of the write (notedRoute,
+// after the kernel's answer) changes the view but is no news — the key is
+// being applied — so it must not re-enqueue the key (a burst of routes
+// was reconciled half again over).
+func (v *kernelView) writingAll(rs []netlinkmgr.RouteInfo) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.inflight == nil {
+		v.inflight = map[rdst]vroute{}
+	}
+	for i := range rs {
+		d := rdstOf(rs[i].Table, rs[i].Dst)
+		if c, ok := compactRoute(d, &rs[i], &v.names); ok {
+			v.inflight[d] = c
+		}
+	}
+}
+
+// written forgets what writingAll recorded, once the writes are noted.
+func (v *kernelView) written() {
+	v.mu.Lock()
+	clear(v.inflight)
+	v.mu.Unlock()
+}
+
+// echoOfWriteLocked reports whether r (just put in the view) is a route being
+// written (writingAll); v.mu held.
+func (v *kernelView) echoOfWriteLocked(r *netlinkmgr.RouteInfo) bool {
+	if len(v.inflight) == 0 {
+		return false
+	}
+	d := rdstOf(r.Table, r.Dst)
+	w, ok := v.inflight[d]
+	if !ok || int(w.metric) != r.Metric {
+		return false
+	}
+	c, ok := compactRoute(d, r, &v.names)
+	return ok && c.same(&w)
+}

@@ -96,3 +96,28 @@ func TestRouteTableReadsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestEchoOfWriteIsNoNews: the echo of a route being written, arriving
+// before our note of the write, is in the view but re-enqueues nobody; a
+// different route at the same place is news.
+func TestEchoOfWriteIsNoNews(t *testing.T) {
+	v := newKernelView()
+	want := rt("10.9.0.0/16", 254, 201, 0, hop("", "Ethernet0", 0))
+	want.Create = true
+	v.writingAll([]netlinkmgr.RouteInfo{want})
+	echo := rt("10.9.0.0/16", 254, 201, 0, hop("", "Ethernet0", 1))
+	if res := v.onRoute(&echo, false); res != nil {
+		t.Fatalf("echo of our write: %v", res)
+	}
+	if got := v.routesFor(254, echo.Dst); len(got) != 1 {
+		t.Fatalf("echo not in the view: %v", got)
+	}
+	other := rt("10.9.0.0/16", 254, 201, 0, hop("10.0.0.9", "Ethernet0", 1))
+	if res := v.onRoute(&other, false); len(res) == 0 {
+		t.Fatal("another route at the written place: no news")
+	}
+	v.written()
+	if res := v.onRoute(&echo, false); len(res) == 0 {
+		t.Fatal("a change after the write: no news")
+	}
+}
