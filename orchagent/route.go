@@ -90,7 +90,9 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	if reason != "" {
 		return pendingOut(reason, append(refs, resReach))
 	}
-	o.notedRouteTable(key, table)
+	if inVRF(r.VRF) {
+		o.notedRouteTable(key, table) // (it parses the key again)
+	}
 	if c, ok := o.view.foreignRoute(table, r.Prefix, want.Metric); ok {
 		// Someone else's route: never replaced. Its deletion (a route
 		// event on this prefix) re-enqueues the key.
