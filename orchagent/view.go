@@ -305,7 +305,10 @@ func (v *kernelView) allFdbs() []netlinkmgr.FdbInfo {
 // changes nothing and re-enqueues nobody.
 func (v *kernelView) notedRoute(r *netlinkmgr.RouteInfo) {
 	v.mu.Lock()
-	v.routes.put(r, &v.names)
+	// The echo that came first says more than what we asked for (the
+	// link a gateway-only next hop resolved to, which purgeLinkLocked
+	// needs): kept when it is what we asked for.
+	v.routes.putKeep(r, &v.names, routeMatches)
 	v.mu.Unlock()
 }
 func (v *kernelView) notedRouteDel(r *netlinkmgr.RouteInfo) {

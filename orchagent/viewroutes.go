@@ -186,6 +186,12 @@ func (c *vroute) usesLink(id uint32) bool { return id != 0 && c.flags&vrHop != 0
 // put records r (one route per table, destination and metric); changed
 // is false when the same route was there.
 func (t *routeTable) put(r *netlinkmgr.RouteInfo, names *linkNames) (changed bool) {
+	return t.putKeep(r, names, nil)
+}
+
+// putKeep is put, except that a route at the same metric for which keep
+// is true stays (see notedRoute).
+func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep func(cur, r *netlinkmgr.RouteInfo) bool) (changed bool) {
 	if r.Create {
 		c := *r
 		c.Create = false
@@ -199,10 +205,15 @@ func (t *routeTable) put(r *netlinkmgr.RouteInfo, names *linkNames) (changed boo
 				if old.same(&c) {
 					return false // the echo of our own write, most often
 				}
+				if keep != nil {
+					if cur := old.route(d, names); keep(&cur, r) {
+						return false
+					}
+				}
 				t.one[d] = c
 				return true
 			}
-			if cur := old.route(d, names); routeSame(&cur, r) {
+			if cur := old.route(d, names); routeSame(&cur, r) || (keep != nil && keep(&cur, r)) {
 				return false
 			}
 			t.many[d] = []netlinkmgr.RouteInfo{*r}
@@ -213,10 +224,10 @@ func (t *routeTable) put(r *netlinkmgr.RouteInfo, names *linkNames) (changed boo
 		shrink.Grew(t.many, &t.peaks[1])
 		return true
 	}
-	if rs, ok := t.many[d]; ok {
+	if rs, ok := t.manyAt(d); ok {
 		for i := range rs {
 			if rs[i].Metric == r.Metric {
-				if routeSame(&rs[i], r) {
+				if routeSame(&rs[i], r) || (keep != nil && keep(&rs[i], r)) {
 					return false
 				}
 				rs[i] = *r
@@ -250,7 +261,7 @@ func (t *routeTable) delAt(d rdst, metric, proto int) bool {
 		delete(t.one, d)
 		return true
 	}
-	rs := t.many[d]
+	rs, _ := t.manyAt(d)
 	for i := range rs {
 		if rs[i].Metric == metric && (proto == -1 || rs[i].Protocol == proto) {
 			rs = append(rs[:i:i], rs[i+1:]...)
@@ -270,7 +281,7 @@ func (t *routeTable) at(d rdst, names *linkNames) []netlinkmgr.RouteInfo {
 	if c, ok := t.one[d]; ok {
 		return []netlinkmgr.RouteInfo{c.route(d, names)}
 	}
-	rs := t.many[d]
+	rs, _ := t.manyAt(d)
 	if len(rs) == 0 {
 		return nil
 	}
@@ -285,7 +296,8 @@ func (t *routeTable) withMetric(d rdst, metric int, names *linkNames) (netlinkmg
 		}
 		return netlinkmgr.RouteInfo{}, false
 	}
-	for _, r := range t.many[d] {
+	rs, _ := t.manyAt(d)
+	for _, r := range rs {
 		if r.Metric == metric {
 			return r, true
 		}
@@ -321,6 +333,16 @@ func (t *routeTable) purge(res []string, names *linkNames, drop func(*netlinkmgr
 		}
 	}
 	return res
+}
+
+// manyAt is t.many[d], without hashing d when many is empty (most often:
+// routes of one metric and one next hop).
+func (t *routeTable) manyAt(d rdst) ([]netlinkmgr.RouteInfo, bool) {
+	if len(t.many) == 0 {
+		return nil, false
+	}
+	rs, ok := t.many[d]
+	return rs, ok
 }
 
 func (t *routeTable) len() int { return len(t.one) + len(t.many) }

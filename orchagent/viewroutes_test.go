@@ -121,3 +121,32 @@ func TestEchoOfWriteIsNoNews(t *testing.T) {
 		t.Fatal("a change after the write: no news")
 	}
 }
+
+// TestNoteKeepsTheEchoThatCameFirst: the kernel's echo of a gateway-only
+// route names the link it resolved to; our note of the write, arriving
+// after it, does not erase that (a link going down must find the route).
+func TestNoteKeepsTheEchoThatCameFirst(t *testing.T) {
+	v := newKernelView()
+	want := rt("10.9.0.0/16", 254, 201, 0, hop("10.0.0.2", "", 0))
+	v.writingAll([]netlinkmgr.RouteInfo{want})
+	echo := rt("10.9.0.0/16", 254, 201, 0, hop("10.0.0.2", "Ethernet0", 1))
+	v.onRoute(&echo, false)
+	v.notedRoute(&want)
+	v.written()
+	if got := v.routesFor(254, want.Dst); len(got) != 1 || !reflect.DeepEqual(got[0], echo) {
+		t.Fatalf("after the note: %+v, want the echo %+v", got, echo)
+	}
+	v.mu.Lock()
+	res := v.purgeLinkLocked("Ethernet0")
+	v.mu.Unlock()
+	if len(res) != 1 {
+		t.Fatalf("purge of Ethernet0: %v", res)
+	}
+	// A changed route is noted over what was there.
+	v.notedRoute(&echo)
+	other := rt("10.9.0.0/16", 254, 201, 0, hop("10.0.0.3", "", 0))
+	v.notedRoute(&other)
+	if got := v.routesFor(254, want.Dst); len(got) != 1 || !reflect.DeepEqual(got[0], other) {
+		t.Fatalf("after a changed note: %+v", got)
+	}
+}
