@@ -45,16 +45,23 @@ func (r *routeSock) execBatch(reqs []*nl.NetlinkRequest) []error {
 	return r.execEncoded(len(reqs), func(i int, b []byte, seq uint32) []byte {
 		reqs[i].Seq = seq
 		return append(b, reqs[i].Serialize()...)
-	})
+	}, nil)
 }
+
+// seqHeard is the bit of a request's sequence number that says its event
+// is to be heard (OmitOwnRouteWrites); the kernel copies the number into
+// the event it sends about the write.
+const seqHeard = 1
 
 // execEncoded sends n requests in order, as few sendmsgs as batchBytes
 // (and maxReqs) allow, and returns each one's answer: nil (acknowledged),
 // the errno the kernel answered (a *KernelError when it said why), or the
 // error that left it unanswered (timeout, socket error). A failed request
 // does not stop the ones after it: the kernel handles each on its own.
-// enc appends request i, with sequence number seq, to b.
-func (r *routeSock) execEncoded(n int, enc func(i int, b []byte, seq uint32) []byte) []error {
+// enc appends request i, with sequence number seq, to b. quiet (nil =
+// none) says which requests' events a watch with OmitOwnRouteWrites does
+// not hear: their sequence numbers are even, the others' odd.
+func (r *routeSock) execEncoded(n int, enc func(i int, b []byte, seq uint32) []byte, quiet func(i int) bool) []error {
 	errs := make([]error, n)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -67,19 +74,23 @@ func (r *routeSock) execEncoded(n int, enc func(i int, b []byte, seq uint32) []b
 	for start := 0; start < n; {
 		b := r.sbuf[:0]
 		end := start
-		// Consecutive sequence numbers from the socket's own counter
-		// (under r.mu): request i of the chunk is first+i.
-		first := r.seq + 1
+		// Sequence numbers from the socket's own counter (under r.mu):
+		// request i of the chunk is first+2i, plus seqHeard unless quiet.
+		first := (r.seq + 2) &^ seqHeard
 		for end < n && (r.maxReqs == 0 || end-start < r.maxReqs) {
 			at := len(b)
-			b = enc(end, b, first+uint32(end-start))
+			seq := first + 2*uint32(end-start)
+			if quiet == nil || !quiet(end) {
+				seq |= seqHeard
+			}
+			b = enc(end, b, seq)
 			if end > start && len(b) > batchBytes {
 				b = b[:at] // the next sendmsg's first request
 				break
 			}
 			end++
 		}
-		r.seq = first + uint32(end-start) - 1
+		r.seq = first + 2*uint32(end-start-1) + seqHeard
 		r.sbuf = b
 		r.sendChunk(b, first, errs[start:end])
 		start = end
@@ -88,8 +99,8 @@ func (r *routeSock) execEncoded(n int, enc func(i int, b []byte, seq uint32) []b
 }
 
 // sendChunk sends the serialized requests b (sequence numbers first,
-// first+1, ..., one per errs entry) in one sendmsg and fills errs from
-// their acknowledgements.
+// first+2, ..., each maybe with seqHeard, one per errs entry) in one
+// sendmsg and fills errs from their acknowledgements.
 func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
 	acked := r.acked[:0]
 	for range errs {
@@ -128,8 +139,8 @@ func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
 				Seq: native.Uint32(m[8:12]), Pid: native.Uint32(m[12:16])}
 			data := m[unix.SizeofNlMsghdr:l]
 			m = m[min(nlmAlign(l), len(m)):]
-			i := int(h.Seq - first)
-			if i < 0 || i >= len(errs) || acked[i] { // the late answer of a timed-out request
+			i := int((h.Seq - first) / 2)
+			if h.Seq-first >= 2*uint32(len(errs)) || acked[i] { // the late answer of a timed-out request
 				continue
 			}
 			if h.Type != unix.NLMSG_ERROR && h.Type != unix.NLMSG_DONE {

@@ -132,6 +132,17 @@ type WatchOptions struct {
 	// were lost, a relist follows), failed resubscription and failed
 	// relist; the watch keeps recovering by itself. nil = not told.
 	ErrorCallback func(error)
+	// OmitOwnRouteWrites leaves out the route events of this Kernel's own
+	// successful route writes (Routes().Replace/ReplaceBatch) whose route
+	// the kernel stores as asked: every next hop names its link, or a
+	// blackhole. The kernel drops them before they reach the socket (a
+	// socket filter on the sender's port id and a mark in the request's
+	// sequence number), so a bulk load does not hear back every route it
+	// wrote. A caller setting it records its successful writes itself.
+	// Writes of a next hop by gateway only (the kernel picks the link),
+	// deletions, and everyone else's changes are delivered as always. The
+	// Fake ignores it (delivers every event: a superset).
+	OmitOwnRouteWrites bool
 }
 
 // EventKind says which field of an Event is set.

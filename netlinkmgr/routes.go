@@ -186,7 +186,7 @@ func (x realRoutes) ReplaceBatch(rs []RouteInfo) []error {
 	res := k.rt.execEncoded(len(idx), func(j int, b []byte, seq uint32) []byte {
 		r := &rs[idx[j]]
 		return appendRouteMsg(b, seq, r, oifs[offs[j]:offs[j+1]], r.Create)
-	})
+	}, func(j int) bool { return storedAsAsked(&rs[idx[j]]) })
 	for j, err := range res {
 		i := idx[j]
 		if cached[j] && isNoDevice(err) {
@@ -220,7 +220,22 @@ func routeCheck(r *RouteInfo) error {
 func (k *kernel) sendRoute(r *RouteInfo, oifs []int) error {
 	return k.rt.execEncoded(1, func(_ int, b []byte, seq uint32) []byte {
 		return appendRouteMsg(b, seq, r, oifs, r.Create)
-	})[0]
+	}, func(int) bool { return storedAsAsked(r) })[0]
+}
+
+// storedAsAsked reports whether the kernel stores r as it is written, so
+// its event tells its writer nothing (OmitOwnRouteWrites): a blackhole,
+// or every next hop naming its link.
+func storedAsAsked(r *RouteInfo) bool {
+	if r.Blackhole {
+		return true
+	}
+	for _, h := range r.NextHops {
+		if h.Link == "" {
+			return false
+		}
+	}
+	return len(r.NextHops) > 0
 }
 
 func (k *kernel) replaceRoute(r RouteInfo) error {

@@ -26,6 +26,7 @@ type routeSock struct {
 	sbuf  []byte // the batch being sent, reused
 	acked []bool // sendChunk's, reused
 	seq   uint32 // the last sequence number sent (execEncoded)
+	pid   uint32 // the socket's port id: the sender of our writes' events
 	// maxReqs bounds the requests of one sendmsg (0: only batchBytes does).
 	maxReqs int
 }
@@ -36,6 +37,11 @@ func (r *routeSock) open(k *kernel) error {
 		return err
 	}
 	r.s, r.fd, r.rbuf = s, s.GetFd(), make([]byte, 64<<10)
+	if sa, err := unix.Getsockname(r.fd); err == nil {
+		if nsa, ok := sa.(*unix.SockaddrNetlink); ok {
+			r.pid = nsa.Pid
+		}
+	}
 	r.maxReqs = batchReqsSmallBuf
 	// Room for the acknowledgements of a whole 64 KiB batch (about a
 	// thousand, each a socket buffer of its own): SO_RCVBUFFORCE needs

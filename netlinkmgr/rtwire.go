@@ -299,8 +299,10 @@ type routeReader struct {
 // routeSubscribe reads the route groups of ns into ch as the library's
 // RouteSubscribeWithOptions does (messages from the kernel only). ch is
 // closed when the socket fails (ENOBUFS above all; errcb hears why) or
-// done closes.
-func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
+// done closes. quietPid, when not 0, is the port id of our route-write
+// socket: the events of its writes whose sequence number lacks seqHeard
+// are dropped by the kernel (ownEchoFilter).
+func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct{}, errcb func(error), size int, force bool, quietPid uint32) error {
 	s, err := nl.SubscribeAt(ns, netns.None(), unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_ROUTE, unix.RTNLGRP_IPV6_ROUTE)
 	if err != nil {
 		return err
@@ -323,6 +325,14 @@ func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct
 		unix.Close(fd)
 		return err
 	}
+	if quietPid != 0 {
+		prog := ownEchoFilter(quietPid)
+		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
+			&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("attach the own-writes filter: %w", err)
+		}
+	}
 	r := &routeReader{f: os.NewFile(uintptr(fd), "netlink-routes"), buf: make([]byte, 64<<10)}
 	go func() {
 		<-done
@@ -330,6 +340,33 @@ func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct
 	}()
 	go r.run(ch, done, errcb)
 	return nil
+}
+
+// ownEchoFilter is the classic BPF socket filter that drops the route
+// events of our own quiet writes: nlmsg_pid is pid (the writer's port id,
+// which the kernel puts in the event of a request) and nlmsg_seq lacks
+// seqHeard. Every other message passes. A word load reads big-endian;
+// the header is in host order, hence the constants go through both.
+func ownEchoFilter(pid uint32) []unix.SockFilter {
+	be := func(v uint32) uint32 {
+		var b [4]byte
+		native.PutUint32(b[:], v)
+		return binary.BigEndian.Uint32(b[:])
+	}
+	const (
+		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
+	)
+	return []unix.SockFilter{
+		{Code: ldw, K: 12},                          // 0: nlmsg_pid
+		{Code: jeq, Jt: 0, Jf: 3, K: be(pid)},       // 1: not ours → 5
+		{Code: ldw, K: 8},                           // 2: nlmsg_seq
+		{Code: jset, Jt: 1, Jf: 0, K: be(seqHeard)}, // 3: heard → 5
+		{Code: ret, K: 0},                           // 4: drop
+		{Code: ret, K: 0xffffffff},                  // 5: pass whole
+	}
 }
 
 func (r *routeReader) run(ch chan<- routeUpdate, done <-chan struct{}, errcb func(error)) {

@@ -92,7 +92,11 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 	if err == nil {
 		// Our own reader too: the library's allocates per message and
 		// attribute, and a bulk load hears every route it wrote.
-		err = routeSubscribe(*ns, s.routes, s.done, ignore, size, force)
+		var quiet uint32
+		if w.opts.OmitOwnRouteWrites {
+			quiet = w.k.rt.pid
+		}
+		err = routeSubscribe(*ns, s.routes, s.done, ignore, size, force, quiet)
 	}
 	if err == nil {
 		err = netlink.NeighSubscribeWithOptions(s.neighs, s.done, netlink.NeighSubscribeOptions{

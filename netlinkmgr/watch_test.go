@@ -191,3 +191,59 @@ func TestRealWatchNoListing(t *testing.T) {
 	for range ch {
 	}
 }
+
+// TestRealWatchOmitOwnRouteWrites: with OmitOwnRouteWrites the events of
+// our own writes the kernel stores as asked never arrive; a gateway-only
+// next hop's (the kernel picks the link), our deletes and everyone
+// else's changes do, in kernel order.
+func TestRealWatchOmitOwnRouteWrites(t *testing.T) {
+	env, k := routedNS(t)
+	ns := env.ns.(interface{ IP(...string) string })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := k.Watch(ctx, WatchOptions{OmitOwnRouteWrites: true})
+	must(t, err)
+	quiet := []RouteInfo{
+		{Dst: pfx("10.50.0.0/16"), Protocol: ProtoSwitchyard, NextHops: []NextHop{{Gateway: ip("10.0.1.2"), Link: "Ethernet1"}}},
+		{Dst: pfx("10.51.0.0/16"), Protocol: ProtoSwitchyard, Blackhole: true},
+		{Dst: pfx("2001:db8:50::/48"), Protocol: ProtoSwitchyard, Metric: 1024, NextHops: []NextHop{{Link: "Ethernet2"}}},
+	}
+	heard := RouteInfo{Dst: pfx("10.52.0.0/16"), Protocol: ProtoSwitchyard, NextHops: []NextHop{{Gateway: ip("10.0.2.2")}}}
+	for _, err := range k.Routes().ReplaceBatch(append(quiet, heard)) {
+		must(t, err)
+	}
+	must(t, k.Routes().Replace(RouteInfo{Dst: pfx("10.53.0.0/16"), Protocol: ProtoSwitchyard, Blackhole: true}))
+	ns.IP("route", "add", "10.54.0.0/16", "via", "10.0.1.2", "proto", "201")
+	must(t, k.Routes().Del(quiet[0]))
+	// Kernel order on one socket: the first route events are the heard
+	// write, someone else's add, and our delete.
+	var got []string
+	for len(got) < 3 {
+		select {
+		case ev := <-ch:
+			if ev.Kind != EventRoute || ev.Route.Table != MainTable || ev.Route.Protocol != ProtoSwitchyard {
+				continue
+			}
+			s := ev.Route.Dst.String()
+			if ev.Deleted {
+				s = "del " + s
+			} else if len(ev.Route.NextHops) == 1 {
+				s += " dev " + ev.Route.NextHops[0].Link
+			}
+			got = append(got, s)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("route events %v, still waiting", got)
+		}
+	}
+	want := []string{"10.52.0.0/16 dev Ethernet2", "10.54.0.0/16 dev Ethernet1", "del 10.50.0.0/16"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("route events %v, want %v", got, want)
+	}
+	// The quiet writes are in the kernel all the same.
+	rs := env.routes(t, "route", "show", "table", "main")
+	for _, d := range []string{"10.51.0.0/16", "10.53.0.0/16", "10.52.0.0/16"} {
+		if _, ok := rs[d]; !ok {
+			t.Errorf("%s not in the kernel: %v", d, rs)
+		}
+	}
+}

@@ -82,7 +82,11 @@ func (c *controller) Item(table, key string) string { return schema.ConfigKey(ta
 // change between the two is missed) and feeds them to the view.
 func (c *controller) Start(ctx context.Context) error {
 	m := newNetlinkMetrics(c.h.Registry)
-	kev, err := c.k.Watch(ctx, netlinkmgr.WatchOptions{RecvBuffer: netlinkRecvBuffer,
+	// Our own route writes are noted in the view when the kernel accepts
+	// them (notedRoute): their events would only be heard back, 100k of
+	// them in a bulk load, so the kernel drops them (those of gateway-only
+	// next hops still come: they name the link the kernel chose).
+	kev, err := c.k.Watch(ctx, netlinkmgr.WatchOptions{RecvBuffer: netlinkRecvBuffer, OmitOwnRouteWrites: true,
 		ErrorCallback: func(err error) {
 			m.errors.Inc()
 			c.h.Log.WithError(err).Warn("netlink subscription")
