@@ -174,25 +174,29 @@ func recvDontWait(fd int, buf []byte) (int, error) {
 func (x realAddrs) AddBatch(as []AddrInfo) []error {
 	k := x.k
 	errs := make([]error, len(as))
-	reqs := make([]*nl.NetlinkRequest, 0, len(as))
-	idx := make([]int, 0, len(as))
+	idx := make([]int, 0, len(as)) // the requests' addresses
+	lis := make([]int, 0, len(as)) // their links' ifindexes
 	cached := make([]bool, len(as))
+	drained := false
 	for i, a := range as {
 		if !a.Prefix.IsValid() {
 			errs[i] = x.Add(a) // names the invalid prefix
 			continue
 		}
 		k.writes.Add(1)
-		li, c, err := k.ifindex(a.Link)
+		li, c, err := k.ifindexOnce(a.Link, &drained)
 		if err != nil {
 			errs[i] = opErr("add", "address "+a.String(), err)
 			continue
 		}
 		cached[i] = c
-		reqs = append(reqs, addrRequest(li, a, a.Create))
-		idx = append(idx, i)
+		idx, lis = append(idx, i), append(lis, li)
 	}
-	for j, err := range k.rt.execBatch(reqs) {
+	res := k.rt.execEncoded(len(idx), func(j int, b []byte, seq uint32) []byte {
+		a := &as[idx[j]]
+		return appendAddrMsg(b, seq, lis[j], a, a.Create)
+	}, nil)
+	for j, err := range res {
 		i := idx[j]
 		a := as[i]
 		switch {

@@ -427,3 +427,51 @@ func (r *routeReader) recv(fd int) (int, error) {
 	}
 	return int(n), nil
 }
+
+// appendAddrMsg appends the RTM_NEWADDR request of a on link idx with
+// sequence number seq: the bytes addrRequest builds through the library's
+// types (IFA_LOCAL, IFA_ADDRESS, the IPv4 broadcast of prefixes shorter
+// than /31, IFA_PROTO when set; create: NLM_F_EXCL, else NLM_F_REPLACE).
+// Equivalent to: ip address {add|replace} PREFIX dev LINK [proto P]
+func appendAddrMsg(b []byte, seq uint32, idx int, a *AddrInfo, create bool) []byte {
+	start := len(b)
+	flags := uint16(unix.NLM_F_REQUEST | unix.NLM_F_CREATE | unix.NLM_F_ACK)
+	if create {
+		flags |= unix.NLM_F_EXCL
+	} else {
+		flags |= unix.NLM_F_REPLACE
+	}
+	b = native.AppendUint32(b, 0)
+	b = native.AppendUint16(b, unix.RTM_NEWADDR)
+	b = native.AppendUint16(b, flags)
+	b = native.AppendUint32(b, seq)
+	b = native.AppendUint32(b, 0)
+	ip := a.Prefix.Addr().Unmap()
+	fam := uint8(unix.AF_INET6)
+	if ip.Is4() {
+		fam = unix.AF_INET
+	}
+	plen := uint8(a.Prefix.Bits())
+	if a.Prefix.Addr().Is4In6() {
+		plen -= 96
+	}
+	// struct ifaddrmsg: family, prefixlen, flags, scope, index (u32).
+	b = append(b, fam, plen, 0, 0)
+	b = native.AppendUint32(b, uint32(idx))
+	var raw [16]byte
+	r := raw[:copy(raw[:], ip.AsSlice())]
+	b = appendAttr(b, unix.IFA_LOCAL, r)
+	b = appendAttr(b, unix.IFA_ADDRESS, r)
+	if fam == unix.AF_INET && plen < 31 {
+		var brd [4]byte
+		m := ^uint32(0) << (32 - plen)
+		v := binary.BigEndian.Uint32(r) | ^m
+		binary.BigEndian.PutUint32(brd[:], v)
+		b = appendAttr(b, unix.IFA_BROADCAST, brd[:])
+	}
+	if a.Protocol > 0 {
+		b = appendAttr(b, ifaProto, []byte{uint8(a.Protocol)})
+	}
+	native.PutUint32(b[start:], uint32(len(b)-start))
+	return b
+}

@@ -280,3 +280,25 @@ func BenchmarkRouteMsg(b *testing.B) {
 		}
 	})
 }
+
+// TestAppendAddrMsgIsAddrRequest: the batch path's address bytes are
+// addrRequest's (the library's types).
+func TestAppendAddrMsgIsAddrRequest(t *testing.T) {
+	for _, a := range []AddrInfo{
+		{Prefix: netip.MustParsePrefix("10.0.0.1/24"), Protocol: ProtoSwitchyard},
+		{Prefix: netip.MustParsePrefix("10.0.0.1/31"), Protocol: ProtoSwitchyard, Create: true},
+		{Prefix: netip.MustParsePrefix("10.0.0.1/32")},
+		{Prefix: netip.MustParsePrefix("10.0.0.1/0"), Protocol: 3},
+		{Prefix: netip.MustParsePrefix("10.255.0.9/9"), Protocol: ProtoSwitchyard},
+		{Prefix: netip.MustParsePrefix("2001:db8::1/64"), Protocol: ProtoSwitchyard},
+		{Prefix: netip.MustParsePrefix("::ffff:10.0.0.1/120"), Protocol: ProtoSwitchyard},
+	} {
+		req := addrRequest(5, a, a.Create)
+		req.Seq = 9
+		want := req.Serialize()
+		got := appendAddrMsg([]byte{0xAA}, 9, 5, &a, a.Create)
+		if got[0] != 0xAA || !bytes.Equal(got[1:], want) {
+			t.Errorf("%s:\n got % x\nwant % x", a.Prefix, got[1:], want)
+		}
+	}
+}
