@@ -82,7 +82,16 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 	size, force := w.opts.RecvBuffer, w.force && w.opts.RecvBuffer > 0
 	// Receive errors (ENOBUFS above all) end the library's reader, which
 	// closes its channel: run notices the close and resyncs.
-	ignore := func(err error) { w.report(fmt.Errorf("netlink receive: %w", err)) }
+	// A reader whose socket was closed by stop (done closed) reports
+	// the library's last EAGAIN: that is the end of the subscription,
+	// not a receive error, so it is not reported.
+	ignore := func(err error) {
+		select {
+		case <-s.done:
+		default:
+			w.report(fmt.Errorf("netlink receive: %w", err))
+		}
+	}
 	err := netlink.LinkSubscribeWithOptions(s.links, s.done, netlink.LinkSubscribeOptions{
 		Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
 	if err == nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -245,5 +246,31 @@ func TestRealWatchOmitOwnRouteWrites(t *testing.T) {
 		if _, ok := rs[d]; !ok {
 			t.Errorf("%s not in the kernel: %v", d, rs)
 		}
+	}
+}
+
+// TestRealWatchEndsQuietly: cancelling a watch closes its sockets; the
+// readers' last error (the library's EAGAIN of a closed socket) is the
+// end of the subscription and does not reach ErrorCallback.
+func TestRealWatchEndsQuietly(t *testing.T) {
+	_, k := openReal(t)
+	var mu sync.Mutex
+	var errs []error
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := k.Watch(ctx, WatchOptions{ErrorCallback: func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}})
+	must(t, err)
+	time.Sleep(50 * time.Millisecond) // the readers are blocked in their receives
+	cancel()
+	for range ch {
+	}
+	time.Sleep(100 * time.Millisecond) // the readers' last errors, if any, come after ch closes
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) > 0 {
+		t.Errorf("errors reported after the watch ended: %v", errs)
 	}
 }
