@@ -143,20 +143,31 @@ type addrUpdate struct {
 	deleted bool
 }
 
+// subscribeGroups opens a NETLINK_ROUTE socket in ns joined to groups,
+// with a receive buffer of size bytes (0: the default; force: beyond
+// net.core.rmem_max, SO_RCVBUFFORCE). Equivalent to: ip monitor.
+func subscribeGroups(ns netns.NsHandle, size int, force bool, groups ...uint) (*nl.NetlinkSocket, error) {
+	s, err := nl.SubscribeAt(ns, netns.None(), unix.NETLINK_ROUTE, groups...)
+	if err != nil {
+		return nil, err
+	}
+	if size != 0 {
+		if err := s.SetReceiveBufferSize(size, force); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
 // addrSubscribe reads the IPv4 and IPv6 address groups of ns into ch as
 // the library's AddrSubscribeWithOptions does, keeping IFA_PROTO. ch is
 // closed when the socket fails (ENOBUFS above all; errcb hears why) or
 // done closes.
 func addrSubscribe(ns netns.NsHandle, ch chan<- addrUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
-	s, err := nl.SubscribeAt(ns, netns.None(), unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR)
+	s, err := subscribeGroups(ns, size, force, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR)
 	if err != nil {
 		return err
-	}
-	if size != 0 {
-		if err := s.SetReceiveBufferSize(size, force); err != nil {
-			s.Close()
-			return err
-		}
 	}
 	go func() {
 		<-done

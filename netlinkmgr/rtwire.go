@@ -59,6 +59,25 @@ func ipWire(a netip.Addr, buf *[16]byte) []byte {
 	return buf[:16]
 }
 
+// appendNewHdr appends the struct nlmsghdr of an RTM_NEW* request with
+// sequence number seq: NLM_F_REQUEST|NLM_F_CREATE|NLM_F_ACK and, with
+// create, NLM_F_EXCL (add), else NLM_F_REPLACE (replace). Its length is 0:
+// the caller sets it once the message is complete.
+func appendNewHdr(b []byte, typ uint16, seq uint32, create bool) []byte {
+	flags := uint16(unix.NLM_F_REQUEST | unix.NLM_F_CREATE | unix.NLM_F_ACK)
+	if create {
+		flags |= unix.NLM_F_EXCL
+	} else {
+		flags |= unix.NLM_F_REPLACE
+	}
+	// struct nlmsghdr: len, type, flags, seq, pid.
+	b = native.AppendUint32(b, 0)
+	b = native.AppendUint16(b, typ)
+	b = native.AppendUint16(b, flags)
+	b = native.AppendUint32(b, seq)
+	return native.AppendUint32(b, 0)
+}
+
 // appendRouteMsg appends the RTM_NEWROUTE request for r with sequence
 // number seq (NLM_F_CREATE|NLM_F_REPLACE, or with create NLM_F_EXCL
 // instead of NLM_F_REPLACE; NLM_F_ACK). oifs[i] is the ifindex of
@@ -66,18 +85,7 @@ func ipWire(a netip.Addr, buf *[16]byte) []byte {
 // ip route {replace|add} ... (the library's RouteReplace/RouteAdd bytes).
 func appendRouteMsg(b []byte, seq uint32, r *RouteInfo, oifs []int, create bool) []byte {
 	start := len(b)
-	flags := uint16(unix.NLM_F_REQUEST | unix.NLM_F_CREATE | unix.NLM_F_ACK)
-	if create {
-		flags |= unix.NLM_F_EXCL
-	} else {
-		flags |= unix.NLM_F_REPLACE
-	}
-	// struct nlmsghdr: len (set at the end), type, flags, seq, pid.
-	b = native.AppendUint32(b, 0)
-	b = native.AppendUint16(b, unix.RTM_NEWROUTE)
-	b = native.AppendUint16(b, flags)
-	b = native.AppendUint32(b, seq)
-	b = native.AppendUint32(b, 0)
+	b = appendNewHdr(b, unix.RTM_NEWROUTE, seq, create)
 
 	fam := uint8(unix.AF_INET)
 	if r.Dst.Addr().Is6() {
@@ -303,15 +311,9 @@ type routeReader struct {
 // socket: the events of its writes whose sequence number lacks seqHeard
 // are dropped by the kernel (ownEchoFilter).
 func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct{}, errcb func(error), size int, force bool, quietPid uint32) error {
-	s, err := nl.SubscribeAt(ns, netns.None(), unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_ROUTE, unix.RTNLGRP_IPV6_ROUTE)
+	s, err := subscribeGroups(ns, size, force, unix.RTNLGRP_IPV4_ROUTE, unix.RTNLGRP_IPV6_ROUTE)
 	if err != nil {
 		return err
-	}
-	if size != 0 {
-		if err := s.SetReceiveBufferSize(size, force); err != nil {
-			s.Close()
-			return err
-		}
 	}
 	// A file of our own over a duplicate of the socket, non-blocking so
 	// that closing it wakes the reader (and the descriptor is not reused
@@ -435,17 +437,7 @@ func (r *routeReader) recv(fd int) (int, error) {
 // Equivalent to: ip address {add|replace} PREFIX dev LINK [proto P]
 func appendAddrMsg(b []byte, seq uint32, idx int, a *AddrInfo, create bool) []byte {
 	start := len(b)
-	flags := uint16(unix.NLM_F_REQUEST | unix.NLM_F_CREATE | unix.NLM_F_ACK)
-	if create {
-		flags |= unix.NLM_F_EXCL
-	} else {
-		flags |= unix.NLM_F_REPLACE
-	}
-	b = native.AppendUint32(b, 0)
-	b = native.AppendUint16(b, unix.RTM_NEWADDR)
-	b = native.AppendUint16(b, flags)
-	b = native.AppendUint32(b, seq)
-	b = native.AppendUint32(b, 0)
+	b = appendNewHdr(b, unix.RTM_NEWADDR, seq, create)
 	ip := a.Prefix.Addr().Unmap()
 	fam := uint8(unix.AF_INET6)
 	if ip.Is4() {
