@@ -27,26 +27,25 @@ type View struct {
 
 	neigh map[string]netlinkmgr.NeighInfo // NEIGH_TABLE key -> entry
 
-	routes    map[routeID]netlinkmgr.RouteInfo
-	routeKeys map[routeGroup]map[routeID]struct{} // table and prefix -> routes
-	vrfTables map[int]string                      // table -> vrf device
-	vrfByName map[string]int                      // vrf device -> table
+	routes    map[routeGroup]routeSet // table and prefix -> routes (view_routes.go)
+	vrfTables map[int]string          // table -> vrf device
+	vrfByName map[string]int          // vrf device -> table
 
 	addrs map[string]netlinkmgr.AddrInfo // INTERFACE_TABLE key -> address (AddrMirrored only)
 
 	dirty map[string]struct{} // full STATE_DB keys "TABLE|key"
 	// peaks are the high-water marks of the maps compact shrinks.
-	peaks [6]int
+	peaks [5]int
 
 	// Listing state: between BeginListing and EndListing every object
 	// delivered is marked seen; EndListing drops the unseen ones.
-	listing    bool
-	seenLinks  map[string]struct{}
-	seenFdb    map[fdbID]struct{}
-	seenVteps  map[vtepID]struct{}
-	seenNeigh  map[string]struct{}
-	seenRoutes map[routeID]struct{}
-	seenAddrs  map[string]struct{}
+	listing   bool
+	seenLinks map[string]struct{}
+	seenFdb   map[fdbID]struct{}
+	seenVteps map[vtepID]struct{}
+	seenNeigh map[string]struct{}
+	seenAddrs map[string]struct{} // (routes carry their own mark: kroute.listed)
+	relisting bool                // ReplaceRoutes is applying a relist (kroute.kept)
 
 	// routesSuspect is set when a link went admin-down or away: the kernel
 	// flushes IPv4 routes through it without RTM_DELROUTE, so the caller
@@ -65,8 +64,7 @@ func NewView() *View {
 		fdbKeys:   map[string]map[fdbID]struct{}{},
 		vteps:     map[vtepID]netip.Addr{},
 		neigh:     map[string]netlinkmgr.NeighInfo{},
-		routes:    map[routeID]netlinkmgr.RouteInfo{},
-		routeKeys: map[routeGroup]map[routeID]struct{}{},
+		routes:    map[routeGroup]routeSet{},
 		vrfTables: map[int]string{},
 		vrfByName: map[string]int{},
 		addrs:     map[string]netlinkmgr.AddrInfo{},
@@ -112,8 +110,8 @@ func (v *View) BeginListing() {
 	v.seenFdb = map[fdbID]struct{}{}
 	v.seenVteps = map[vtepID]struct{}{}
 	v.seenNeigh = map[string]struct{}{}
-	v.seenRoutes = map[routeID]struct{}{}
 	v.seenAddrs = map[string]struct{}{}
+	v.sweepRoutes(func(routeGroup, kroute) bool { return false }, unmarkListed) // a listing cut short by another
 }
 
 // Listing reports whether a listing is in progress.
@@ -147,17 +145,13 @@ func (v *View) EndListing() {
 			v.touch(schema.StateNeighTable, k)
 		}
 	}
-	for id := range v.routes {
-		if _, ok := v.seenRoutes[id]; !ok {
-			v.removeRoute(id)
-		}
-	}
+	v.sweepRoutes(func(_ routeGroup, k kroute) bool { return !k.listed }, unmarkListed)
 	for k := range v.addrs {
 		if _, ok := v.seenAddrs[k]; !ok {
 			v.removeAddr(k)
 		}
 	}
-	v.seenLinks, v.seenFdb, v.seenNeigh, v.seenRoutes, v.seenAddrs = nil, nil, nil, nil, nil
+	v.seenLinks, v.seenFdb, v.seenNeigh, v.seenAddrs = nil, nil, nil, nil
 }
 
 // Apply folds one kernel event into the View. EventResync and EventSynced
@@ -382,11 +376,10 @@ func (v *View) applyNeigh(n netlinkmgr.NeighInfo, deleted bool) {
 // deletes (internal/shrink).
 func (v *View) compact() {
 	v.routes = shrink.Map(v.routes, &v.peaks[0])
-	v.routeKeys = shrink.Map(v.routeKeys, &v.peaks[1])
-	v.fdb = shrink.Map(v.fdb, &v.peaks[2])
-	v.fdbKeys = shrink.Map(v.fdbKeys, &v.peaks[3])
-	v.neigh = shrink.Map(v.neigh, &v.peaks[4])
-	v.addrs = shrink.Map(v.addrs, &v.peaks[5])
+	v.fdb = shrink.Map(v.fdb, &v.peaks[1])
+	v.fdbKeys = shrink.Map(v.fdbKeys, &v.peaks[2])
+	v.neigh = shrink.Map(v.neigh, &v.peaks[3])
+	v.addrs = shrink.Map(v.addrs, &v.peaks[4])
 }
 
 // TakeDirty returns the STATE_DB keys touched since the last call, sorted,

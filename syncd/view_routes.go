@@ -4,55 +4,182 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"unique"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
-// routeID identifies a kernel route of the main table or a VRF's. Several routes may
-// share a prefix: with different metrics (the mirror shows the lowest, the
-// one the kernel uses) or with the same metric on different devices (IPv6
-// fe80::/64 on every link; IPv4 "ip route append"), which the mirror shows
-// together, as ECMP paths. The next hops are part of the identity because
-// the kernel's RTM_DELROUTE names them.
-type routeID struct {
-	table  int // 0 = main
-	dst    netip.Prefix
-	metric int
-	hops   string // canonical next hops, "blackhole" for a blackhole route
-}
+// The route mirror holds 100k routes on a big switch, so a route costs
+// one map slot of plain values (about 48 bytes) and no allocation of its
+// own: the group (table and prefix) is the key, and what the mirror shows
+// of a route besides its prefix — protocol, blackhole, next hops — is a
+// routeTail interned with package unique, shared by every route with the
+// same next hops (100k routes via one gateway: one string). Before, a
+// route was a netlinkmgr.RouteInfo, a canonical next-hop string and a
+// one-entry map of its own: 1.5 KiB of RSS per route.
 
 // routeGroup is the routes of one prefix in one table: one ROUTE_TABLE key
-// (when the table is main or a mirrored VRF's).
+// (when the table is main or a mirrored VRF's). A value type without
+// pointers: the collector does not scan the 100k keys.
 type routeGroup struct {
-	table int // 0 = main
-	dst   netip.Prefix
+	addr  [16]byte // the prefix's address, host bits clear (As16)
+	table uint32   // 0 = main
+	bits  uint8
+	v4    bool
 }
 
-func tableOf(r netlinkmgr.RouteInfo) int {
+// routeTail is a route less its prefix and metric, as the mirror shows it.
+type routeTail struct {
+	protocol  int
+	blackhole bool
+	// hops are the next hops in the kernel's order, each "gateway link"
+	// (gateway "" when directly connected), joined by "/": neither an
+	// address nor an interface name holds a space or a slash.
+	hops string
+}
+
+// kroute is one kernel route of a group. Several routes may share a
+// prefix: with different metrics (the mirror shows the lowest, the one
+// the kernel uses) or with the same metric on different devices (IPv6
+// fe80::/64 on every link; IPv4 "ip route append"), which the mirror shows
+// together, as ECMP paths. A route's identity in its group is its metric
+// and next hops (the kernel's RTM_DELROUTE names them): sameRoute.
+type kroute struct {
+	tail   unique.Handle[routeTail]
+	metric uint32
+	listed bool // delivered by the listing in progress (BeginListing)
+	kept   bool // delivered by the relist in progress (ReplaceRoutes)
+}
+
+// routeSet is a group's routes: nearly always one, held inline.
+type routeSet struct {
+	first kroute
+	more  []kroute
+}
+
+func (s *routeSet) len() int { return 1 + len(s.more) }
+
+func (s *routeSet) at(i int) *kroute {
+	if i == 0 {
+		return &s.first
+	}
+	return &s.more[i-1]
+}
+
+// remove drops route i; false when the set is then empty.
+func (s *routeSet) remove(i int) bool {
+	if len(s.more) == 0 {
+		return false
+	}
+	if i == 0 {
+		s.first = s.more[0]
+		i = 1
+	}
+	s.more = append(s.more[:i-1], s.more[i:]...)
+	if len(s.more) == 0 {
+		s.more = nil
+	}
+	return true
+}
+
+func tableOf(r netlinkmgr.RouteInfo) uint32 {
 	if r.Table == netlinkmgr.MainTable {
 		return 0
 	}
-	return r.Table
+	return uint32(r.Table)
 }
 
 func groupOf(r netlinkmgr.RouteInfo) routeGroup {
-	return routeGroup{table: tableOf(r), dst: r.Dst.Masked()}
+	return groupFor(tableOf(r), r.Dst)
 }
 
-func (id routeID) group() routeGroup { return routeGroup{table: id.table, dst: id.dst} }
+func groupFor(table uint32, dst netip.Prefix) routeGroup {
+	m := dst.Masked()
+	return routeGroup{addr: m.Addr().As16(), table: table, bits: uint8(m.Bits()), v4: m.Addr().Is4()}
+}
+
+// prefix is the group's destination.
+func (g routeGroup) prefix() netip.Prefix {
+	a := netip.AddrFrom16(g.addr)
+	if g.v4 {
+		a = a.Unmap()
+	}
+	return netip.PrefixFrom(a, int(g.bits))
+}
+
+// tailOf is r's routeTail, interned.
+func tailOf(r netlinkmgr.RouteInfo) unique.Handle[routeTail] {
+	t := routeTail{protocol: r.Protocol, blackhole: r.Blackhole}
+	if !r.Blackhole && len(r.NextHops) > 0 {
+		var b strings.Builder
+		for i, h := range r.NextHops {
+			if i > 0 {
+				b.WriteByte('/')
+			}
+			if h.Gateway.IsValid() {
+				b.WriteString(h.Gateway.Unmap().String())
+			}
+			b.WriteByte(' ')
+			b.WriteString(h.Link)
+		}
+		t.hops = b.String()
+	}
+	return unique.Make(t)
+}
+
+// canonHops is hops in a stable order (sorted), the next hops' identity.
+func canonHops(hops string) string {
+	if !strings.Contains(hops, "/") {
+		return hops
+	}
+	parts := strings.Split(hops, "/")
+	sort.Strings(parts)
+	return strings.Join(parts, "/")
+}
+
+// sameRoute reports whether two routes of a group are the same kernel
+// route: same metric, both blackhole or neither, same next hops in any
+// order (the protocol may change under a replace).
+func sameRoute(a kroute, metric uint32, t unique.Handle[routeTail]) bool {
+	if a.metric != metric {
+		return false
+	}
+	if a.tail == t {
+		return true
+	}
+	x, y := a.tail.Value(), t.Value()
+	return x.blackhole == y.blackhole && canonHops(x.hops) == canonHops(y.hops)
+}
+
+// hopsOf decodes a tail's next hops.
+func (t routeTail) nextHops() []netlinkmgr.NextHop {
+	if t.hops == "" {
+		return nil
+	}
+	var out []netlinkmgr.NextHop
+	for h := range strings.SplitSeq(t.hops, "/") {
+		gw, link, _ := strings.Cut(h, " ")
+		nh := netlinkmgr.NextHop{Link: link}
+		if gw != "" {
+			nh.Gateway, _ = netip.ParseAddr(gw)
+		}
+		out = append(out, nh)
+	}
+	return out
+}
 
 // groupKey is a group's ROUTE_TABLE key: the prefix for the main table,
 // "<vrf>:<prefix>" for the table of a mirrored VRF; ok=false otherwise.
 func (v *View) groupKey(g routeGroup) (string, bool) {
 	if g.table == 0 {
-		return g.dst.String(), true
+		return g.prefix().String(), true
 	}
-	vrf, ok := v.vrfTables[g.table]
+	vrf, ok := v.vrfTables[int(g.table)]
 	if !ok {
 		return "", false
 	}
-	return VrfRouteKey(vrf, g.dst)
+	return VrfRouteKey(vrf, g.prefix())
 }
 
 // parseRouteKey is groupKey's inverse.
@@ -63,13 +190,13 @@ func (v *View) parseRouteKey(key string) (routeGroup, bool) {
 		if !ok || err != nil {
 			return routeGroup{}, false
 		}
-		return routeGroup{table: t, dst: pfx}, true
+		return groupFor(uint32(t), pfx), true
 	}
 	pfx, err := netip.ParsePrefix(key)
 	if err != nil {
 		return routeGroup{}, false
 	}
-	return routeGroup{dst: pfx}, true
+	return groupFor(0, pfx), true
 }
 
 func (v *View) touchGroup(g routeGroup) {
@@ -81,8 +208,8 @@ func (v *View) touchGroup(g routeGroup) {
 // touchTable marks every route key of a table (its VRF came, went or was
 // renamed).
 func (v *View) touchTable(table int) {
-	for g := range v.routeKeys {
-		if g.table == table {
+	for g := range v.routes {
+		if int(g.table) == table {
 			v.touchGroup(g)
 		}
 	}
@@ -132,8 +259,8 @@ func (v *View) VrfTables() []int {
 
 // routeStateKeys lists the ROUTE_TABLE keys the mirror should hold.
 func (v *View) routeStateKeys() []string {
-	out := make([]string, 0, len(v.routeKeys))
-	for g := range v.routeKeys {
+	out := make([]string, 0, len(v.routes))
+	for g := range v.routes {
 		if k, ok := v.groupKey(g); ok {
 			out = append(out, StateKey(schema.StateRouteTable, k))
 		}
@@ -141,66 +268,102 @@ func (v *View) routeStateKeys() []string {
 	return out
 }
 
-func idOfRoute(r netlinkmgr.RouteInfo) routeID {
-	if r.Blackhole {
-		return routeID{table: tableOf(r), dst: r.Dst.Masked(), metric: r.Metric, hops: "blackhole"}
-	}
-	parts := make([]string, len(r.NextHops))
-	for i, h := range r.NextHops {
-		parts[i] = h.Gateway.String() + "@" + h.Link
-	}
-	sort.Strings(parts)
-	return routeID{table: tableOf(r), dst: r.Dst.Masked(), metric: r.Metric, hops: strings.Join(parts, ",")}
-}
-
 func (v *View) applyRoute(r netlinkmgr.RouteInfo, deleted bool) {
 	if !RouteMirrored(r) {
 		return
 	}
-	id := idOfRoute(r)
+	g, metric, t := groupOf(r), uint32(r.Metric), tailOf(r)
 	if deleted {
-		v.removeRoute(id)
+		v.removeRoute(g, metric, t)
 		return
 	}
-	g := groupOf(r)
-	set := v.routeKeys[g]
-	if set == nil {
-		set = map[routeID]struct{}{}
-		v.routeKeys[g] = set
+	set, ok := v.routes[g]
+	if !ok {
+		v.routes[g] = routeSet{first: kroute{tail: t, metric: metric, listed: v.listing, kept: v.relisting}}
+		v.touchGroup(g)
+		return
 	}
-	if _, known := set[id]; !known && !v.listing {
-		// A new route next to one with the same prefix and metric is
-		// either an append (both live) or a replace (the kernel sends no
-		// delete for the old one): only a relist can tell.
-		for o := range set {
-			if o.metric == id.metric {
-				v.routesSuspect = true
-			}
+	found := -1
+	for i := range set.len() {
+		if sameRoute(*set.at(i), metric, t) {
+			found = i
+			break
 		}
 	}
-	v.routes[id] = r
-	set[id] = struct{}{}
-	if v.listing {
-		v.seenRoutes[id] = struct{}{}
+	if found < 0 {
+		if !v.listing && !v.relisting {
+			// A new route next to one with the same prefix and metric is
+			// either an append (both live) or a replace (the kernel sends
+			// no delete for the old one): only a relist can tell.
+			for i := range set.len() {
+				if set.at(i).metric == metric {
+					v.routesSuspect = true
+				}
+			}
+		}
+		set.more = append(set.more, kroute{tail: t, metric: metric, listed: v.listing, kept: v.relisting})
+	} else {
+		k := set.at(found)
+		k.tail = t
+		k.listed = k.listed || v.listing
+		k.kept = k.kept || v.relisting
+	}
+	v.routes[g] = set
+	v.touchGroup(g)
+}
+
+// removeRoute drops the route of group g with metric and next hops of t.
+func (v *View) removeRoute(g routeGroup, metric uint32, t unique.Handle[routeTail]) {
+	set, ok := v.routes[g]
+	if !ok {
+		return
+	}
+	for i := range set.len() {
+		if sameRoute(*set.at(i), metric, t) {
+			v.removeAt(g, set, i)
+			return
+		}
+	}
+}
+
+// removeAt drops route i of group g (set is v.routes[g]).
+func (v *View) removeAt(g routeGroup, set routeSet, i int) {
+	if set.remove(i) {
+		v.routes[g] = set
+	} else {
+		delete(v.routes, g)
 	}
 	v.touchGroup(g)
 }
 
-func (v *View) removeRoute(id routeID) {
-	r, ok := v.routes[id]
-	if !ok {
-		return
-	}
-	delete(v.routes, id)
-	g := groupOf(r)
-	if set := v.routeKeys[g]; set != nil {
-		delete(set, id)
-		if len(set) == 0 {
-			delete(v.routeKeys, g)
+// sweepRoutes drops, in every group, the routes gone reports, and calls
+// unmark on the others (true when it changed the route).
+func (v *View) sweepRoutes(gone func(routeGroup, kroute) bool, unmark func(*kroute) bool) {
+	for g, set := range v.routes {
+		changed, empty := false, false
+		for i := set.len() - 1; i >= 0; i-- { // down: remove(i) moves only later routes
+			if gone(g, *set.at(i)) {
+				v.touchGroup(g)
+				if !set.remove(i) {
+					empty = true
+					break
+				}
+				changed = true
+			} else if unmark(set.at(i)) {
+				changed = true
+			}
+		}
+		switch {
+		case empty:
+			delete(v.routes, g)
+		case changed:
+			v.routes[g] = set
 		}
 	}
-	v.touchGroup(g)
 }
+
+func unmarkListed(k *kroute) bool { was := k.listed; k.listed = false; return was }
+func unmarkKept(k *kroute) bool   { was := k.kept; k.kept = false; return was }
 
 // RoutesSuspect reports (and clears) whether routes must be relisted: a
 // link went admin-down or away (the kernel flushes its IPv4 routes without
@@ -214,29 +377,19 @@ func (v *View) RoutesSuspect() bool {
 // ReplaceRoutes replaces the routes of tables (none: the main table) with
 // a fresh listing of them.
 func (v *View) ReplaceRoutes(rs []netlinkmgr.RouteInfo, tables ...int) {
-	listed := map[int]bool{}
+	listed := map[uint32]bool{}
 	for _, t := range tables {
 		listed[tableOf(netlinkmgr.RouteInfo{Table: t})] = true
 	}
 	if len(tables) == 0 {
 		listed[0] = true
 	}
-	keep := map[routeID]struct{}{}
-	listing := v.listing
-	v.listing = false // a relist is the truth: no suspicion
+	v.relisting = true // a relist is the truth: no suspicion
 	for _, r := range rs {
-		if !RouteMirrored(r) {
-			continue
-		}
-		keep[idOfRoute(r)] = struct{}{}
 		v.applyRoute(r, false)
 	}
-	v.listing = listing
-	for id := range v.routes {
-		if _, ok := keep[id]; !ok && listed[id.table] {
-			v.removeRoute(id)
-		}
-	}
+	v.relisting = false
+	v.sweepRoutes(func(g routeGroup, k kroute) bool { return listed[g.table] && !k.kept }, unmarkKept)
 	v.routesSuspect = false
 }
 
@@ -250,28 +403,43 @@ func (v *View) wantRoute(key string) (schema.Fields, bool) {
 	if k, ok := v.groupKey(g); !ok || k != key {
 		return nil, false // not canonical, or a VRF not mirrored
 	}
-	set := v.routeKeys[g]
-	if len(set) == 0 {
+	set, ok := v.routes[g]
+	if !ok {
 		return nil, false
 	}
-	var best []routeID
-	for id := range set {
+	r := netlinkmgr.RouteInfo{Dst: g.prefix()}
+	if set.len() == 1 {
+		t := set.first.tail.Value()
+		r.Protocol, r.Blackhole, r.NextHops = t.protocol, t.blackhole, t.nextHops()
+		return RouteFields(r), true
+	}
+	var best []routeTail
+	var low uint32
+	for i := range set.len() {
+		k := set.at(i)
 		switch {
-		case len(best) == 0 || id.metric < best[0].metric:
-			best = []routeID{id}
-		case id.metric == best[0].metric:
-			best = append(best, id)
+		case len(best) == 0 || k.metric < low:
+			best, low = []routeTail{k.tail.Value()}, k.metric
+		case k.metric == low:
+			best = append(best, k.tail.Value())
 		}
 	}
-	sort.Slice(best, func(i, j int) bool { return best[i].hops < best[j].hops })
-	r := v.routes[best[0]]
-	if len(best) > 1 && !r.Blackhole {
-		merged := r
-		merged.NextHops = nil
-		for _, id := range best {
-			merged.NextHops = append(merged.NextHops, v.routes[id].NextHops...)
-		}
-		r = merged
+	sort.Slice(best, func(i, j int) bool { return idText(best[i]) < idText(best[j]) })
+	r.Protocol, r.Blackhole = best[0].protocol, best[0].blackhole
+	if r.Blackhole {
+		return RouteFields(r), true
+	}
+	for _, t := range best {
+		r.NextHops = append(r.NextHops, t.nextHops()...)
 	}
 	return RouteFields(r), true
+}
+
+// idText orders routes of the same metric: blackhole ones by that word,
+// others by their sorted next hops.
+func idText(t routeTail) string {
+	if t.blackhole {
+		return "blackhole"
+	}
+	return canonHops(t.hops)
 }

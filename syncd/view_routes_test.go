@@ -1,0 +1,171 @@
+package syncd
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"runtime"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+func hop(gw, link string) netlinkmgr.NextHop {
+	h := netlinkmgr.NextHop{Link: link}
+	if gw != "" {
+		h.Gateway = netip.MustParseAddr(gw)
+	}
+	return h
+}
+
+// A route's identity is its table, prefix, metric and next hops in any
+// order: a delete naming the hops in another order removes it, a replace
+// with another protocol updates it, a blackhole and an unreachable route
+// (neither has next hops) are two routes.
+func TestViewRouteIdentity(t *testing.T) {
+	v := NewView()
+	m := map[string]schema.Fields{}
+	p := netip.MustParsePrefix("10.20.0.0/16")
+	ecmp := netlinkmgr.RouteInfo{Dst: p, Metric: 5, Protocol: 4,
+		NextHops: []netlinkmgr.NextHop{hop("10.0.0.2", "e0"), hop("10.0.1.2", "e1")}}
+	v.Apply(routeEv(ecmp, false))
+	mirror(v, m)
+	want := schema.Fields{"nexthop": "10.0.0.2,10.0.1.2", "ifname": "e0,e1", "protocol": "static"}
+	if got := m["ROUTE_TABLE|10.20.0.0/16"]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("ecmp = %v, want %v", got, want)
+	}
+	replaced := ecmp
+	replaced.Protocol = 201
+	replaced.NextHops = []netlinkmgr.NextHop{ecmp.NextHops[1], ecmp.NextHops[0]}
+	v.Apply(routeEv(replaced, false))
+	if v.RoutesSuspect() {
+		t.Error("the same route again (hops reordered) asked for a relist")
+	}
+	mirror(v, m)
+	want = schema.Fields{"nexthop": "10.0.1.2,10.0.0.2", "ifname": "e1,e0", "protocol": "switchyard"}
+	if got := m["ROUTE_TABLE|10.20.0.0/16"]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("replaced = %v, want %v", got, want)
+	}
+	v.Apply(routeEv(ecmp, true))
+	mirror(v, m)
+	if len(m) != 0 {
+		t.Fatalf("deleted with hops in the other order, left %v", m)
+	}
+
+	bh := netlinkmgr.RouteInfo{Dst: p, Metric: 7, Protocol: 4, Blackhole: true}
+	unr := netlinkmgr.RouteInfo{Dst: p, Metric: 7, Protocol: 4, Type: "unreachable"}
+	v.Apply(routeEv(bh, false))
+	v.Apply(routeEv(unr, false))
+	v.Apply(routeEv(unr, true))
+	mirror(v, m)
+	want = schema.Fields{"blackhole": "true", "protocol": "static"}
+	if got := m["ROUTE_TABLE|10.20.0.0/16"]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("blackhole after the unreachable route's delete = %v, want %v", got, want)
+	}
+	v6 := netlinkmgr.RouteInfo{Dst: netip.MustParsePrefix("2001:db8:1::5/48"), Protocol: 201, NextHops: []netlinkmgr.NextHop{hop("fe80::1", "e0")}}
+	v.Apply(routeEv(v6, false))
+	mirror(v, m)
+	want = schema.Fields{"nexthop": "fe80::1", "ifname": "e0", "protocol": "switchyard"}
+	if got := m["ROUTE_TABLE|2001:db8:1::/48"]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("IPv6 = %v, want %v (all keys %v)", got, want, m)
+	}
+}
+
+// A listing drops the routes it did not deliver, one route of a prefix
+// at a time; a relist of the main table leaves a VRF's routes alone.
+func TestViewRoutesListingAndRelist(t *testing.T) {
+	v := NewView()
+	m := map[string]schema.Fields{}
+	blue := netlinkmgr.LinkInfo{Name: "Vrf_blue", Index: 9, Kind: "vrf", Vrf: &netlinkmgr.VrfOptions{Table: 1001}}
+	v.Apply(linkEv(blue, false))
+	p := netip.MustParsePrefix("10.30.0.0/24")
+	low := netlinkmgr.RouteInfo{Dst: p, Metric: 10, Protocol: 4, NextHops: []netlinkmgr.NextHop{hop("10.0.0.2", "e0")}}
+	high := netlinkmgr.RouteInfo{Dst: p, Metric: 20, Protocol: 2, NextHops: []netlinkmgr.NextHop{hop("10.0.0.3", "e0")}}
+	vrf := netlinkmgr.RouteInfo{Dst: p, Table: 1001, Protocol: 4, NextHops: []netlinkmgr.NextHop{hop("10.0.0.4", "e1")}}
+	for _, r := range []netlinkmgr.RouteInfo{low, high, vrf} {
+		v.Apply(routeEv(r, false))
+	}
+	mirror(v, m)
+	if len(m) != 2 || m["ROUTE_TABLE|10.30.0.0/24"]["nexthop"] != "10.0.0.2" {
+		t.Fatalf("mirror = %v", m)
+	}
+	// Overflow: the relist delivers high and the VRF's route, not low.
+	v.Apply(netlinkmgr.Event{Kind: netlinkmgr.EventResync})
+	v.Apply(netlinkmgr.Event{Kind: netlinkmgr.EventResync}) // cut short, begun again
+	v.Apply(linkEv(blue, false))
+	v.Apply(routeEv(high, false))
+	v.Apply(routeEv(vrf, false))
+	v.Apply(netlinkmgr.Event{Kind: netlinkmgr.EventSynced})
+	mirror(v, m)
+	if got := m["ROUTE_TABLE|10.30.0.0/24"]["nexthop"]; got != "10.0.0.3" || len(m) != 2 {
+		t.Fatalf("after the listing = %v, want high's 10.0.0.3 and the VRF's key", m)
+	}
+	// A second listing without high drops it: marks were cleared.
+	v.Apply(netlinkmgr.Event{Kind: netlinkmgr.EventResync})
+	v.Apply(linkEv(blue, false))
+	v.Apply(routeEv(vrf, false))
+	v.Apply(netlinkmgr.Event{Kind: netlinkmgr.EventSynced})
+	mirror(v, m)
+	if _, ok := m["ROUTE_TABLE|10.30.0.0/24"]; ok || len(m) != 1 {
+		t.Fatalf("after the second listing = %v, want only the VRF's key", m)
+	}
+	v.ReplaceRoutes([]netlinkmgr.RouteInfo{low}, netlinkmgr.MainTable)
+	v.ReplaceRoutes([]netlinkmgr.RouteInfo{low}, netlinkmgr.MainTable) // marks cleared: the same again
+	mirror(v, m)
+	want := map[string]schema.Fields{
+		"ROUTE_TABLE|10.30.0.0/24":          RouteFields(low),
+		"ROUTE_TABLE|Vrf_blue:10.30.0.0/24": RouteFields(vrf),
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("after ReplaceRoutes = %v, want %v", m, want)
+	}
+	v.ReplaceRoutes(nil, 1001)
+	mirror(v, m)
+	if _, ok := m["ROUTE_TABLE|Vrf_blue:10.30.0.0/24"]; ok || len(m) != 1 {
+		t.Fatalf("after relisting table 1001 empty = %v", m)
+	}
+}
+
+// BenchmarkViewRoutes100kHeap reports the View's live heap per route with
+// 100,000 routes via one gateway (the Scale100k shape), and what is left
+// once they are deleted.
+func BenchmarkViewRoutes100kHeap(b *testing.B) {
+	const n = 100000
+	evs := make([]netlinkmgr.Event, n)
+	for i := range n {
+		r := netlinkmgr.RouteInfo{
+			Dst:      netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(30 + i/65536), byte(i / 256), byte(i), 0}), 24),
+			Protocol: netlinkmgr.ProtoSwitchyard, Table: netlinkmgr.MainTable,
+			NextHops: []netlinkmgr.NextHop{hop("10.0.0.2", "Ethernet0")},
+		}
+		evs[i] = netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &r}
+	}
+	heap := func() float64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapAlloc)
+	}
+	for range b.N {
+		h0 := heap()
+		v := NewView()
+		for _, ev := range evs {
+			v.Apply(ev)
+		}
+		v.TakeDirty()
+		full := heap()
+		for _, ev := range evs {
+			ev.Deleted = true
+			v.Apply(ev)
+		}
+		v.TakeDirty()
+		after := heap()
+		b.ReportMetric((full-h0)/n, "heap-B/route")
+		b.ReportMetric(after-h0, "heap-B-after-delete")
+		runtime.KeepAlive(v)
+		if len(v.routes) != 0 {
+			b.Fatal(fmt.Sprint(len(v.routes), " routes left"))
+		}
+	}
+}
