@@ -17,7 +17,7 @@ import (
 // the loop on the counters tick, with nothing left to flush.
 func (d *Daemon) checkInterfaces(ctx context.Context) {
 	keys := d.view.AddrKeys()
-	if len(keys) == 0 || d.view.DirtyCount() > 0 {
+	if len(keys) == 0 || d.view.DirtyCount() > 0 || d.inflight {
 		return
 	}
 	cmds := make([]*redis.StringCmd, len(keys))

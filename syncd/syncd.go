@@ -77,8 +77,17 @@ type Daemon struct {
 	state    *redisx.StateWriter
 	counters *redisx.StateWriter
 	tuning   tuningMirror
-	batch    *redisx.Batch // STATE_DB writes of the current flush
+	batch    *redisx.Batch // STATE_DB writes of a resync
 	lost     chan string   // a sentinel's key vanished: the DB was emptied
+
+	// A burst is written by its own goroutine while the loop goes on
+	// reading the kernel: a loop blocked on Redis stops reading netlink,
+	// and at 100k routes/s the socket buffer overflows within tens of
+	// milliseconds (a relist of everything). One burst at a time, so
+	// Redis sees them in order; keys touched meanwhile wait in the View.
+	inflight bool
+	written  chan error // the result of the burst in flight
+	writers  sync.WaitGroup
 
 	synced     bool // the kernel's initial listing is complete
 	portsKnown bool // the PORT table has been scanned once
@@ -113,6 +122,7 @@ func New(cfg Config) *Daemon {
 		state:      redisx.NewOwnedWriter(cfg.State, StateOwnership),
 		counters:   redisx.NewOwnedWriter(cfg.Counters, CountersOwnership),
 		lost:       make(chan string, 1),
+		written:    make(chan error, 1),
 		needResync: true,
 		ready:      make(chan struct{}),
 	}
@@ -149,13 +159,25 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go watchPorts(ctx, d.cfg.Config, ports, d.log)
 	sctx, stopSentinels := context.WithCancel(ctx)
 	var sentinels sync.WaitGroup
-	defer func() { stopSentinels(); sentinels.Wait() }()
+	defer func() { stopSentinels(); sentinels.Wait(); d.writers.Wait() }()
 	d.startSentinels(sctx, &sentinels)
 
 	tick := time.NewTicker(d.cfg.CountersInterval)
 	defer tick.Stop()
 	retry := time.NewTimer(0)
 	<-retry.C
+	// failed handles a failed write: retry with a full rewrite.
+	failed := func(err error) {
+		// Warn once per outage, not every retry.
+		if !d.failing {
+			d.log.WithError(err).Warn("redis write failed; retrying with a full rewrite")
+		} else {
+			d.log.WithError(err).Debug("redis write failed again")
+		}
+		d.failing = true
+		d.needResync = true
+		retry.Reset(retryDelay)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -179,8 +201,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case key := <-d.lost:
 			d.log.WithField("sentinel", key).Warn("redis DB emptied (sentinel gone); rewriting the mirror")
 			d.needResync = true
+		case err := <-d.written:
+			d.inflight = false
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				failed(err)
+				continue
+			}
 		case <-tick.C:
-			if d.synced && d.portsKnown && !d.needResync {
+			if d.synced && d.portsKnown && !d.needResync && !d.inflight {
 				if err := d.writeCounters(ctx); err != nil {
 					d.log.WithError(err).Warn("write counters")
 					d.needResync = true
@@ -196,16 +227,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			// Warn once per outage, not every retry.
-			if !d.failing {
-				d.log.WithError(err).Warn("redis write failed; retrying with a full rewrite")
-			} else {
-				d.log.WithError(err).Debug("redis write failed again")
-			}
-			d.failing = true
-			d.needResync = true
-			retry.Reset(retryDelay)
-		} else if d.failing && !d.needResync {
+			failed(err)
+		} else if d.failing && !d.needResync && !d.inflight {
 			d.log.Info("redis writes work again")
 			d.failing = false
 		}
@@ -298,12 +321,14 @@ func (d *Daemon) applyPorts(u portUpdate) {
 	}
 }
 
-// flush writes what changed. Nothing is written before the kernel listing
+// flush writes what changed: it renders the touched keys and hands them
+// to a goroutine of their own (one burst in flight at a time; the result
+// comes back on d.written). Nothing is written before the kernel listing
 // and the PORT scan are complete, or while a relist is running, so the
 // mirror never shows a half-listed kernel or deletes what is merely not
 // listed yet.
 func (d *Daemon) flush(ctx context.Context) error {
-	if !d.synced || !d.portsKnown || d.view.Listing() {
+	if !d.synced || !d.portsKnown || d.view.Listing() || d.inflight {
 		return nil
 	}
 	if d.needResync {
@@ -312,24 +337,31 @@ func (d *Daemon) flush(ctx context.Context) error {
 	if d.view.DirtyCount() == 0 {
 		return nil
 	}
+	b := d.state.Batch()
 	for _, k := range d.view.TakeDirty() {
 		if f, ok := d.view.Want(k); ok {
-			d.batch.Set(k, f)
+			b.Set(k, f)
 		} else {
-			d.batch.Delete(k)
+			b.Delete(k)
 		}
 	}
-	return d.commit(ctx, "burst")
+	d.inflight = true
+	d.writers.Add(1)
+	go func() {
+		defer d.writers.Done()
+		d.written <- d.commit(ctx, b, "burst")
+	}()
+	return nil
 }
 
-// commit flushes the STATE_DB batch. Keys Redis refused (not a hash) are
+// commit flushes a STATE_DB batch. Keys Redis refused (not a hash) are
 // logged and retried when next touched; any other failure is returned.
-func (d *Daemon) commit(ctx context.Context, what string) error {
-	if d.batch.Len() == 0 {
+func (d *Daemon) commit(ctx context.Context, b *redisx.Batch, what string) error {
+	if b.Len() == 0 {
 		return nil
 	}
 	before := d.state.Commands()
-	if err := d.batch.Flush(ctx); err != nil {
+	if err := b.Flush(ctx); err != nil {
 		var refused redisx.KeyErrors
 		if !errors.As(err, &refused) {
 			return err
@@ -388,7 +420,7 @@ func (d *Daemon) resync(ctx context.Context) error {
 			stale++
 		}
 	}
-	if err := d.commit(ctx, "resync"); err != nil {
+	if err := d.commit(ctx, d.batch, "resync"); err != nil {
 		return err
 	}
 	d.needResync = false

@@ -27,9 +27,12 @@ type View struct {
 
 	neigh map[string]netlinkmgr.NeighInfo // NEIGH_TABLE key -> entry
 
-	routes    map[routeGroup]routeSet // table and prefix -> routes (view_routes.go)
-	vrfTables map[int]string          // table -> vrf device
-	vrfByName map[string]int          // vrf device -> table
+	routes map[routeGroup]routeSet // table and prefix -> routes (view_routes.go)
+	// routeFields are rendered ROUTE_TABLE fields of single routes, shared
+	// by every route with the same tail (read only: Want's callers copy).
+	routeFields map[fieldsKey]schema.Fields
+	vrfTables   map[int]string // table -> vrf device
+	vrfByName   map[string]int // vrf device -> table
 
 	addrs map[string]netlinkmgr.AddrInfo // INTERFACE_TABLE key -> address (AddrMirrored only)
 
@@ -56,19 +59,20 @@ type View struct {
 // NewView returns an empty View.
 func NewView() *View {
 	return &View{
-		ports:     map[string]bool{},
-		links:     map[string]netlinkmgr.LinkInfo{},
-		linkName:  map[int]string{},
-		untagged:  DefaultUntaggedVID,
-		fdb:       map[fdbID]netlinkmgr.FdbInfo{},
-		fdbKeys:   map[string]map[fdbID]struct{}{},
-		vteps:     map[vtepID]netip.Addr{},
-		neigh:     map[string]netlinkmgr.NeighInfo{},
-		routes:    map[routeGroup]routeSet{},
-		vrfTables: map[int]string{},
-		vrfByName: map[string]int{},
-		addrs:     map[string]netlinkmgr.AddrInfo{},
-		dirty:     map[string]struct{}{},
+		ports:       map[string]bool{},
+		links:       map[string]netlinkmgr.LinkInfo{},
+		linkName:    map[int]string{},
+		untagged:    DefaultUntaggedVID,
+		fdb:         map[fdbID]netlinkmgr.FdbInfo{},
+		fdbKeys:     map[string]map[fdbID]struct{}{},
+		vteps:       map[vtepID]netip.Addr{},
+		neigh:       map[string]netlinkmgr.NeighInfo{},
+		routes:      map[routeGroup]routeSet{},
+		routeFields: map[fieldsKey]schema.Fields{},
+		vrfTables:   map[int]string{},
+		vrfByName:   map[string]int{},
+		addrs:       map[string]netlinkmgr.AddrInfo{},
+		dirty:       map[string]struct{}{},
 	}
 }
 
@@ -402,7 +406,8 @@ func (v *View) TakeDirty() []string {
 func (v *View) DirtyCount() int { return len(v.dirty) }
 
 // Want returns the fields syncd's STATE_DB key k ("TABLE|key") should hold
-// now, or ok=false when it should not exist.
+// now, or ok=false when it should not exist. The fields may be shared with
+// other keys: a caller must not modify them.
 func (v *View) Want(k string) (schema.Fields, bool) {
 	table, key := SplitStateKey(k)
 	switch table {

@@ -52,6 +52,16 @@ type kroute struct {
 	kept   bool // delivered by the relist in progress (ReplaceRoutes)
 }
 
+// fieldsKey names the rendering of a single route's tail (the family of
+// its prefix decides how a direct next hop is written): View.routeFields.
+type fieldsKey struct {
+	tail unique.Handle[routeTail]
+	v6   bool
+}
+
+// maxRouteFields bounds View.routeFields; past it the cache starts over.
+const maxRouteFields = 4096
+
 // routeSet is a group's routes: nearly always one, held inline.
 type routeSet struct {
 	first kroute
@@ -173,7 +183,8 @@ func (t routeTail) nextHops() []netlinkmgr.NextHop {
 // "<vrf>:<prefix>" for the table of a mirrored VRF; ok=false otherwise.
 func (v *View) groupKey(g routeGroup) (string, bool) {
 	if g.table == 0 {
-		return g.prefix().String(), true
+		var buf [64]byte
+		return string(g.prefix().AppendTo(buf[:0])), true
 	}
 	vrf, ok := v.vrfTables[int(g.table)]
 	if !ok {
@@ -200,6 +211,12 @@ func (v *View) parseRouteKey(key string) (routeGroup, bool) {
 }
 
 func (v *View) touchGroup(g routeGroup) {
+	if g.table == 0 { // the common case in one allocation: "ROUTE_TABLE|<prefix>"
+		var buf [80]byte
+		b := append(append(buf[:0], schema.StateRouteTable...), schema.StateSep...)
+		v.dirty[string(g.prefix().AppendTo(b))] = struct{}{}
+		return
+	}
 	if k, ok := v.groupKey(g); ok {
 		v.touch(schema.StateRouteTable, k)
 	}
@@ -400,7 +417,12 @@ func (v *View) wantRoute(key string) (schema.Fields, bool) {
 	if !ok {
 		return nil, false
 	}
-	if k, ok := v.groupKey(g); !ok || k != key {
+	if g.table == 0 {
+		var buf [64]byte
+		if string(g.prefix().AppendTo(buf[:0])) != key {
+			return nil, false // not canonical
+		}
+	} else if k, ok := v.groupKey(g); !ok || k != key {
 		return nil, false // not canonical, or a VRF not mirrored
 	}
 	set, ok := v.routes[g]
@@ -409,9 +431,19 @@ func (v *View) wantRoute(key string) (schema.Fields, bool) {
 	}
 	r := netlinkmgr.RouteInfo{Dst: g.prefix()}
 	if set.len() == 1 {
+		// 100k routes share a handful of tails: render each once.
+		fk := fieldsKey{set.first.tail, !g.v4}
+		if f, ok := v.routeFields[fk]; ok {
+			return f, true
+		}
 		t := set.first.tail.Value()
 		r.Protocol, r.Blackhole, r.NextHops = t.protocol, t.blackhole, t.nextHops()
-		return RouteFields(r), true
+		f := RouteFields(r)
+		if len(v.routeFields) >= maxRouteFields {
+			clear(v.routeFields)
+		}
+		v.routeFields[fk] = f
+		return f, true
 	}
 	var best []routeTail
 	var low uint32

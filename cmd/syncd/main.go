@@ -23,7 +23,7 @@ func main() {
 	f.Register(fs)
 	interval := fs.Duration("counters-interval", syncd.DefaultCountersInterval,
 		"how often COUNTERS:<port> is refreshed from the kernel's link statistics")
-	rcvbuf := fs.Int("netlink-rcvbuf", 8<<20,
+	rcvbuf := fs.Int("netlink-rcvbuf", 32<<20,
 		"netlink socket receive buffer in bytes (overflow is survived by a relist, but costs one)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: %s [flags]\n\nMirror the kernel into Redis STATE_DB and COUNTERS_DB.\n\n", name)
