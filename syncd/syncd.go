@@ -24,6 +24,12 @@ const DefaultCountersInterval = time.Second
 // so a never-ending stream still reaches Redis.
 const maxBurst = 50000
 
+// maxFlush bounds the keys of one burst written to Redis; the rest follow
+// as soon as it is written. What a burst has in flight costs about 1 KB a
+// key (its hash rendered and copied, the Redis commands): 50,000 at once
+// doubled syncd's peak heap at 100k routes.
+const maxFlush = 4096
+
 // linger is how long the loop waits for the next kernel event of a burst
 // once the queue is empty, and maxLinger how long a burst may be held in
 // all (also under a steady stream): the kernel emits a 10k-object burst over ~100 ms, a little faster
@@ -338,7 +344,7 @@ func (d *Daemon) flush(ctx context.Context) error {
 		return nil
 	}
 	b := d.state.Batch()
-	for _, k := range d.view.TakeDirty() {
+	for _, k := range d.view.TakeDirtyN(maxFlush) {
 		if f, ok := d.view.Want(k); ok {
 			b.Set(k, f)
 		} else {

@@ -388,15 +388,36 @@ func (v *View) compact() {
 
 // TakeDirty returns the STATE_DB keys touched since the last call, sorted,
 // and clears the set.
-func (v *View) TakeDirty() []string {
-	out := make([]string, 0, len(v.dirty))
-	for k := range v.dirty {
-		out = append(out, k)
-	}
-	if len(out) > 1024 { // a burst: a new small map, not 100k empty buckets
-		v.dirty = map[string]struct{}{}
+func (v *View) TakeDirty() []string { return v.TakeDirtyN(len(v.dirty)) }
+
+// TakeDirtyN returns at most n of the keys touched since the last call,
+// sorted, and removes them from the set; the others stay for the next
+// call. A flush takes its keys in slices so that what it has in flight
+// (a rendered and copied hash per key, the Redis commands) stays a few
+// MB during a 100k-route burst, not the burst's size.
+func (v *View) TakeDirtyN(n int) []string {
+	var out []string
+	if n >= len(v.dirty) {
+		out = make([]string, 0, len(v.dirty))
+		for k := range v.dirty {
+			out = append(out, k)
+		}
+		if len(out) > 1024 { // a burst: a new small map, not 100k empty buckets
+			v.dirty = map[string]struct{}{}
+		} else {
+			clear(v.dirty)
+		}
 	} else {
-		clear(v.dirty)
+		out = make([]string, 0, n)
+		for k := range v.dirty {
+			if len(out) == n {
+				break
+			}
+			out = append(out, k)
+		}
+		for _, k := range out {
+			delete(v.dirty, k)
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
@@ -167,5 +168,30 @@ func BenchmarkViewRoutes100kHeap(b *testing.B) {
 		if len(v.routes) != 0 {
 			b.Fatal(fmt.Sprint(len(v.routes), " routes left"))
 		}
+	}
+}
+
+// TakeDirtyN hands out the touched keys in slices, each key once.
+func TestViewTakeDirtyInSlices(t *testing.T) {
+	v := NewView()
+	for i := range 2500 {
+		dst := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)
+		v.Apply(routeEv(netlinkmgr.RouteInfo{Dst: dst, Protocol: 4, NextHops: []netlinkmgr.NextHop{hop("10.0.0.2", "e0")}}, false))
+	}
+	seen := map[string]bool{}
+	for v.DirtyCount() > 0 {
+		keys := v.TakeDirtyN(1000)
+		if len(keys) > 1000 || !slices.IsSorted(keys) {
+			t.Fatalf("TakeDirtyN(1000) = %d keys, sorted %v", len(keys), slices.IsSorted(keys))
+		}
+		for _, k := range keys {
+			if seen[k] {
+				t.Fatalf("%s handed out twice", k)
+			}
+			seen[k] = true
+		}
+	}
+	if len(seen) != 2500 {
+		t.Fatalf("%d keys handed out, want 2500", len(seen))
 	}
 }

@@ -1,6 +1,7 @@
 // Package daemon holds the few lines every switchyard daemon main shares:
-// the common flags (--redis, --netns, --log-level, --metrics-addr), logrus
-// setup, the metrics endpoint and a context cancelled on SIGINT/SIGTERM.
+// the common flags (--redis, --netns, --log-level, --metrics-addr, and the
+// Go runtime's --mem-profile-rate, --gc-percent), logrus setup, the
+// metrics endpoint and a context cancelled on SIGINT/SIGTERM.
 package daemon
 
 import (
@@ -26,10 +27,14 @@ type Flags struct {
 	NetNS       string
 	LogLevel    string
 	MetricsAddr string
+	runtime     runtimeFlags
 }
 
-// Register adds the common flags to fs.
+// Register adds the common flags to fs and applies the Go runtime
+// settings' defaults at once (memory profiling off, DefaultGCPercent);
+// their flags change them when fs is parsed.
 func (f *Flags) Register(fs *flag.FlagSet) {
+	f.runtime.register(fs)
 	fs.StringVar(&f.Redis, "redis", DefaultRedisURL,
 		"Redis URL: redis://[user:pass@]host:port or unix:///path/redis.sock")
 	fs.StringVar(&f.NetNS, "netns", "", "named network namespace (ip netns add NAME); empty = current")

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,17 +36,26 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		ctx := context.Background()
 		e.Config.Set(ctx, "CONFIG_DB_INITIALIZED", "1", 0)
 		e.HSet("PORT|Ethernet0", "admin_status", "up") // syncd mirrors routes of configured ports' namespace
-		orch := e.Start("orchagent", "--log-level", "info", "--metrics-addr", "127.0.0.1:19101")
-		syncd := e.Start("syncd", "--log-level", "info", "--metrics-addr", "127.0.0.1:19102")
+		// Free ports: other engineers' benchmarks run on the same host.
+		orchPort, syncdPort := freePort(b), freePort(b)
+		prof := []string{}
+		if os.Getenv("SWITCHYARD_HEAP_DIR") != "" {
+			prof = []string{"--mem-profile-rate", "524288"} // off by default (internal/daemon)
+		}
+		orch := e.Start("orchagent", append([]string{"--log-level", "info", "--metrics-addr", "127.0.0.1:" + orchPort}, prof...)...)
+		syncd := e.Start("syncd", append([]string{"--log-level", "info", "--metrics-addr", "127.0.0.1:" + syncdPort}, prof...)...)
 		e.WaitOK("PORT|Ethernet0")
 		time.Sleep(6 * time.Second) // one ReturnMemory interval: idle figures
 		idle := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
 		idleAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
+		memStats(b, orchPort, "orchagent-idle")
+		memStats(b, syncdPort, "syncd-idle")
 
 		keys := make([]string, n)
 		for j := range keys {
 			keys[j] = fmt.Sprintf("STATIC_ROUTE|%d.%d.%d.0/24", 30+j/65536, j/256%256, j%256)
 		}
+		cpu0 := map[string]time.Duration{"orchagent": procCPU(b, orch.Cmd.Process.Pid), "syncd": procCPU(b, syncd.Cmd.Process.Pid)}
 		t0 := time.Now()
 		for j := 0; j < n; j += 5000 {
 			p := e.Config.Pipeline()
@@ -58,11 +70,15 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		applied := time.Since(t0)
 		waitCount(b, e, "ROUTE_TABLE|3[01].*", n, "")
 		mirrored := time.Since(t0)
+		cpu := map[string]time.Duration{"orchagent": procCPU(b, orch.Cmd.Process.Pid) - cpu0["orchagent"],
+			"syncd": procCPU(b, syncd.Cmd.Process.Pid) - cpu0["syncd"]}
 		time.Sleep(6 * time.Second)
 		full := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
 		fullAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
-		heapProfile(b, "19101", "orchagent-full")
-		heapProfile(b, "19102", "syncd-full")
+		heapProfile(b, orchPort, "orchagent-full")
+		heapProfile(b, syncdPort, "syncd-full")
+		memStats(b, orchPort, "orchagent-full")
+		memStats(b, syncdPort, "syncd-full")
 
 		// Restart orchagent over the applied kernel.
 		orch.Kill()
@@ -90,15 +106,8 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		time.Sleep(11 * time.Second) // two ReturnMemory intervals
 		after := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
 		afterAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
-		heapProfile(b, "19102", "syncd-after")
-		if dir := os.Getenv("SWITCHYARD_HEAP_DIR"); dir != "" {
-			if resp, err := http.Get("http://127.0.0.1:19102/metrics"); err == nil {
-				f, _ := os.Create(filepath.Join(dir, "syncd-after.metrics"))
-				io.Copy(f, resp.Body)
-				f.Close()
-				resp.Body.Close()
-			}
-		}
+		heapProfile(b, syncdPort, "syncd-after")
+		memStats(b, syncdPort, "syncd-after")
 
 		b.ReportMetric(float64(n)/applied.Seconds(), "routes/s-applied")
 		b.ReportMetric(float64(n)/mirrored.Seconds(), "routes/s-mirrored")
@@ -108,6 +117,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 			b.ReportMetric(float64(full[d]-idle[d])*1024/n, d+"-B/route")
 			b.ReportMetric(float64(after[d])/float64(idle[d]), d+"-after/idle")
 			b.ReportMetric(float64(afterAnon[d])/float64(idleAnon[d]), d+"-anon-after/idle")
+			b.ReportMetric(cpu[d].Seconds()*1e6/n, d+"-cpu-us/route")
 		}
 		b.Logf("anonymous RSS KiB idle/full/after-delete: orchagent %d/%d/%d, syncd %d/%d/%d",
 			idleAnon["orchagent"], fullAnon["orchagent"], afterAnon["orchagent"], idleAnon["syncd"], fullAnon["syncd"], afterAnon["syncd"])
@@ -147,6 +157,41 @@ func waitCount(b *testing.B, e *e2eutil.Switch, pattern string, want int, state 
 			b.Fatalf("%s: %d of %d after 3 minutes", pattern, got, want)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// freePort is a TCP port free on 127.0.0.1 now.
+func freePort(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// memStats saves the daemon's Go memory figures (go_memstats_* of its
+// /metrics) as $SWITCHYARD_HEAP_DIR/name.metrics when that variable is set.
+func memStats(b *testing.B, port, name string) {
+	dir := os.Getenv("SWITCHYARD_HEAP_DIR")
+	if dir == "" {
+		return
+	}
+	resp, err := http.Get("http://127.0.0.1:" + port + "/metrics")
+	if err != nil {
+		b.Logf("metrics %s: %v", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var keep []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "go_memstats_") || strings.HasPrefix(l, "go_gc_") {
+			keep = append(keep, l)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".metrics"), []byte(strings.Join(keep, "\n")+"\n"), 0o644); err != nil {
+		b.Fatal(err)
 	}
 }
 

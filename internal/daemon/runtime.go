@@ -1,0 +1,81 @@
+package daemon
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+)
+
+// DefaultGCPercent is the collector's target every daemon runs with unless
+// $GOGC or --gc-percent says otherwise: the heap may grow this much
+// (percent) above the live data before the next collection. Go's default,
+// 100, lets a 100k-route burst grow the heap to twice its live size, and
+// the runtime's metadata sized by that peak (GC bitmaps, span structures)
+// stays after the routes are deleted; docs/performance.md has the
+// measurements of each value.
+const DefaultGCPercent = 100
+
+// runtimeFlags are the Go runtime settings every daemon takes. Register
+// applies their defaults at once (so a daemon started without them runs
+// with them) and each flag re-applies its value when parsed.
+type runtimeFlags struct {
+	memProfileRate intFlag
+	gcPercent      intFlag
+}
+
+// intFlag is an int flag whose Set also applies it.
+type intFlag struct {
+	v     int
+	apply func(int)
+}
+
+func (f *intFlag) String() string {
+	if f == nil {
+		return "0"
+	}
+	return strconv.Itoa(f.v)
+}
+
+func (f *intFlag) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want an integer")
+	}
+	f.v = v
+	f.apply(v)
+	return nil
+}
+
+func (r *runtimeFlags) register(fs *flag.FlagSet) {
+	r.memProfileRate = intFlag{v: 0, apply: setMemProfileRate}
+	r.gcPercent = intFlag{v: defaultGCPercent(), apply: func(v int) { debug.SetGCPercent(v) }}
+	r.memProfileRate.apply(r.memProfileRate.v)
+	r.gcPercent.apply(r.gcPercent.v)
+	fs.Var(&r.memProfileRate, "mem-profile-rate",
+		"sample one allocation per this many bytes for /debug/pprof/heap (Go's default is 524288); "+
+			"0 = off: the profiler's records of every allocation site stay for good (~1.5 MB after a burst)")
+	fs.Var(&r.gcPercent, "gc-percent",
+		"collect once the heap has grown this many percent above the live data (as GOGC, which sets the default; -1 = off)")
+}
+
+// setMemProfileRate sets runtime.MemProfileRate (negative = 0).
+func setMemProfileRate(v int) { runtime.MemProfileRate = max(v, 0) }
+
+// defaultGCPercent is $GOGC when it holds a number or "off", else
+// DefaultGCPercent.
+func defaultGCPercent() int {
+	switch s := os.Getenv("GOGC"); s {
+	case "":
+		return DefaultGCPercent
+	case "off":
+		return -1
+	default:
+		if v, err := strconv.Atoi(s); err == nil {
+			return v
+		}
+		return DefaultGCPercent
+	}
+}

@@ -1,0 +1,58 @@
+package daemon
+
+import (
+	"flag"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+// restoreRuntime puts the test binary's runtime settings back.
+func restoreRuntime(t *testing.T) {
+	rate, gc := runtime.MemProfileRate, debug.SetGCPercent(100)
+	debug.SetGCPercent(gc)
+	t.Cleanup(func() { runtime.MemProfileRate = rate; debug.SetGCPercent(gc) })
+}
+
+func TestRuntimeDefaultsAndFlags(t *testing.T) {
+	restoreRuntime(t)
+	t.Setenv("GOGC", "")
+	runtime.MemProfileRate = 512 * 1024
+	var f Flags
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f.Register(fs)
+	if runtime.MemProfileRate != 0 {
+		t.Errorf("after Register MemProfileRate = %d, want 0 (off)", runtime.MemProfileRate)
+	}
+	if got := debug.SetGCPercent(DefaultGCPercent); got != DefaultGCPercent {
+		t.Errorf("after Register GC percent = %d, want %d", got, DefaultGCPercent)
+	}
+	if err := fs.Parse([]string{"--mem-profile-rate", "4096", "--gc-percent", "30"}); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.MemProfileRate != 4096 {
+		t.Errorf("--mem-profile-rate 4096: MemProfileRate = %d", runtime.MemProfileRate)
+	}
+	if got := debug.SetGCPercent(DefaultGCPercent); got != 30 {
+		t.Errorf("--gc-percent 30: GC percent = %d", got)
+	}
+	fs = flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f.Register(fs)
+	if err := fs.Parse([]string{"--gc-percent", "lots"}); err == nil {
+		t.Error("--gc-percent lots: no error")
+	}
+}
+
+func TestGCPercentFollowsGOGC(t *testing.T) {
+	restoreRuntime(t)
+	for env, want := range map[string]int{"50": 50, "off": -1, "junk": DefaultGCPercent, "": DefaultGCPercent} {
+		t.Setenv("GOGC", env)
+		var f Flags
+		f.Register(flag.NewFlagSet("x", flag.ContinueOnError))
+		if got := debug.SetGCPercent(DefaultGCPercent); got != want {
+			t.Errorf("GOGC=%q: GC percent = %d, want %d", env, got, want)
+		}
+	}
+}
