@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
 )
 
 // BenchmarkViewBurst10k measures the pure mirror core: folding a burst of
@@ -35,9 +36,7 @@ func BenchmarkViewBurst10k(b *testing.B) {
 				for _, ev := range evs {
 					v.Apply(ev)
 				}
-				for _, k := range v.TakeDirty() {
-					v.Want(k)
-				}
+				v.TakeWants(v.DirtyCount(), func(string, schema.Fields, bool) {})
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 		})

@@ -344,13 +344,13 @@ func (d *Daemon) flush(ctx context.Context) error {
 		return nil
 	}
 	b := d.state.Batch()
-	for _, k := range d.view.TakeDirtyN(maxFlush) {
-		if f, ok := d.view.Want(k); ok {
+	d.view.TakeWants(maxFlush, func(k string, f schema.Fields, ok bool) {
+		if ok {
 			b.Set(k, f)
 		} else {
 			b.Delete(k)
 		}
-	}
+	})
 	d.inflight = true
 	d.writers.Add(1)
 	go func() {

@@ -37,6 +37,9 @@ type View struct {
 	addrs map[string]netlinkmgr.AddrInfo // INTERFACE_TABLE key -> address (AddrMirrored only)
 
 	dirty map[string]struct{} // full STATE_DB keys "TABLE|key"
+	// dirtyRoutes are the main table's ROUTE_TABLE keys touched, kept as
+	// groups: rendered once when taken, never parsed back (a 100k burst).
+	dirtyRoutes map[routeGroup]struct{}
 	// peaks are the high-water marks of the maps compact shrinks.
 	peaks [5]int
 
@@ -73,6 +76,7 @@ func NewView() *View {
 		vrfByName:   map[string]int{},
 		addrs:       map[string]netlinkmgr.AddrInfo{},
 		dirty:       map[string]struct{}{},
+		dirtyRoutes: map[routeGroup]struct{}{},
 	}
 }
 
@@ -388,43 +392,74 @@ func (v *View) compact() {
 
 // TakeDirty returns the STATE_DB keys touched since the last call, sorted,
 // and clears the set.
-func (v *View) TakeDirty() []string { return v.TakeDirtyN(len(v.dirty)) }
+func (v *View) TakeDirty() []string { return v.TakeDirtyN(v.DirtyCount()) }
 
 // TakeDirtyN returns at most n of the keys touched since the last call,
 // sorted, and removes them from the set; the others stay for the next
-// call. A flush takes its keys in slices so that what it has in flight
-// (a rendered and copied hash per key, the Redis commands) stays a few
-// MB during a 100k-route burst, not the burst's size.
+// call.
 func (v *View) TakeDirtyN(n int) []string {
-	var out []string
-	if n >= len(v.dirty) {
-		out = make([]string, 0, len(v.dirty))
-		for k := range v.dirty {
-			out = append(out, k)
-		}
-		if len(out) > 1024 { // a burst: a new small map, not 100k empty buckets
-			v.dirty = map[string]struct{}{}
-		} else {
-			clear(v.dirty)
-		}
-	} else {
-		out = make([]string, 0, n)
-		for k := range v.dirty {
-			if len(out) == n {
-				break
-			}
-			out = append(out, k)
-		}
-		for _, k := range out {
-			delete(v.dirty, k)
-		}
-	}
+	out := make([]string, 0, min(n, v.DirtyCount()))
+	v.take(n, func(k string) { out = append(out, k) },
+		func(g routeGroup) { out = append(out, mainRouteStateKey(g)) })
 	sort.Strings(out)
 	return out
 }
 
+// TakeWants removes at most n of the keys touched since the last call and
+// calls emit with each and what it should hold now (ok=false: it should
+// not exist), in no particular order: the flush's path, where a route's
+// key is rendered from the View's own form and never parsed back. A flush
+// takes its keys in slices so that what it has in flight (a rendered and
+// copied hash per key, the Redis commands) stays a few MB during a
+// 100k-route burst, not the burst's size.
+func (v *View) TakeWants(n int, emit func(key string, f schema.Fields, ok bool)) {
+	v.take(n, func(k string) {
+		f, ok := v.Want(k)
+		emit(k, f, ok)
+	}, func(g routeGroup) {
+		f, ok := v.wantGroup(g)
+		emit(mainRouteStateKey(g), f, ok)
+	})
+}
+
+// take removes at most n touched keys, handing each to key or, for the
+// main table's routes, to group.
+func (v *View) take(n int, key func(string), group func(routeGroup)) {
+	n -= takeSet(&v.dirty, n, key)
+	takeSet(&v.dirtyRoutes, n, group)
+}
+
+// takeSet removes at most n elements of *set, calls f with each and
+// returns how many.
+func takeSet[K comparable](set *map[K]struct{}, n int, f func(K)) int {
+	if n <= 0 || len(*set) == 0 {
+		return 0
+	}
+	taken := make([]K, 0, min(n, len(*set)))
+	for k := range *set {
+		if len(taken) == n {
+			break
+		}
+		taken = append(taken, k)
+	}
+	switch {
+	case len(taken) < len(*set):
+		for _, k := range taken {
+			delete(*set, k)
+		}
+	case len(taken) > 1024: // a burst: a new small map, not 100k empty buckets
+		*set = map[K]struct{}{}
+	default:
+		clear(*set)
+	}
+	for _, k := range taken {
+		f(k)
+	}
+	return len(taken)
+}
+
 // DirtyCount is the number of keys waiting for TakeDirty.
-func (v *View) DirtyCount() int { return len(v.dirty) }
+func (v *View) DirtyCount() int { return len(v.dirty) + len(v.dirtyRoutes) }
 
 // Want returns the fields syncd's STATE_DB key k ("TABLE|key") should hold
 // now, or ok=false when it should not exist. The fields may be shared with

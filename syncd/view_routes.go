@@ -210,16 +210,24 @@ func (v *View) parseRouteKey(key string) (routeGroup, bool) {
 	return groupFor(0, pfx), true
 }
 
+// touchGroup marks g's key. A VRF's key is rendered now: the VRF may be
+// gone (its key with it) by the time the key is written.
 func (v *View) touchGroup(g routeGroup) {
-	if g.table == 0 { // the common case in one allocation: "ROUTE_TABLE|<prefix>"
-		var buf [80]byte
-		b := append(append(buf[:0], schema.StateRouteTable...), schema.StateSep...)
-		v.dirty[string(g.prefix().AppendTo(b))] = struct{}{}
+	if g.table == 0 {
+		v.dirtyRoutes[g] = struct{}{}
 		return
 	}
 	if k, ok := v.groupKey(g); ok {
 		v.touch(schema.StateRouteTable, k)
 	}
+}
+
+// mainRouteStateKey is "ROUTE_TABLE|<prefix>" of a main-table group, in
+// one allocation.
+func mainRouteStateKey(g routeGroup) string {
+	var buf [80]byte
+	b := append(append(buf[:0], schema.StateRouteTable...), schema.StateSep...)
+	return string(g.prefix().AppendTo(b))
 }
 
 // touchTable marks every route key of a table (its VRF came, went or was
@@ -425,6 +433,11 @@ func (v *View) wantRoute(key string) (schema.Fields, bool) {
 	} else if k, ok := v.groupKey(g); !ok || k != key {
 		return nil, false // not canonical, or a VRF not mirrored
 	}
+	return v.wantGroup(g)
+}
+
+// wantGroup is wantRoute of a group whose key is mirrored.
+func (v *View) wantGroup(g routeGroup) (schema.Fields, bool) {
 	set, ok := v.routes[g]
 	if !ok {
 		return nil, false

@@ -194,4 +194,35 @@ func TestViewTakeDirtyInSlices(t *testing.T) {
 	if len(seen) != 2500 {
 		t.Fatalf("%d keys handed out, want 2500", len(seen))
 	}
+	// TakeWants (the flush's path) hands out the same keys and fields as
+	// TakeDirty and Want, a route's key and a string key alike.
+	v.Apply(linkEv(eth("Ethernet0", 2, true), false))
+	v.SetPort("Ethernet0", true)
+	for i := range 1500 {
+		dst := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)
+		v.Apply(routeEv(netlinkmgr.RouteInfo{Dst: dst, Protocol: 4, NextHops: []netlinkmgr.NextHop{hop("10.0.0.3", "e0")}}, i%2 == 0)) // a delete of a route not there touches nothing
+	}
+	viaWants := map[string]schema.Fields{}
+	for v.DirtyCount() > 0 {
+		v.TakeWants(700, func(k string, f schema.Fields, ok bool) {
+			if _, dup := viaWants[k]; dup {
+				t.Fatalf("%s handed out twice", k)
+			}
+			if !ok {
+				f = nil
+			}
+			viaWants[k] = f
+		})
+	}
+	want := map[string]schema.Fields{}
+	for k := range viaWants {
+		f, ok := v.Want(k)
+		if !ok {
+			f = nil
+		}
+		want[k] = f
+	}
+	if len(viaWants) != 751 || !reflect.DeepEqual(viaWants, want) {
+		t.Fatalf("TakeWants: %d keys, differing from Want: %v", len(viaWants), !reflect.DeepEqual(viaWants, want))
+	}
 }
