@@ -442,15 +442,14 @@ func takeSet[K comparable](set *map[K]struct{}, n int, f func(K)) int {
 		}
 		taken = append(taken, k)
 	}
-	switch {
-	case len(taken) < len(*set):
+	if len(taken) < len(*set) {
 		for _, k := range taken {
 			delete(*set, k)
 		}
-	case len(taken) > 1024: // a burst: a new small map, not 100k empty buckets
+	} else {
+		// A new map, not clear: after a burst taken in slices the last
+		// may be small while the map still has 100k keys' buckets.
 		*set = map[K]struct{}{}
-	default:
-		clear(*set)
 	}
 	for _, k := range taken {
 		f(k)
