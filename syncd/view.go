@@ -31,6 +31,7 @@ type View struct {
 	// routeFields are rendered ROUTE_TABLE fields of single routes, shared
 	// by every route with the same tail (read only: Want's callers copy).
 	routeFields map[fieldsKey]schema.Fields
+	last        lastTail       // the last single-hop route's tail (view_routes.go)
 	vrfTables   map[int]string // table -> vrf device
 	vrfByName   map[string]int // vrf device -> table
 

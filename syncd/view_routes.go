@@ -118,6 +118,29 @@ func (g routeGroup) prefix() netip.Prefix {
 	return netip.PrefixFrom(a, int(g.bits))
 }
 
+// lastTail is the tail of the last single-hop route the View saw: a burst
+// is mostly routes via the same next hop, which then cost no string.
+type lastTail struct {
+	protocol int
+	gw       netip.Addr
+	link     string
+	handle   unique.Handle[routeTail]
+	ok       bool
+}
+
+// tail is tailOf(r), reusing the last single-hop route's.
+func (v *View) tail(r netlinkmgr.RouteInfo) unique.Handle[routeTail] {
+	if r.Blackhole || len(r.NextHops) != 1 {
+		return tailOf(r)
+	}
+	h, l := r.NextHops[0], &v.last
+	if l.ok && l.protocol == r.Protocol && l.gw == h.Gateway && l.link == h.Link {
+		return l.handle
+	}
+	*l = lastTail{protocol: r.Protocol, gw: h.Gateway, link: h.Link, handle: tailOf(r), ok: true}
+	return l.handle
+}
+
 // tailOf is r's routeTail, interned.
 func tailOf(r netlinkmgr.RouteInfo) unique.Handle[routeTail] {
 	t := routeTail{protocol: r.Protocol, blackhole: r.Blackhole}
@@ -297,7 +320,7 @@ func (v *View) applyRoute(r netlinkmgr.RouteInfo, deleted bool) {
 	if !RouteMirrored(r) {
 		return
 	}
-	g, metric, t := groupOf(r), uint32(r.Metric), tailOf(r)
+	g, metric, t := groupOf(r), uint32(r.Metric), v.tail(r)
 	if deleted {
 		v.removeRoute(g, metric, t)
 		return
