@@ -130,6 +130,7 @@ func BenchmarkConverge100kRoutes(b *testing.B) {
 	b.ReportMetric(converge.Seconds()/N, "converge-s")
 	b.ReportMetric(kernel.Seconds()/N, "kernel-s")
 	b.ReportMetric(inNS.Seconds()/N, "ip-in-syncd-ns-s")
+	b.ReportMetric(max(0, converge-inNS).Seconds()/N, "lag-s") // after ip -batch exited: syncd's own tail
 	b.ReportMetric(alone.Seconds(), "ip-in-syncd-ns-alone-s")
 	b.ReportMetric(cpu/N, "syncd-cpu-s")
 	b.ReportMetric(redisCPU/N, "redis-cpu-s")
