@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
@@ -225,4 +226,42 @@ func TestViewTakeDirtyInSlices(t *testing.T) {
 	if len(viaWants) != 751 || !reflect.DeepEqual(viaWants, want) {
 		t.Fatalf("TakeWants: %d keys, differing from Want: %v", len(viaWants), !reflect.DeepEqual(viaWants, want))
 	}
+}
+
+// FuzzRouteTail: a route's next hops survive the tail's encoding (any
+// interface name the kernel accepts: no whitespace, no slash) and the
+// rendered fields equal RouteFields of the route itself.
+func FuzzRouteTail(f *testing.F) {
+	f.Add("Ethernet0", "10.0.0.2", "e1", "", uint8(24), false)
+	f.Add("a@b,c", "fe80::1", "x:y", "2001:db8::1", uint8(64), true)
+	f.Fuzz(func(t *testing.T, link1, gw1, link2, gw2 string, bits uint8, v6 bool) {
+		for _, l := range []string{link1, link2} {
+			if l == "" || strings.ContainsAny(l, "/ \t\n\v\f\r\x00") {
+				return
+			}
+		}
+		var hops []netlinkmgr.NextHop
+		for _, h := range [][2]string{{gw1, link1}, {gw2, link2}} {
+			nh := netlinkmgr.NextHop{Link: h[1]}
+			if a, err := netip.ParseAddr(h[0]); err == nil && a.Zone() == "" {
+				nh.Gateway = a.Unmap()
+			}
+			hops = append(hops, nh)
+		}
+		dst := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 1, 2, 3}), int(bits%33)).Masked()
+		if v6 {
+			dst = netip.PrefixFrom(netip.MustParseAddr("2001:db8::"), int(bits%129)).Masked()
+		}
+		r := netlinkmgr.RouteInfo{Dst: dst, Protocol: 4, NextHops: hops}
+		if got := tailOf(r).Value().nextHops(); !reflect.DeepEqual(got, hops) {
+			t.Fatalf("next hops %v came back as %v", hops, got)
+		}
+		v := NewView()
+		v.Apply(routeEv(r, false))
+		m := map[string]schema.Fields{}
+		mirror(v, m)
+		if got := m["ROUTE_TABLE|"+dst.String()]; !reflect.DeepEqual(got, RouteFields(r)) {
+			t.Fatalf("mirrored %v, want %v", got, RouteFields(r))
+		}
+	})
 }
