@@ -1,6 +1,7 @@
 package orchagente2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -40,7 +41,9 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		orchPort, syncdPort := freePort(b), freePort(b)
 		prof := []string{}
 		if os.Getenv("SWITCHYARD_HEAP_DIR") != "" {
-			prof = []string{"--mem-profile-rate", "524288"} // off by default (internal/daemon)
+			// Off by default (internal/daemon); SWITCHYARD_MEM_PROFILE_RATE=4096
+			// samples finely enough to attribute a few MB.
+			prof = []string{"--mem-profile-rate", cmp.Or(os.Getenv("SWITCHYARD_MEM_PROFILE_RATE"), "524288")}
 		}
 		orch := e.Start("orchagent", append([]string{"--log-level", "info", "--metrics-addr", "127.0.0.1:" + orchPort}, prof...)...)
 		syncd := e.Start("syncd", append([]string{"--log-level", "info", "--metrics-addr", "127.0.0.1:" + syncdPort}, prof...)...)
@@ -50,6 +53,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		idleAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
 		memStats(b, orchPort, "orchagent-idle")
 		memStats(b, syncdPort, "syncd-idle")
+		heapProfile(b, syncdPort, "syncd-idle")
 
 		keys := make([]string, n)
 		for j := range keys {
