@@ -83,7 +83,7 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	gen := schema.Generation(cp)
 	c.mu.Lock()
 	if old, had := c.tables[table][key]; had && old.gen == gen {
-		delete(c.held, table+schema.ConfigSep+key)
+		c.unholdLocked(table, key)
 		c.mu.Unlock()
 		return false // same hash: nothing new to keep
 	}
@@ -94,7 +94,7 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.held, table+schema.ConfigSep+key)
+	c.unholdLocked(table, key)
 	t := c.tables[table]
 	if t == nil {
 		t = map[string]cached{}
@@ -121,7 +121,7 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 func (c *Cache) Delete(table, key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.held, table+schema.ConfigSep+key)
+	c.unholdLocked(table, key)
 	if _, ok := c.tables[table][key]; !ok {
 		return false
 	}
@@ -136,6 +136,14 @@ func (c *Cache) Delete(table, key string) bool {
 		}
 	}
 	return true
+}
+
+// unholdLocked ends a hold of table|key; the usual case, nothing held,
+// builds no "TABLE|key" string.
+func (c *Cache) unholdLocked(table, key string) {
+	if len(c.held) > 0 {
+		delete(c.held, table+schema.ConfigSep+key)
+	}
 }
 
 // hold marks a cached key as gone from CONFIG_DB but kept; false when it
@@ -171,7 +179,7 @@ func (c *Cache) releaseHeld() []string {
 func (c *Cache) Held(table, key string) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.held[table+schema.ConfigSep+key]
+	return len(c.held) > 0 && c.held[table+schema.ConfigSep+key]
 }
 
 // Get returns the entry of table|key.

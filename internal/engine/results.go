@@ -37,6 +37,34 @@ func (r record) fields() schema.Fields {
 
 func (r record) equal(o record) bool { return r.res == o.res && maps.Equal(r.extra, o.extra) }
 
+// pack is fields() packed for StateWriter.SetPacked; a result without
+// extra fields (every route) is built in one allocation, no map.
+func (r record) pack() string {
+	if len(r.extra) > 0 {
+		return shrink.Pack(r.fields())
+	}
+	var buf [128]byte
+	b := buf[:0]
+	// Ascending name order: generation, reason, state, warning.
+	if r.res.Generation != "" {
+		b = shrink.AppendPair(b, schema.FieldGeneration, r.res.Generation)
+	}
+	if r.res.State != schema.StateOK && r.res.Reason != "" {
+		b = shrink.AppendPair(b, schema.FieldReason, r.res.Reason)
+	}
+	b = shrink.AppendPair(b, schema.FieldState, string(r.res.State))
+	if r.res.Warning != "" {
+		b = shrink.AppendPair(b, schema.FieldWarning, r.res.Warning)
+	}
+	return string(b)
+}
+
+// write is a queued STATE_DB write: a result, or a deletion.
+type write struct {
+	rec record
+	del bool
+}
+
 // results owns the result hashes of one controller's tables in STATE_DB:
 // it remembers the current result of every key (to rewrite them all when
 // STATE_DB is emptied), overrides results of keys that are not valid
@@ -56,7 +84,8 @@ type results struct {
 	current map[string]record              // "T|k" -> result
 	bad     map[string]schema.Result       // "T|k" -> engine-made error
 	byItem  map[string]map[string]struct{} // item -> "T|k" with a result
-	pending map[string]*record             // STATE_DB key -> write (nil = delete)
+	pending map[string]write               // STATE_DB key -> write
+	spare   map[string]write               // the last batch's map, emptied, for the next
 	writing bool                           // a batch is being sent
 	kick    chan struct{}
 	// counts of results set since the last summary: table -> state -> n
@@ -66,7 +95,7 @@ type results struct {
 func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables []string, item func(string, string) string, m *metrics) *results {
 	return &results{sw: sw, log: log, cache: cache, tables: tables, item: item, m: m,
 		current: map[string]record{}, bad: map[string]schema.Result{},
-		byItem: map[string]map[string]struct{}{}, pending: map[string]*record{},
+		byItem: map[string]map[string]struct{}{}, pending: map[string]write{},
 		kick: make(chan struct{}, 1)}
 }
 
@@ -81,7 +110,6 @@ func clipReason(s string) string {
 // bad keeps the engine's error; a key no longer cached is ignored (its
 // deletion is on the way); a held key's result is remembered, not written.
 func (r *results) set(table, key string, res schema.Result, extra schema.Fields) {
-	ck := table + schema.ConfigSep + key
 	res.Reason = clipReason(res.Reason)
 	res.Warning = clipReason(res.Warning)
 	if res.State == schema.StateOK {
@@ -90,6 +118,13 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 	rec := record{res: res, extra: maps.Clone(extra)}
 	if !r.cache.Has(table, key) {
 		return
+	}
+	// An item that is the key itself (orchagent) is the key's name here
+	// too: one string, not two.
+	it := r.item(table, key)
+	ck := it
+	if !isConfigKey(it, table, key) {
+		ck = table + schema.ConfigSep + key
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -110,7 +145,7 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 	r.counts[table][res.State]++
 	// An item that is the key itself (orchagent) needs no set: reconciled
 	// looks the key up in current directly.
-	if it := r.item(table, key); it != ck {
+	if it != ck {
 		if r.byItem[it] == nil {
 			r.byItem[it] = map[string]struct{}{}
 			shrink.Grew(r.byItem, &r.peaks[2])
@@ -120,7 +155,13 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 	if r.cache.Held(table, key) {
 		return
 	}
-	r.putLocked(schema.ResultKey(table, key), &rec)
+	r.putLocked(schema.ResultKey(table, key), write{rec: rec})
+}
+
+// isConfigKey reports whether s is table|key.
+func isConfigKey(s, table, key string) bool {
+	return len(s) == len(table)+len(schema.ConfigSep)+len(key) && s[:len(table)] == table &&
+		s[len(table):len(table)+len(schema.ConfigSep)] == schema.ConfigSep && s[len(table)+len(schema.ConfigSep):] == key
 }
 
 // remove deletes the result of table|key (unless the key is bad).
@@ -147,7 +188,7 @@ func (r *results) removeLocked(table, key string) {
 			r.byItem = shrink.Map(r.byItem, &r.peaks[2])
 		}
 	}
-	r.putLocked(schema.ResultKey(table, key), nil)
+	r.putLocked(schema.ResultKey(table, key), write{del: true})
 }
 
 // setBad gives table|key the engine's error (wrong type, oversized); the
@@ -162,7 +203,7 @@ func (r *results) setBad(table, key string, res schema.Result) {
 	}
 	r.bad[ck] = res
 	shrink.Grew(r.bad, &r.peaks[1])
-	r.putLocked(schema.ResultKey(table, key), &record{res: res})
+	r.putLocked(schema.ResultKey(table, key), write{rec: record{res: res}})
 }
 
 // clearBad ends the engine's error of table|key: its result is removed
@@ -213,7 +254,7 @@ func (r *results) rewrite(table, key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rec, ok := r.current[ck]; ok {
-		r.putLocked(schema.ResultKey(table, key), &rec)
+		r.putLocked(schema.ResultKey(table, key), write{rec: rec})
 	}
 }
 
@@ -229,13 +270,12 @@ func (r *results) rewriteAll() int {
 		if _, bad := r.bad[ck]; bad || r.cache.Held(t, k) {
 			continue
 		}
-		rec := rec
-		r.putLocked(schema.ResultKey(t, k), &rec)
+		r.putLocked(schema.ResultKey(t, k), write{rec: rec})
 		n++
 	}
 	for ck, res := range r.bad {
 		t, k := splitConfigKey(ck)
-		r.putLocked(schema.ResultKey(t, k), &record{res: res})
+		r.putLocked(schema.ResultKey(t, k), write{rec: record{res: res}})
 		n++
 	}
 	return n
@@ -262,7 +302,7 @@ func (r *results) cleanStale() int {
 			if _, queued := r.pending[sk]; !queued {
 				delete(r.current, ck)
 				r.current = shrink.Map(r.current, &r.peaks[0])
-				r.putLocked(sk, nil)
+				r.putLocked(sk, write{del: true})
 				n++
 			}
 			break
@@ -271,8 +311,8 @@ func (r *results) cleanStale() int {
 	return n
 }
 
-func (r *results) putLocked(sk string, rec *record) {
-	r.pending[sk] = rec
+func (r *results) putLocked(sk string, w write) {
+	r.pending[sk] = w
 	select {
 	case r.kick <- struct{}{}:
 	default:
@@ -283,6 +323,7 @@ func (r *results) putLocked(sk string, rec *record) {
 // while Redis fails (the newest result of each key wins).
 func (r *results) run(ctx context.Context) {
 	retry := 50 * time.Millisecond
+	var b *redisx.Batch // reused: its operations' array is kept
 	for {
 		select {
 		case <-ctx.Done():
@@ -292,18 +333,23 @@ func (r *results) run(ctx context.Context) {
 		for {
 			r.mu.Lock()
 			batch := r.pending
-			r.pending = map[string]*record{}
+			r.pending, r.spare = r.spare, nil
+			if r.pending == nil {
+				r.pending = map[string]write{}
+			}
 			r.writing = len(batch) > 0
 			r.mu.Unlock()
 			if len(batch) == 0 {
 				break
 			}
-			b := r.sw.Batch()
-			for k, rec := range batch {
-				if rec == nil {
+			if b == nil {
+				b = r.sw.Batch()
+			}
+			for k, w := range batch {
+				if w.del {
 					b.Delete(k)
 				} else {
-					b.Set(k, rec.fields())
+					b.SetPacked(k, w.rec.pack())
 				}
 			}
 			err := b.Flush(ctx)
@@ -313,6 +359,12 @@ func (r *results) run(ctx context.Context) {
 			r.m.resultBatch(len(batch), err)
 			if err == nil {
 				retry = 50 * time.Millisecond
+				if len(batch) <= 4096 { // kept for the next batch; a 100k one is let go
+					clear(batch)
+					r.mu.Lock()
+					r.spare = batch
+					r.mu.Unlock()
+				}
 				continue
 			}
 			if ctx.Err() != nil || errors.Is(err, context.Canceled) {

@@ -407,14 +407,16 @@ func (e *engine) work(ctx context.Context) {
 func (e *engine) finish(ctx context.Context, item string, err error, took float64) {
 	defer e.q.Done(item)
 	table := e.tableOfItem(item)
-	var rq *requeueError
-	switch {
-	case err == nil:
+	if err == nil { // apart: errors.As below would put rq on the heap for every item
 		e.q.Forget(item)
 		if item != sweepItem {
 			e.res.reconciled(item)
 		}
 		e.m.reconciled(table, "ok", took)
+		return
+	}
+	var rq *requeueError
+	switch {
 	case errors.As(err, &rq):
 		e.q.Forget(item)
 		e.res.reconciled(item)

@@ -36,6 +36,7 @@ type Queue struct {
 	failures   map[string]int      // per-key backoff exponent
 	bucket     tokenBucket
 	wake       chan struct{} // closed (and replaced) whenever a Get may proceed
+	waiters    int           // Gets blocked on wake
 	shutdown   bool
 	peaks      [2]int // high-water marks of dirty and failures (shrink)
 }
@@ -100,8 +101,13 @@ func (q *Queue) addLocked(key string) {
 	q.signalLocked()
 }
 
-// signalLocked wakes every blocked Get; they re-check the queue.
+// signalLocked wakes every blocked Get; they re-check the queue. With
+// none blocked (a worker busy with a burst) it costs nothing, not a new
+// channel per Add.
 func (q *Queue) signalLocked() {
+	if q.waiters == 0 {
+		return
+	}
 	close(q.wake)
 	q.wake = make(chan struct{})
 }
@@ -212,11 +218,18 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 			return key, true
 		}
 		wake := q.wake
+		q.waiters++
 		q.mu.Unlock()
 		select {
 		case <-ctx.Done():
+			q.mu.Lock()
+			q.waiters--
+			q.mu.Unlock()
 			return "", false
 		case <-wake:
+			q.mu.Lock()
+			q.waiters--
+			q.mu.Unlock()
 		}
 	}
 }
