@@ -59,6 +59,47 @@ func (r record) pack() string {
 	return string(b)
 }
 
+// kept is a record as results keep it for every key: the generation
+// (shared with the cache's string), the state as a byte, and the rest —
+// reason, warning, extra fields: rare for an ok result — behind a
+// pointer. 32 bytes instead of a record's 72 (100k routes: 4 MB less).
+type kept struct {
+	gen   string
+	state uint8 // index in keptStates; keptOther: the state is in more
+	more  *record
+}
+
+var keptStates = [...]schema.State{schema.StateOK, schema.StatePending, schema.StateError}
+
+const keptOther = 255
+
+func keep(r record) kept {
+	k := kept{gen: r.res.Generation, state: keptOther}
+	for i, st := range keptStates {
+		if r.res.State == st {
+			k.state = uint8(i)
+		}
+	}
+	if k.state == keptOther || r.res.Reason != "" || r.res.Warning != "" || len(r.extra) > 0 {
+		more := r
+		more.res.Generation = ""
+		k.more = &more
+	}
+	return k
+}
+
+func (k kept) record() record {
+	var r record
+	if k.more != nil {
+		r = *k.more
+	}
+	if k.state != keptOther {
+		r.res.State = keptStates[k.state]
+	}
+	r.res.Generation = k.gen
+	return r
+}
+
 // write is a queued STATE_DB write: a result, or a deletion.
 type write struct {
 	rec record
@@ -81,7 +122,7 @@ type results struct {
 
 	mu      sync.Mutex
 	peaks   [3]int                         // high-water marks of current, bad, byItem (shrink)
-	current map[string]record              // "T|k" -> result
+	current map[string]kept                // "T|k" -> result
 	bad     map[string]schema.Result       // "T|k" -> engine-made error
 	byItem  map[string]map[string]struct{} // item -> "T|k" with a result
 	pending map[string]write               // STATE_DB key -> write
@@ -94,7 +135,7 @@ type results struct {
 
 func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables []string, item func(string, string) string, m *metrics) *results {
 	return &results{sw: sw, log: log, cache: cache, tables: tables, item: item, m: m,
-		current: map[string]record{}, bad: map[string]schema.Result{},
+		current: map[string]kept{}, bad: map[string]schema.Result{},
 		byItem: map[string]map[string]struct{}{}, pending: map[string]write{},
 		kick: make(chan struct{}, 1)}
 }
@@ -131,10 +172,10 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 	if _, bad := r.bad[ck]; bad {
 		return
 	}
-	if old, ok := r.current[ck]; ok && old.equal(rec) {
+	if old, ok := r.current[ck]; ok && old.record().equal(rec) {
 		return
 	}
-	r.current[ck] = rec
+	r.current[ck] = keep(rec)
 	shrink.Grew(r.current, &r.peaks[0])
 	if r.counts == nil {
 		r.counts = map[string]map[schema.State]int{}
@@ -253,8 +294,8 @@ func (r *results) rewrite(table, key string) {
 	ck := table + schema.ConfigSep + key
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rec, ok := r.current[ck]; ok {
-		r.putLocked(schema.ResultKey(table, key), write{rec: rec})
+	if k, ok := r.current[ck]; ok {
+		r.putLocked(schema.ResultKey(table, key), write{rec: k.record()})
 	}
 }
 
@@ -265,12 +306,12 @@ func (r *results) rewriteAll() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for ck, rec := range r.current {
+	for ck, kp := range r.current {
 		t, k := splitConfigKey(ck)
 		if _, bad := r.bad[ck]; bad || r.cache.Held(t, k) {
 			continue
 		}
-		r.putLocked(schema.ResultKey(t, k), write{rec: rec})
+		r.putLocked(schema.ResultKey(t, k), write{rec: kp.record()})
 		n++
 	}
 	for ck, res := range r.bad {

@@ -79,6 +79,7 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 		e.tables[t] = true
 	}
 	sw := redisx.NewStateWriter(stateDB, append(append([]string(nil), schema.ResultFieldNames...), cfg.ResultFields...))
+	sw.Compact() // a fingerprint per result, not its values: a result's fields change together
 	for _, t := range tables {
 		if err := sw.Load(ctx, schema.ResultTable(t)+schema.StateSep+"*"); err != nil {
 			return fmt.Errorf("load previous results: %w", redisx.ExplainPermission(err))

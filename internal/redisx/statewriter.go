@@ -3,6 +3,7 @@ package redisx
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"sort"
@@ -65,7 +66,13 @@ type StateWriter struct {
 	peak   int               // high-water mark of cache (shrink)
 	loaded []string          // key prefixes Load read whole: a key there not in cache holds nothing of ours
 	names  map[string]any    // field names boxed once (name)
-	runID  string            // for CheckRestart
+	// compact (Compact): keys of listed owned fields keep a fingerprint
+	// in sums instead of their values in cache.
+	compact bool
+	seed    maphash.Seed
+	sums    map[string]written
+	sumPeak int
+	runID   string // for CheckRestart
 
 	roundTrips atomic.Uint64
 	commands   atomic.Uint64
@@ -81,6 +88,46 @@ func NewStateWriter(c *redis.Client, owned []string) *StateWriter {
 // DB, e.g. OwnTables(schema.StateSep, map[string][]string{...}).
 func NewOwnedWriter(c *redis.Client, own Ownership) *StateWriter {
 	return &StateWriter{c: c, own: own, cache: map[string]string{}}
+}
+
+// written is what a compact writer keeps of a key: a hash of the owned
+// fields it wrote and which of them (bit i: own(key)[i]).
+type written struct {
+	sum, mask uint64
+}
+
+// Compact makes the writer keep, for keys whose owned fields are listed
+// (not AllFields), a 16-byte fingerprint of what it wrote instead of the
+// values: "unchanged, send nothing" still holds, but a change rewrites
+// every owned field of the key, not only those that differ. For writers
+// of many keys whose fields change together (the engine's results). Call
+// it before the first write or Load.
+func (w *StateWriter) Compact() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.compact = true
+	w.seed = maphash.MakeSeed()
+	w.sums = map[string]written{}
+}
+
+// compactFor reports whether key's cache is a fingerprint.
+func (w *StateWriter) compactFor(list []string, all bool) bool {
+	return w.compact && !all && len(list) <= 64
+}
+
+// fingerprint is the written entry of packed owned fields.
+func (w *StateWriter) fingerprint(list []string, packed string) written {
+	wr := written{sum: maphash.String(w.seed, packed)}
+	for p := packed; ; {
+		f, _, rest, ok := shrink.Next(p)
+		if !ok {
+			return wr
+		}
+		if i := slices.Index(list, f); i >= 0 {
+			wr.mask |= 1 << i
+		}
+		p = rest
+	}
 }
 
 // RoundTrips is the number of Redis round trips (pipelines, SCANs) the
@@ -234,15 +281,19 @@ func (b *Batch) Flush(ctx context.Context) error {
 		for _, o := range ops {
 			if o.key != "" {
 				delete(w.cache, o.key)
+				delete(w.sums, o.key)
 			}
 		}
 		w.cache = shrink.Map(w.cache, &w.peak)
+		w.sums = shrink.Map(w.sums, &w.sumPeak)
 		w.loaded = nil
 		return fmt.Errorf("write %d state keys: %w", touched, err)
 	}
 	for k := range failed {
 		delete(w.cache, k)
+		delete(w.sums, k)
 		w.cache = shrink.Map(w.cache, &w.peak)
+		w.sums = shrink.Map(w.sums, &w.sumPeak)
 	}
 	return failed
 }
@@ -286,6 +337,9 @@ func cmdKey(args []any) string {
 // args (returned grown), whose capacity is shared by the batch.
 func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o *op, args []any) ([]any, bool) {
 	list, all := w.owned(o.key)
+	if w.compactFor(list, all) {
+		return w.queueCompact(ctx, pipe, o, args, list)
+	}
 	cached, known := w.cache[o.key]
 	if !known && w.inLoaded(o.key) {
 		known = true // Load saw none of our fields there, nor did we write any since
@@ -376,8 +430,81 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o *op, ar
 	return args, sent
 }
 
-// name is field name f as a command argument: the owned names are boxed
-// once, not once per write.
+// queueCompact is queue for a key whose cache is a fingerprint.
+func (w *StateWriter) queueCompact(ctx context.Context, pipe redis.Pipeliner, o *op, args []any, list []string) ([]any, bool) {
+	old, known := w.sums[o.key]
+	if !known && w.inLoaded(o.key) {
+		known = true
+	}
+	all := uint64(1)<<len(list) - 1
+	if len(list) == 64 {
+		all = ^uint64(0)
+	}
+	if o.del {
+		delete(w.sums, o.key)
+		w.sums = shrink.Map(w.sums, &w.sumPeak)
+		if known {
+			return w.hdelMask(ctx, pipe, o.key, list, old.mask, args)
+		}
+		return w.hdelMask(ctx, pipe, o.key, list, all, args)
+	}
+	now := w.fingerprint(list, o.packed)
+	if known && now == old {
+		return args, false
+	}
+	sent := false
+	if o.packed != "" {
+		start := len(args)
+		args = append(args, "hset", o.key)
+		for p := o.packed; ; {
+			f, v, rest, ok := shrink.Next(p)
+			if !ok {
+				break
+			}
+			if len(v) <= 8 { // "ok", "error", "pending": boxed once too
+				args = append(args, w.name(f), w.name(v))
+			} else {
+				args = append(args, w.name(f), v)
+			}
+			p = rest
+		}
+		pipe.Process(ctx, redis.NewIntCmd(ctx, args[start:len(args):len(args)]...))
+		sent = true
+	}
+	gone := all &^ now.mask
+	if known {
+		gone = old.mask &^ now.mask
+	}
+	args, deleted := w.hdelMask(ctx, pipe, o.key, list, gone, args)
+	sent = sent || deleted
+	if o.packed == "" {
+		delete(w.sums, o.key)
+		w.sums = shrink.Map(w.sums, &w.sumPeak)
+	} else {
+		w.sums[o.key] = now
+		shrink.Grew(w.sums, &w.sumPeak)
+	}
+	return args, sent
+}
+
+// hdelMask queues HDEL of the names of list in mask (nothing for none).
+func (w *StateWriter) hdelMask(ctx context.Context, pipe redis.Pipeliner, key string, list []string, mask uint64, args []any) ([]any, bool) {
+	if mask == 0 {
+		return args, false
+	}
+	start := len(args)
+	args = append(args, "hdel", key)
+	for i, f := range list {
+		if mask&(1<<i) != 0 {
+			args = append(args, w.name(f))
+		}
+	}
+	pipe.Process(ctx, redis.NewIntCmd(ctx, args[start:len(args):len(args)]...))
+	return args, true
+}
+
+// name is field name (or short value) f as a command argument: the
+// first 256 such strings are boxed once, not once per write.
 func (w *StateWriter) name(f string) any {
 	if v, ok := w.names[f]; ok {
 		return v

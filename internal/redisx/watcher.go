@@ -47,13 +47,14 @@ type Watcher struct {
 	opts     WatchOptions
 	prefix   string            // "__keyspace@N__:"
 	patterns map[string]string // PSUBSCRIBE pattern -> table
+	tableIdx map[string]uint32 // table -> index in opts.Tables
 	channels []string          // SUBSCRIBE channels of the plain keys
 	rescan   chan struct{}     // cap 1: a (re)scan is wanted
 
 	mu        sync.Mutex
 	known     map[string]knownKey // full key -> what we know of it
 	knownPeak int                 // high-water mark of known (shrink)
-	epoch     uint64              // incremented when a scan starts
+	epoch     uint32              // incremented when a scan starts
 	runID     string              // of the server the last scan read
 
 	emitMu sync.Mutex // serializes notify calls
@@ -61,10 +62,11 @@ type Watcher struct {
 	testMarked func(Change) // tests: called after Events marked a key dirty
 }
 
-// knownKey is a table key seen by a scan or a notification.
+// knownKey is a table key seen by a scan or a notification: 8 bytes
+// beside the key, not two strings' worth (100k routes are 100k of these).
 type knownKey struct {
-	table string
-	epoch uint64 // scan epoch in which it was last seen or touched
+	table uint32 // index in opts.Tables
+	epoch uint32 // scan epoch in which it was last seen or touched
 }
 
 // NewWatcher returns a Watcher of opts.Tables and opts.Keys in c's server.
@@ -89,9 +91,13 @@ func NewWatcher(c *redis.Client, opts WatchOptions) *Watcher {
 		patterns: map[string]string{},
 		rescan:   make(chan struct{}, 1),
 		known:    map[string]knownKey{},
+		tableIdx: map[string]uint32{},
 	}
-	for _, t := range opts.Tables {
+	for i, t := range opts.Tables {
 		w.patterns[w.prefix+escapeGlob(t+opts.Separator)+"*"] = t
+		if _, dup := w.tableIdx[t]; !dup {
+			w.tableIdx[t] = uint32(i)
+		}
 	}
 	seen := map[string]bool{}
 	for _, k := range opts.Keys {
@@ -217,7 +223,7 @@ func (w *Watcher) handle(m *redis.Message, emit func(Change)) {
 		delete(w.known, key)
 		w.known = shrink.Map(w.known, &w.knownPeak)
 	default:
-		w.known[key] = knownKey{table: table, epoch: w.epoch}
+		w.known[key] = knownKey{table: w.tableIdx[table], epoch: w.epoch}
 		shrink.Grew(w.known, &w.knownPeak)
 	}
 	w.mu.Unlock()
@@ -292,7 +298,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 			}
 			w.mu.Lock()
 			for _, k := range keys {
-				w.known[k] = knownKey{table: table, epoch: epoch}
+				w.known[k] = knownKey{table: w.tableIdx[table], epoch: epoch}
 			}
 			w.mu.Unlock()
 			for _, k := range keys {
@@ -310,9 +316,10 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 	var gone []Change
 	w.mu.Lock()
 	for k, kk := range w.known {
-		if kk.epoch < epoch {
+		if kk.epoch != epoch {
 			delete(w.known, k)
-			gone = append(gone, Change{Table: kk.table, Key: k[len(kk.table)+len(w.opts.Separator):]})
+			t := w.opts.Tables[kk.table]
+			gone = append(gone, Change{Table: t, Key: k[len(t)+len(w.opts.Separator):]})
 		}
 	}
 	w.known = shrink.Map(w.known, &w.knownPeak)
