@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sort"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -22,6 +23,8 @@ import (
 type benchCtrl struct {
 	h    *Handle
 	done atomic.Int64
+	// first and last reconcile of the current round (unix ns)
+	first, last atomic.Int64
 }
 
 func (c *benchCtrl) Tables() []string                { return []string{tRoute} }
@@ -34,6 +37,9 @@ func (c *benchCtrl) Reconcile(ctx context.Context, item string) error {
 	} else {
 		c.h.DeleteResult(table, key)
 	}
+	now := time.Now().UnixNano()
+	c.first.CompareAndSwap(0, now)
+	c.last.Store(now)
 	c.done.Add(1)
 	return nil
 }
@@ -97,6 +103,15 @@ func (w *rawWriter) send(tb testing.TB, n int, build func([]byte) []byte) {
 	}
 }
 
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = append([]float64(nil), v...)
+	sort.Float64s(v)
+	return v[len(v)/2]
+}
+
 // cpuTime is the process's user+system CPU time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -109,8 +124,14 @@ func cpuTime() time.Duration {
 // cache, queue, a controller that finds every key ok, result written to
 // STATE_DB. allocs/op and B/op divided by 10,000 are the engine's cost per
 // key (the writer reuses one buffer).
-func BenchmarkEnginePath10k(b *testing.B) {
-	const n = 10000
+func BenchmarkEnginePath10k(b *testing.B) { benchEnginePath(b, 10000) }
+
+// BenchmarkEnginePath1k is the same with a burst of 1,000 keys, and the
+// burst's timeline: from the writer's last reply to the first and last
+// reconcile, and to every result being in STATE_DB (ms, medians).
+func BenchmarkEnginePath1k(b *testing.B) { benchEnginePath(b, 1000) }
+
+func benchEnginePath(b *testing.B, n int) {
 	srv := testredis.Start(b)
 	ctrl := &benchCtrl{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -133,8 +154,10 @@ func BenchmarkEnginePath10k(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("ROUTE|10.%d.%d.0/24", i/256, i%256)
 	}
+	var firstMs, lastMs, flushedMs []float64
 	round := func(v int) {
-		target := ctrl.done.Load() + n
+		target := ctrl.done.Load() + int64(n)
+		ctrl.first.Store(0)
 		via := "192.168.0." + strconv.Itoa(v%250+1)
 		w.send(b, n, func(buf []byte) []byte {
 			for _, k := range keys {
@@ -142,16 +165,21 @@ func BenchmarkEnginePath10k(b *testing.B) {
 			}
 			return buf
 		})
+		sent := time.Now()
 		for ctrl.done.Load() < target {
-			time.Sleep(time.Millisecond)
+			time.Sleep(100 * time.Microsecond)
 		}
-		if !ctrl.h.e.res.waitFlushed(ctx) {
-			b.Fatal("results not flushed")
+		for !ctrl.h.e.res.flushed() {
+			time.Sleep(100 * time.Microsecond)
 		}
+		ms := func(ns int64) float64 { return float64(ns-sent.UnixNano()) / 1e6 }
+		firstMs, lastMs = append(firstMs, ms(ctrl.first.Load())), append(lastMs, ms(ctrl.last.Load()))
+		flushedMs = append(flushedMs, ms(time.Now().UnixNano()))
 	}
 	round(0) // new keys: the maps grow once, outside the measurement
 	b.ReportAllocs()
 	b.ResetTimer()
+	firstMs, lastMs, flushedMs = firstMs[:0], lastMs[:0], flushedMs[:0]
 	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		round(i + 1)
@@ -161,4 +189,9 @@ func BenchmarkEnginePath10k(b *testing.B) {
 	// steadier than wall time on a shared host.
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n*b.N), "cpu-ns/key")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/key")
+	if n <= 1000 {
+		b.ReportMetric(median(firstMs[1:]), "first-reconcile-ms")
+		b.ReportMetric(median(lastMs[1:]), "last-reconcile-ms")
+		b.ReportMetric(median(flushedMs[1:]), "flushed-ms")
+	}
 }

@@ -462,14 +462,18 @@ func (r *results) summary() string {
 	return b.String()
 }
 
+// flushed reports whether every queued result is written.
+func (r *results) flushed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending) == 0 && !r.writing
+}
+
 // waitFlushed waits until every queued result is written (false when ctx
 // ends first).
 func (r *results) waitFlushed(ctx context.Context) bool {
 	for {
-		r.mu.Lock()
-		idle := len(r.pending) == 0 && !r.writing
-		r.mu.Unlock()
-		if idle {
+		if r.flushed() {
 			return true
 		}
 		select {
