@@ -2,6 +2,7 @@ package shrink
 
 import (
 	"encoding/binary"
+	"slices"
 	"sort"
 )
 
@@ -14,8 +15,14 @@ func Pack(m map[string]string) string {
 	if len(m) == 0 {
 		return ""
 	}
-	// The names of a small hash are sorted on the stack and the bytes
-	// built in one buffer: one allocation per call (the string).
+	var buf [256]byte
+	return string(AppendPacked(buf[:0], m))
+}
+
+// AppendPacked appends Pack(m) to b: with b on the caller's stack, a
+// packed map can be compared with one already kept before it is copied.
+func AppendPacked(b []byte, m map[string]string) []byte {
+	// The names of a small hash are sorted on the stack.
 	var small [16]string
 	keys := small[:0]
 	if len(m) > len(small) {
@@ -27,15 +34,11 @@ func Pack(m map[string]string) string {
 		n += len(k) + len(v) + 2*binary.MaxVarintLen32
 	}
 	sort.Strings(keys)
-	var buf [256]byte
-	b := buf[:0]
-	if n > len(buf) {
-		b = make([]byte, 0, n)
-	}
+	b = slices.Grow(b, n)
 	for _, k := range keys {
 		b = AppendPair(b, k, m[k])
 	}
-	return string(b)
+	return b
 }
 
 // AppendPair appends one name and value in Pack's encoding; pairs
