@@ -118,10 +118,14 @@ func NewWatcher(c *redis.Client, opts WatchOptions) *Watcher {
 // Keyspace notifications must be on (EnsureKeyspaceEvents with
 // WatchClasses); without them only the scans report changes.
 func (w *Watcher) Run(ctx context.Context, notify func(Change)) error {
-	return w.run(ctx, notify, w.opts.OnSync)
+	return w.run(ctx, func(ch Change, _ string) { notify(ch) }, w.opts.OnSync)
 }
 
-func (w *Watcher) run(ctx context.Context, notify func(Change), onSync func(context.Context)) error {
+// emitFunc is notify with the key's full name (TABLE<sep>KEY, or the
+// plain key), which Events reads without joining it again.
+type emitFunc func(ch Change, full string)
+
+func (w *Watcher) run(ctx context.Context, notify emitFunc, onSync func(context.Context)) error {
 	total := len(w.patterns) + len(w.channels)
 	if total == 0 {
 		return errors.New("redis watcher: no tables and no keys to watch")
@@ -146,10 +150,10 @@ func (w *Watcher) run(ctx context.Context, notify func(Change), onSync func(cont
 		w.report(fmt.Errorf("psubscribe %s: %w", strings.Join(patterns, " "), err))
 	}
 
-	emit := func(ch Change) {
+	emit := func(ch Change, full string) {
 		w.emitMu.Lock()
 		defer w.emitMu.Unlock()
-		notify(ch)
+		notify(ch, full)
 	}
 
 	var wg sync.WaitGroup
@@ -177,7 +181,7 @@ func (w *Watcher) run(ctx context.Context, notify func(Change), onSync func(cont
 // the confirmation whose count reaches all our channels — asks for a
 // rescan, since go-redis resubscribes silently after a reconnect and
 // whatever happened meanwhile was not notified.
-func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, emit func(Change)) {
+func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, emit emitFunc) {
 	retry := newBackoff()
 	for {
 		msg, err := ps.Receive(ctx)
@@ -204,13 +208,13 @@ func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, 
 }
 
 // handle turns one keyspace notification into a Change.
-func (w *Watcher) handle(m *redis.Message, emit func(Change)) {
+func (w *Watcher) handle(m *redis.Message, emit emitFunc) {
 	key, ok := strings.CutPrefix(m.Channel, w.prefix)
 	if !ok {
 		return
 	}
 	if m.Pattern == "" {
-		emit(Change{Key: key})
+		emit(Change{Key: key}, key)
 		return
 	}
 	table, ok := w.patterns[m.Pattern]
@@ -227,7 +231,7 @@ func (w *Watcher) handle(m *redis.Message, emit func(Change)) {
 		shrink.Grew(w.known, &w.knownPeak)
 	}
 	w.mu.Unlock()
-	emit(Change{Table: table, Key: key[len(table)+len(w.opts.Separator):]})
+	emit(Change{Table: table, Key: key[len(table)+len(w.opts.Separator):]}, key)
 }
 
 func (w *Watcher) requestRescan() {
@@ -238,7 +242,7 @@ func (w *Watcher) requestRescan() {
 }
 
 // scanLoop runs a full scan whenever one is requested, retrying failures.
-func (w *Watcher) scanLoop(ctx context.Context, emit func(Change), onSync func(context.Context)) {
+func (w *Watcher) scanLoop(ctx context.Context, emit emitFunc, onSync func(context.Context)) {
 	retry := newBackoff()
 	for {
 		select {
@@ -270,7 +274,7 @@ func (w *Watcher) scanLoop(ctx context.Context, emit func(Change), onSync func(c
 //
 // It first makes sure notifications are on: a restarted Redis without the
 // redis.conf line has lost the daemon's CONFIG SET.
-func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
+func (w *Watcher) scan(ctx context.Context, emit emitFunc) error {
 	if err := EnsureKeyspaceEvents(ctx, w.c, WatchClasses); err != nil {
 		var nce *NotifyConfigError
 		if !errors.As(err, &nce) {
@@ -302,7 +306,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 			}
 			w.mu.Unlock()
 			for _, k := range keys {
-				emit(Change{Table: table, Key: k[len(prefix):]})
+				emit(Change{Table: table, Key: k[len(prefix):]}, k)
 			}
 			if next == 0 {
 				break
@@ -311,7 +315,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 		}
 	}
 	for _, k := range w.opts.Keys {
-		emit(Change{Key: k})
+		emit(Change{Key: k}, k)
 	}
 	var gone []Change
 	w.mu.Lock()
@@ -325,7 +329,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 	w.known = shrink.Map(w.known, &w.knownPeak)
 	w.mu.Unlock()
 	for _, ch := range gone {
-		emit(ch)
+		emit(ch, "")
 	}
 	return nil
 }
