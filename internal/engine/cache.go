@@ -44,6 +44,9 @@ type Cache struct {
 	tables  map[string]map[string]cached
 	indexes map[string]*index // by table
 	held    map[string]bool   // "TABLE|key": gone, but kept (CONFIG_DB_INITIALIZED)
+	// warnings of the keys that have one (rare: unknown fields), by
+	// table then key, so an entry without one costs nothing for it
+	warnings map[string]map[string]string
 	// recent hashes set, whose strings a new equal one shares (shared)
 	recent     [8]cached
 	recentNext int
@@ -52,7 +55,7 @@ type Cache struct {
 // cached is an entry as the cache keeps it: the hash packed into one
 // string (shrink.Pack) — 100k routes are 100k small strings, not 100k maps.
 type cached struct {
-	fields, gen, warning string
+	fields, gen string
 }
 
 type index struct {
@@ -100,7 +103,7 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.shared(packed, gen)
-	e.warning = warning
+	c.setWarningLocked(table, key, warning)
 	c.unholdLocked(table, key)
 	t := c.tables[table]
 	if t == nil {
@@ -141,6 +144,27 @@ func (c *Cache) shared(packed []byte, gen string) cached {
 	return e
 }
 
+// setWarningLocked records table|key's warning ("" = none).
+func (c *Cache) setWarningLocked(table, key, warning string) {
+	w := c.warnings[table]
+	switch {
+	case warning != "":
+		if w == nil {
+			if c.warnings == nil {
+				c.warnings = map[string]map[string]string{}
+			}
+			w = map[string]string{}
+			c.warnings[table] = w
+		}
+		w[key] = warning
+	case len(w) > 0:
+		delete(w, key)
+		if len(w) == 0 {
+			delete(c.warnings, table) // its buckets go with it
+		}
+	}
+}
+
 // Delete forgets table|key; false when it was not there.
 func (c *Cache) Delete(table, key string) bool {
 	c.mu.Lock()
@@ -151,6 +175,7 @@ func (c *Cache) Delete(table, key string) bool {
 	}
 	delete(c.tables[table], key)
 	c.tables[table] = shrink.Map(c.tables[table], c.peaks[table])
+	c.setWarningLocked(table, key, "")
 	if ix := c.indexes[table]; ix != nil {
 		if v := ix.fn(key); v != "" {
 			delete(ix.ids[v], key)
@@ -218,7 +243,7 @@ func (c *Cache) Get(table, key string) (Entry, bool) {
 	if f == nil {
 		f = schema.Fields{}
 	}
-	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: e.warning}, true
+	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: c.warnings[table][key]}, true
 }
 
 // Has reports whether table|key is cached.

@@ -41,3 +41,31 @@ func TestCacheSharesEqualHashes(t *testing.T) {
 		t.Fatal("equal hashes do not share")
 	}
 }
+
+// A warning belongs to its key's current hash and goes with the key.
+func TestCacheWarnings(t *testing.T) {
+	c := NewCache(func(table string, f schema.Fields) string {
+		if _, ok := f["x"]; ok {
+			return "unknown field x"
+		}
+		return ""
+	})
+	c.Set("ROUTE", "a", schema.Fields{"via": "1", "x": "y"})
+	c.Set("ROUTE", "b", schema.Fields{"via": "1"})
+	if e, _ := c.Get("ROUTE", "a"); e.Warning != "unknown field x" || e.Stamp(schema.OK()).Warning != e.Warning {
+		t.Fatalf("a: warning %q", e.Warning)
+	}
+	if e, _ := c.Get("ROUTE", "b"); e.Warning != "" {
+		t.Fatalf("b: warning %q", e.Warning)
+	}
+	c.Set("ROUTE", "a", schema.Fields{"via": "1"})
+	if e, _ := c.Get("ROUTE", "a"); e.Warning != "" {
+		t.Fatalf("a fixed: warning %q", e.Warning)
+	}
+	c.Set("ROUTE", "b", schema.Fields{"x": "1"})
+	c.Delete("ROUTE", "b")
+	c.Set("ROUTE", "b", schema.Fields{"via": "2"})
+	if e, _ := c.Get("ROUTE", "b"); e.Warning != "" || len(c.warnings) != 0 {
+		t.Fatalf("b re-added: warning %q, %d tables of warnings", e.Warning, len(c.warnings))
+	}
+}

@@ -100,9 +100,10 @@ func (k kept) record() record {
 	return r
 }
 
-// write is a queued STATE_DB write: a result, or a deletion.
+// write is a queued STATE_DB write: a result (kept: a burst's 100k
+// pending writes are 100k of these), or a deletion.
 type write struct {
-	rec record
+	k   kept
 	del bool
 }
 
@@ -175,7 +176,8 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 	if old, ok := r.current[ck]; ok && old.record().equal(rec) {
 		return
 	}
-	r.current[ck] = keep(rec)
+	kp := keep(rec)
+	r.current[ck] = kp
 	shrink.Grew(r.current, &r.peaks[0])
 	if r.counts == nil {
 		r.counts = map[string]map[schema.State]int{}
@@ -196,7 +198,7 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 	if r.cache.Held(table, key) {
 		return
 	}
-	r.putLocked(schema.ResultKey(table, key), write{rec: rec})
+	r.putLocked(schema.ResultKey(table, key), write{k: kp})
 }
 
 // isConfigKey reports whether s is table|key.
@@ -244,7 +246,7 @@ func (r *results) setBad(table, key string, res schema.Result) {
 	}
 	r.bad[ck] = res
 	shrink.Grew(r.bad, &r.peaks[1])
-	r.putLocked(schema.ResultKey(table, key), write{rec: record{res: res}})
+	r.putLocked(schema.ResultKey(table, key), write{k: keep(record{res: res})})
 }
 
 // clearBad ends the engine's error of table|key: its result is removed
@@ -295,7 +297,7 @@ func (r *results) rewrite(table, key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if k, ok := r.current[ck]; ok {
-		r.putLocked(schema.ResultKey(table, key), write{rec: k.record()})
+		r.putLocked(schema.ResultKey(table, key), write{k: k})
 	}
 }
 
@@ -311,12 +313,12 @@ func (r *results) rewriteAll() int {
 		if _, bad := r.bad[ck]; bad || r.cache.Held(t, k) {
 			continue
 		}
-		r.putLocked(schema.ResultKey(t, k), write{rec: kp.record()})
+		r.putLocked(schema.ResultKey(t, k), write{k: kp})
 		n++
 	}
 	for ck, res := range r.bad {
 		t, k := splitConfigKey(ck)
-		r.putLocked(schema.ResultKey(t, k), write{rec: record{res: res}})
+		r.putLocked(schema.ResultKey(t, k), write{k: keep(record{res: res})})
 		n++
 	}
 	return n
@@ -390,7 +392,7 @@ func (r *results) run(ctx context.Context) {
 				if w.del {
 					b.Delete(k)
 				} else {
-					b.SetPacked(k, w.rec.pack())
+					b.SetPacked(k, w.k.record().pack())
 				}
 			}
 			err := b.Flush(ctx)
