@@ -86,7 +86,15 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 		cp = maps.Clone(f)
 		delete(cp, schema.NullField)
 	}
-	gen := schema.Generation(cp)
+	var buf [256]byte
+	packed := shrink.AppendPacked(buf[:0], cp)
+	c.mu.Lock()
+	// A hash equal to one set recently has its generation: no SHA-256.
+	gen, known := c.recentGen(packed)
+	c.mu.Unlock()
+	if !known {
+		gen = schema.Generation(cp)
+	}
 	c.mu.Lock()
 	if old, had := c.tables[table][key]; had && old.gen == gen {
 		c.unholdLocked(table, key)
@@ -94,8 +102,6 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 		return false // same hash: nothing new to keep
 	}
 	c.mu.Unlock()
-	var buf [256]byte
-	packed := shrink.AppendPacked(buf[:0], cp)
 	var warning string
 	if c.warn != nil {
 		warning = c.warn(table, cp)
@@ -163,6 +169,17 @@ func (c *Cache) setWarningLocked(table, key, warning string) {
 			delete(c.warnings, table) // its buckets go with it
 		}
 	}
+}
+
+// recentGen returns the generation of a recently set hash packed as
+// packed.
+func (c *Cache) recentGen(packed []byte) (string, bool) {
+	for i := range c.recent {
+		if r := &c.recent[i]; r.gen != "" && r.fields == string(packed) {
+			return r.gen, true
+		}
+	}
+	return "", false
 }
 
 // Delete forgets table|key; false when it was not there.
