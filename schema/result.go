@@ -2,6 +2,7 @@ package schema
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"sort"
 	"strings"
@@ -84,28 +85,33 @@ func (r Result) Fields() Fields {
 // different hashes get different generations with overwhelming
 // probability; an empty hash has its own.
 func Generation(f Fields) string {
-	names := make([]string, 0, len(f))
+	// Sorted on the stack and hashed from one buffer: a hash of a few
+	// fields costs one allocation (the result), not six.
+	var small [16]string
+	names := small[:0]
+	if len(f) > len(small) {
+		names = make([]string, 0, len(f))
+	}
 	for k := range f {
 		if k != NullField {
 			names = append(names, k)
 		}
 	}
 	sort.Strings(names)
-	h := sha256.New()
-	var n [8]byte
+	var buf [512]byte
+	b := buf[:0]
 	put := func(s string) { // length-prefixed: no two field lists collide
-		l := len(s)
-		for i := range n {
-			n[i] = byte(l >> (8 * i))
-		}
-		h.Write(n[:])
-		h.Write([]byte(s))
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
 	}
 	for _, k := range names {
 		put(k)
 		put(f[k])
 	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	sum := sha256.Sum256(b)
+	var out [16]byte
+	hex.Encode(out[:], sum[:8])
+	return string(out[:])
 }
 
 // ResultKey maps CONFIG_DB table T and key k to the STATE_DB key holding

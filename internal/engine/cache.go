@@ -44,12 +44,18 @@ type Cache struct {
 	tables  map[string]map[string]cached
 	indexes map[string]*index // by table
 	held    map[string]bool   // "TABLE|key": gone, but kept (CONFIG_DB_INITIALIZED)
+	// warnings of the keys that have one (rare: unknown fields), by
+	// table then key, so an entry without one costs nothing for it
+	warnings map[string]map[string]string
+	// recent hashes set, whose strings a new equal one shares (shared)
+	recent     [8]cached
+	recentNext int
 }
 
 // cached is an entry as the cache keeps it: the hash packed into one
 // string (shrink.Pack) — 100k routes are 100k small strings, not 100k maps.
 type cached struct {
-	fields, gen, warning string
+	fields, gen string
 }
 
 type index struct {
@@ -80,21 +86,31 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 		cp = maps.Clone(f)
 		delete(cp, schema.NullField)
 	}
-	gen := schema.Generation(cp)
+	var buf [256]byte
+	packed := shrink.AppendPacked(buf[:0], cp)
+	c.mu.Lock()
+	// A hash equal to one set recently has its generation: no SHA-256.
+	gen, known := c.recentGen(packed)
+	c.mu.Unlock()
+	if !known {
+		gen = schema.Generation(cp)
+	}
 	c.mu.Lock()
 	if old, had := c.tables[table][key]; had && old.gen == gen {
-		delete(c.held, table+schema.ConfigSep+key)
+		c.unholdLocked(table, key)
 		c.mu.Unlock()
 		return false // same hash: nothing new to keep
 	}
 	c.mu.Unlock()
-	e := cached{fields: shrink.Pack(cp), gen: gen}
+	var warning string
 	if c.warn != nil {
-		e.warning = c.warn(table, cp)
+		warning = c.warn(table, cp)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.held, table+schema.ConfigSep+key)
+	e := c.shared(packed, gen)
+	c.setWarningLocked(table, key, warning)
+	c.unholdLocked(table, key)
 	t := c.tables[table]
 	if t == nil {
 		t = map[string]cached{}
@@ -117,16 +133,66 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	return !had || old.gen != e.gen
 }
 
+// shared returns the cached form of a packed hash and its generation,
+// sharing the strings of a recently set equal hash: a burst of routes
+// through the same next hop keeps one copy of "nexthop 10.0.0.2 ifname
+// Ethernet0" and of its generation, not 100k. The fields are compared,
+// not only the generations.
+func (c *Cache) shared(packed []byte, gen string) cached {
+	for i := range c.recent {
+		if r := &c.recent[i]; r.gen == gen && r.fields == string(packed) {
+			return *r
+		}
+	}
+	e := cached{fields: string(packed), gen: gen}
+	c.recent[c.recentNext%len(c.recent)] = e
+	c.recentNext++
+	return e
+}
+
+// setWarningLocked records table|key's warning ("" = none).
+func (c *Cache) setWarningLocked(table, key, warning string) {
+	w := c.warnings[table]
+	switch {
+	case warning != "":
+		if w == nil {
+			if c.warnings == nil {
+				c.warnings = map[string]map[string]string{}
+			}
+			w = map[string]string{}
+			c.warnings[table] = w
+		}
+		w[key] = warning
+	case len(w) > 0:
+		delete(w, key)
+		if len(w) == 0 {
+			delete(c.warnings, table) // its buckets go with it
+		}
+	}
+}
+
+// recentGen returns the generation of a recently set hash packed as
+// packed.
+func (c *Cache) recentGen(packed []byte) (string, bool) {
+	for i := range c.recent {
+		if r := &c.recent[i]; r.gen != "" && r.fields == string(packed) {
+			return r.gen, true
+		}
+	}
+	return "", false
+}
+
 // Delete forgets table|key; false when it was not there.
 func (c *Cache) Delete(table, key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.held, table+schema.ConfigSep+key)
+	c.unholdLocked(table, key)
 	if _, ok := c.tables[table][key]; !ok {
 		return false
 	}
 	delete(c.tables[table], key)
 	c.tables[table] = shrink.Map(c.tables[table], c.peaks[table])
+	c.setWarningLocked(table, key, "")
 	if ix := c.indexes[table]; ix != nil {
 		if v := ix.fn(key); v != "" {
 			delete(ix.ids[v], key)
@@ -136,6 +202,14 @@ func (c *Cache) Delete(table, key string) bool {
 		}
 	}
 	return true
+}
+
+// unholdLocked ends a hold of table|key; the usual case, nothing held,
+// builds no "TABLE|key" string.
+func (c *Cache) unholdLocked(table, key string) {
+	if len(c.held) > 0 {
+		delete(c.held, table+schema.ConfigSep+key)
+	}
 }
 
 // hold marks a cached key as gone from CONFIG_DB but kept; false when it
@@ -171,7 +245,7 @@ func (c *Cache) releaseHeld() []string {
 func (c *Cache) Held(table, key string) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.held[table+schema.ConfigSep+key]
+	return len(c.held) > 0 && c.held[table+schema.ConfigSep+key]
 }
 
 // Get returns the entry of table|key.
@@ -186,7 +260,7 @@ func (c *Cache) Get(table, key string) (Entry, bool) {
 	if f == nil {
 		f = schema.Fields{}
 	}
-	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: e.warning}, true
+	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: c.warnings[table][key]}, true
 }
 
 // Has reports whether table|key is cached.

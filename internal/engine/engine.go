@@ -195,4 +195,5 @@ type engine struct {
 	fatalError error
 	wg         sync.WaitGroup
 	started    atomic.Bool // workers run: Enqueue goes to the queue
+	adds       []string    // items of consume's current events, for flushAdds
 }

@@ -79,6 +79,7 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 		e.tables[t] = true
 	}
 	sw := redisx.NewStateWriter(stateDB, append(append([]string(nil), schema.ResultFieldNames...), cfg.ResultFields...))
+	sw.Compact() // a fingerprint per result, not its values: a result's fields change together
 	for _, t := range tables {
 		if err := sw.Load(ctx, schema.ResultTable(t)+schema.StateSep+"*"); err != nil {
 			return fmt.Errorf("load previous results: %w", redisx.ExplainPermission(err))
@@ -201,6 +202,24 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 				return
 			}
 			e.event(ctx, ev)
+			// The events the watcher has ready now (a burst's read
+			// batch) reach the queue together, up to a worker's batch:
+			// the worker wakes once and reconciles them in one pass
+			// instead of many passes of one. A lone change waits for
+			// nothing.
+			for more := true; more && len(e.adds) < e.cfg.MaxBatch; {
+				select {
+				case ev, ok := <-evs:
+					if !ok {
+						e.flushAdds()
+						return
+					}
+					e.event(ctx, ev)
+				default:
+					more = false
+				}
+			}
+			e.flushAdds()
 		case <-syncCh:
 			e.m.inc(resyncsC)
 			if !e.gate.synced.Swap(true) {
@@ -285,10 +304,21 @@ func (e *engine) event(ctx context.Context, ev redisx.Event) {
 	}
 }
 
+// enqueue collects table|key's item for flushAdds (consume's goroutine).
 func (e *engine) enqueue(table, key string) {
 	if e.started.Load() {
-		e.q.Add(e.ctrl.Item(table, key))
+		e.adds = append(e.adds, e.ctrl.Item(table, key))
 	}
+}
+
+// flushAdds queues the items enqueue collected.
+func (e *engine) flushAdds() {
+	if len(e.adds) == 0 {
+		return
+	}
+	e.q.AddAll(e.adds)
+	clear(e.adds)
+	e.adds = e.adds[:0]
 }
 
 // bad gives a key that is not config an error result; what it configured
@@ -407,14 +437,16 @@ func (e *engine) work(ctx context.Context) {
 func (e *engine) finish(ctx context.Context, item string, err error, took float64) {
 	defer e.q.Done(item)
 	table := e.tableOfItem(item)
-	var rq *requeueError
-	switch {
-	case err == nil:
+	if err == nil { // apart: errors.As below would put rq on the heap for every item
 		e.q.Forget(item)
 		if item != sweepItem {
 			e.res.reconciled(item)
 		}
 		e.m.reconciled(table, "ok", took)
+		return
+	}
+	var rq *requeueError
+	switch {
 	case errors.As(err, &rq):
 		e.q.Forget(item)
 		e.res.reconciled(item)

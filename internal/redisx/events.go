@@ -51,8 +51,8 @@ func (w *Watcher) Events(ctx context.Context) <-chan Event {
 	go func() {
 		defer wg.Done()
 		defer co.close()
-		if err := w.run(ctx, func(ch Change) {
-			co.mark(ch)
+		if err := w.run(ctx, func(ch Change, full string) {
+			co.mark(ch, full)
 			if w.testMarked != nil {
 				w.testMarked(ch)
 			}
@@ -120,6 +120,8 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 		case it.sync:
 		case it.ch.Table == "":
 			cmds[i] = pipe.Get(ctx, it.ch.Key)
+		case it.full != "":
+			cmds[i] = pipe.HGetAll(ctx, it.full)
 		default:
 			cmds[i] = pipe.HGetAll(ctx, it.ch.Table+w.opts.Separator+it.ch.Key)
 		}
@@ -190,6 +192,7 @@ func ReadHash(ctx context.Context, c *redis.Client, key string) (map[string]stri
 // item is a dirty key or a sync barrier in the coalescer's FIFO.
 type item struct {
 	ch   Change
+	full string // the key's whole name when known ("" = join Table and Key)
 	sync bool
 }
 
@@ -208,7 +211,7 @@ func newCoalescer() *coalescer {
 	return &coalescer{dirty: map[Change]struct{}{}, wake: make(chan struct{}, 1)}
 }
 
-func (c *coalescer) mark(ch Change) {
+func (c *coalescer) mark(ch Change, full string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.dirty[ch]; ok {
@@ -216,7 +219,7 @@ func (c *coalescer) mark(ch Change) {
 	}
 	c.dirty[ch] = struct{}{}
 	shrink.Grew(c.dirty, &c.peak)
-	c.fifo = append(c.fifo, item{ch: ch})
+	c.fifo = append(c.fifo, item{ch: ch, full: full})
 	c.signal()
 }
 

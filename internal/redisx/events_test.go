@@ -42,11 +42,11 @@ func takeAll(t *testing.T, co *coalescer) []item {
 func TestCoalescer(t *testing.T) {
 	co := newCoalescer()
 	a, b, x := Change{"T", "a"}, Change{"T", "b"}, Change{"T", "x"}
-	co.mark(a)
-	co.mark(b)
-	co.mark(a)
+	co.mark(a, "")
+	co.mark(b, "")
+	co.mark(a, "")
 	co.barrier()
-	co.mark(x)
+	co.mark(x, "")
 	got := takeAll(t, co)
 	want := []item{{ch: a}, {ch: b}, {sync: true}, {ch: x}}
 	if !reflect.DeepEqual(got, want) {
@@ -54,8 +54,8 @@ func TestCoalescer(t *testing.T) {
 	}
 	// After a failed read the items go back in front; b, marked again
 	// meanwhile, moves up instead of staying behind the barrier.
-	co.mark(b)
-	co.mark(Change{"T", "later"})
+	co.mark(b, "")
+	co.mark(Change{"T", "later"}, "")
 	co.requeue(got)
 	got = takeAll(t, co)
 	want = []item{{ch: a}, {ch: b}, {sync: true}, {ch: x}, {ch: Change{"T", "later"}}}
@@ -64,7 +64,7 @@ func TestCoalescer(t *testing.T) {
 	}
 	// take honours max and blocks until something is there.
 	for i := 0; i < 10; i++ {
-		co.mark(Change{"T", string(rune('a' + i))})
+		co.mark(Change{"T", string(rune('a' + i))}, "")
 	}
 	items, _ := co.take(context.Background(), 4)
 	if len(items) != 4 {

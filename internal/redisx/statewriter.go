@@ -3,6 +3,7 @@ package redisx
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"sort"
@@ -64,7 +65,14 @@ type StateWriter struct {
 	cache  map[string]string // key -> owned fields as Redis holds them (shrink.Pack)
 	peak   int               // high-water mark of cache (shrink)
 	loaded []string          // key prefixes Load read whole: a key there not in cache holds nothing of ours
-	runID  string            // for CheckRestart
+	names  map[string]any    // field names boxed once (name)
+	// compact (Compact): keys of listed owned fields keep a fingerprint
+	// in sums instead of their values in cache.
+	compact bool
+	seed    maphash.Seed
+	sums    map[string]written
+	sumPeak int
+	runID   string // for CheckRestart
 
 	roundTrips atomic.Uint64
 	commands   atomic.Uint64
@@ -80,6 +88,46 @@ func NewStateWriter(c *redis.Client, owned []string) *StateWriter {
 // DB, e.g. OwnTables(schema.StateSep, map[string][]string{...}).
 func NewOwnedWriter(c *redis.Client, own Ownership) *StateWriter {
 	return &StateWriter{c: c, own: own, cache: map[string]string{}}
+}
+
+// written is what a compact writer keeps of a key: a hash of the owned
+// fields it wrote and which of them (bit i: own(key)[i]).
+type written struct {
+	sum, mask uint64
+}
+
+// Compact makes the writer keep, for keys whose owned fields are listed
+// (not AllFields), a 16-byte fingerprint of what it wrote instead of the
+// values: "unchanged, send nothing" still holds, but a change rewrites
+// every owned field of the key, not only those that differ. For writers
+// of many keys whose fields change together (the engine's results). Call
+// it before the first write or Load.
+func (w *StateWriter) Compact() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.compact = true
+	w.seed = maphash.MakeSeed()
+	w.sums = map[string]written{}
+}
+
+// compactFor reports whether key's cache is a fingerprint.
+func (w *StateWriter) compactFor(list []string, all bool) bool {
+	return w.compact && !all && len(list) <= 64
+}
+
+// fingerprint is the written entry of packed owned fields.
+func (w *StateWriter) fingerprint(list []string, packed string) written {
+	wr := written{sum: maphash.String(w.seed, packed)}
+	for p := packed; ; {
+		f, _, rest, ok := shrink.Next(p)
+		if !ok {
+			return wr
+		}
+		if i := slices.Index(list, f); i >= 0 {
+			wr.mask |= 1 << i
+		}
+		p = rest
+	}
 }
 
 // RoundTrips is the number of Redis round trips (pipelines, SCANs) the
@@ -118,7 +166,8 @@ func (w *StateWriter) Delete(ctx context.Context, key string) error {
 }
 
 // Batch collects Sets and Deletes for one pipelined round trip (syncd
-// writes bursts of thousands). A Batch is used by one goroutine.
+// writes bursts of thousands). A Batch is used by one goroutine; after
+// Flush it is empty and may be used again.
 func (w *StateWriter) Batch() *Batch { return &Batch{w: w} }
 
 // Batch is a list of writes sent by Flush in one MULTI/EXEC pipeline, so
@@ -128,21 +177,24 @@ type Batch struct {
 	ops []op
 }
 
-// op is one queued Set (fields, never nil) or Delete (del).
+// op is one queued Set (fields packed by shrink.Pack) or Delete (del).
 type op struct {
 	key    string
-	fields map[string]string
+	packed string
 	del    bool
 }
 
 // Set queues StateWriter.Set(key, fields); fields is copied. A field the
 // writer does not own fails the whole Flush.
 func (b *Batch) Set(key string, fields map[string]string) {
-	f := maps.Clone(fields)
-	if f == nil {
-		f = map[string]string{}
-	}
-	b.ops = append(b.ops, op{key: key, fields: f})
+	b.ops = append(b.ops, op{key: key, packed: shrink.Pack(fields)})
+}
+
+// SetPacked is Set of fields already packed by shrink.Pack (or built by
+// shrink.AppendPair in ascending name order): the writer keeps the string
+// as its cache of the key, without another copy.
+func (b *Batch) SetPacked(key, packed string) {
+	b.ops = append(b.ops, op{key: key, packed: packed})
 }
 
 // Delete queues StateWriter.Delete(key).
@@ -171,25 +223,44 @@ func (e KeyErrors) Error() string {
 func (b *Batch) Flush(ctx context.Context) error {
 	ops := b.ops
 	b.ops = nil
+	defer func() {
+		// The array is kept for the batch's next use (a writer's batch
+		// of a few hundred results at a time); a 100k one is let go.
+		if b.ops == nil && cap(ops) <= 4096 {
+			clear(ops)
+			b.ops = ops[:0]
+		}
+	}()
 	w := b.w
 	for _, o := range ops {
 		list, all := w.owned(o.key)
 		if all {
 			continue
 		}
-		for f := range o.fields {
+		for p := o.packed; ; {
+			f, _, rest, ok := shrink.Next(p)
+			if !ok {
+				break
+			}
 			if !slices.Contains(list, f) {
 				return fmt.Errorf("state writer: field %q of %s is not among the owned fields %v", f, o.key, list)
 			}
+			p = rest
 		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pipe := w.c.TxPipeline()
-	touched := map[string]bool{}
-	for _, o := range ops {
-		if w.queue(ctx, pipe, o) {
-			touched[o.key] = true
+	// One argument array for the whole batch, carved per command: a
+	// burst of results is not a slice per key.
+	args := make([]any, 0, 4*len(ops)+8)
+	touched := 0
+	for i := range ops {
+		var sent bool
+		if args, sent = w.queue(ctx, pipe, &ops[i], args); sent {
+			touched++
+		} else {
+			ops[i].key = "" // not sent: its cache entry is right
 		}
 	}
 	n := pipe.Len()
@@ -207,16 +278,22 @@ func (b *Batch) Flush(ctx context.Context) error {
 		// Redis may hold the old values or the new: unknown. Without the
 		// loaded prefixes, an unknown key gets every owned field it does
 		// not set removed.
-		for k := range touched {
-			delete(w.cache, k)
-			w.cache = shrink.Map(w.cache, &w.peak)
+		for _, o := range ops {
+			if o.key != "" {
+				delete(w.cache, o.key)
+				delete(w.sums, o.key)
+			}
 		}
+		w.cache = shrink.Map(w.cache, &w.peak)
+		w.sums = shrink.Map(w.sums, &w.sumPeak)
 		w.loaded = nil
-		return fmt.Errorf("write %d state keys: %w", len(touched), err)
+		return fmt.Errorf("write %d state keys: %w", touched, err)
 	}
 	for k := range failed {
 		delete(w.cache, k)
+		delete(w.sums, k)
 		w.cache = shrink.Map(w.cache, &w.peak)
+		w.sums = shrink.Map(w.sums, &w.sumPeak)
 	}
 	return failed
 }
@@ -256,11 +333,14 @@ func cmdKey(args []any) string {
 }
 
 // queue adds o's difference from the cache to pipe and updates the cache;
-// false when there is nothing to send.
-func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) bool {
+// false when there is nothing to send. Command arguments are appended to
+// args (returned grown), whose capacity is shared by the batch.
+func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o *op, args []any) ([]any, bool) {
 	list, all := w.owned(o.key)
-	packed, known := w.cache[o.key]
-	cached := shrink.Unpack(packed)
+	if w.compactFor(list, all) {
+		return w.queueCompact(ctx, pipe, o, args, list)
+	}
+	cached, known := w.cache[o.key]
 	if !known && w.inLoaded(o.key) {
 		known = true // Load saw none of our fields there, nor did we write any since
 	}
@@ -268,65 +348,190 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o op) boo
 		delete(w.cache, o.key)
 		w.cache = shrink.Map(w.cache, &w.peak)
 		switch {
-		case known && len(cached) == 0:
-			return false
+		case known && cached == "":
+			return args, false
 		case all:
 			pipe.Del(ctx, o.key)
 		case known:
-			pipe.HDel(ctx, o.key, slices.Sorted(maps.Keys(cached))...)
+			start := len(args)
+			args = append(args, "hdel", o.key)
+			for p := cached; ; {
+				f, _, rest, ok := shrink.Next(p)
+				if !ok {
+					break
+				}
+				args = append(args, w.name(f))
+				p = rest
+			}
+			pipe.Process(ctx, redis.NewIntCmd(ctx, args[start:len(args):len(args)]...))
 		case len(list) == 0:
-			return false
+			return args, false
 		default: // unknown key: it may hold any owned field
 			pipe.HDel(ctx, o.key, list...)
 		}
-		return true
+		return args, true
 	}
-	// The profile of a burst of results (BenchmarkStateWriter10kBatch,
-	// -cpuprofile) had a fifth of the client's CPU in sorting the fields
-	// through an iterator and growing the slices: size them once.
-	names := make([]string, 0, len(o.fields))
-	for f := range o.fields {
-		names = append(names, f)
+	if known && cached == o.packed {
+		return args, false // Redis holds exactly this (the common case)
 	}
-	sort.Strings(names)
-	set := make([]any, 0, 2*len(names))
-	for _, f := range names {
-		if v, ok := cached[f]; !ok || v != o.fields[f] {
-			set = append(set, f, o.fields[f])
-		}
-	}
-	var del []string
-	if known {
-		for f := range cached {
-			if _, ok := o.fields[f]; !ok {
-				del = append(del, f)
+	// Both packed maps are sorted by name: one merge finds the values to
+	// set and, when the cache is known, the names to delete.
+	set := len(args)
+	args = append(args, "hset", o.key)
+	var dels []string
+	np, cp := o.packed, cached
+	nk, nv, nrest, nok := shrink.Next(np)
+	ck, cv, crest, cok := shrink.Next(cp)
+	for nok || cok {
+		switch {
+		case cok && (!nok || ck < nk): // cached only: gone
+			dels = append(dels, ck)
+			ck, cv, crest, cok = shrink.Next(crest)
+		case nok && (!cok || nk < ck): // new
+			args = append(args, w.name(nk), nv)
+			nk, nv, nrest, nok = shrink.Next(nrest)
+		default: // both
+			if nv != cv {
+				args = append(args, w.name(nk), nv)
 			}
+			nk, nv, nrest, nok = shrink.Next(nrest)
+			ck, cv, crest, cok = shrink.Next(crest)
 		}
-		sort.Strings(del)
+	}
+	sent := false
+	if len(args)-set > 2 {
+		pipe.Process(ctx, redis.NewIntCmd(ctx, args[set:len(args):len(args)]...))
+		sent = true
 	} else {
+		args = args[:set]
+	}
+	if !known {
+		dels = dels[:0]
 		for _, f := range list {
-			if _, ok := o.fields[f]; !ok {
-				del = append(del, f)
+			if !packedHas(o.packed, f) {
+				dels = append(dels, f)
 			}
 		}
 	}
-	if len(set) > 0 {
-		pipe.HSet(ctx, o.key, set...)
+	if len(dels) > 0 {
+		pipe.HDel(ctx, o.key, dels...)
+		sent = true
 	}
-	if len(del) > 0 {
-		pipe.HDel(ctx, o.key, del...)
-	}
-	if len(o.fields) == 0 {
+	if o.packed == "" {
 		// Nothing of ours is left. Remember "known empty" only for this
 		// flush; a later Set rewrites from scratch, which keeps the cache
 		// from growing with every key ever deleted.
 		delete(w.cache, o.key)
 		w.cache = shrink.Map(w.cache, &w.peak)
 	} else {
-		w.cache[o.key] = shrink.Pack(o.fields)
+		w.cache[o.key] = o.packed
 		shrink.Grew(w.cache, &w.peak)
 	}
-	return len(set) > 0 || len(del) > 0
+	return args, sent
+}
+
+// queueCompact is queue for a key whose cache is a fingerprint.
+func (w *StateWriter) queueCompact(ctx context.Context, pipe redis.Pipeliner, o *op, args []any, list []string) ([]any, bool) {
+	old, known := w.sums[o.key]
+	if !known && w.inLoaded(o.key) {
+		known = true
+	}
+	all := uint64(1)<<len(list) - 1
+	if len(list) == 64 {
+		all = ^uint64(0)
+	}
+	if o.del {
+		delete(w.sums, o.key)
+		w.sums = shrink.Map(w.sums, &w.sumPeak)
+		if known {
+			return w.hdelMask(ctx, pipe, o.key, list, old.mask, args)
+		}
+		return w.hdelMask(ctx, pipe, o.key, list, all, args)
+	}
+	now := w.fingerprint(list, o.packed)
+	if known && now == old {
+		return args, false
+	}
+	sent := false
+	if o.packed != "" {
+		start := len(args)
+		args = append(args, "hset", o.key)
+		for p := o.packed; ; {
+			f, v, rest, ok := shrink.Next(p)
+			if !ok {
+				break
+			}
+			if len(v) <= 8 { // "ok", "error", "pending": boxed once too
+				args = append(args, w.name(f), w.name(v))
+			} else {
+				args = append(args, w.name(f), v)
+			}
+			p = rest
+		}
+		pipe.Process(ctx, redis.NewIntCmd(ctx, args[start:len(args):len(args)]...))
+		sent = true
+	}
+	gone := all &^ now.mask
+	if known {
+		gone = old.mask &^ now.mask
+	}
+	args, deleted := w.hdelMask(ctx, pipe, o.key, list, gone, args)
+	sent = sent || deleted
+	if o.packed == "" {
+		delete(w.sums, o.key)
+		w.sums = shrink.Map(w.sums, &w.sumPeak)
+	} else {
+		w.sums[o.key] = now
+		shrink.Grew(w.sums, &w.sumPeak)
+	}
+	return args, sent
+}
+
+// hdelMask queues HDEL of the names of list in mask (nothing for none).
+func (w *StateWriter) hdelMask(ctx context.Context, pipe redis.Pipeliner, key string, list []string, mask uint64, args []any) ([]any, bool) {
+	if mask == 0 {
+		return args, false
+	}
+	start := len(args)
+	args = append(args, "hdel", key)
+	for i, f := range list {
+		if mask&(1<<i) != 0 {
+			args = append(args, w.name(f))
+		}
+	}
+	pipe.Process(ctx, redis.NewIntCmd(ctx, args[start:len(args):len(args)]...))
+	return args, true
+}
+
+// name is field name (or short value) f as a command argument: the
+// first 256 such strings are boxed once, not once per write.
+func (w *StateWriter) name(f string) any {
+	if v, ok := w.names[f]; ok {
+		return v
+	}
+	if len(w.names) >= 256 {
+		return f
+	}
+	if w.names == nil {
+		w.names = map[string]any{}
+	}
+	v := any(strings.Clone(f))
+	w.names[strings.Clone(f)] = v
+	return v
+}
+
+// packedHas reports whether packed map p has name f.
+func packedHas(p, f string) bool {
+	for {
+		k, _, rest, ok := shrink.Next(p)
+		if !ok || k > f {
+			return false
+		}
+		if k == f {
+			return true
+		}
+		p = rest
+	}
 }
 
 // inLoaded reports whether key is under a prefix Load read whole.

@@ -95,9 +95,16 @@ func (w *StateWriter) adopt(ctx context.Context, keys []string) error {
 				}
 			}
 		}
-		if len(got) == 0 {
+		list, all := w.owned(k)
+		switch {
+		case w.compactFor(list, all) && len(got) == 0:
+			delete(w.sums, k)
+		case w.compactFor(list, all):
+			w.sums[k] = w.fingerprint(list, shrink.Pack(got))
+			shrink.Grew(w.sums, &w.sumPeak)
+		case len(got) == 0:
 			delete(w.cache, k)
-		} else {
+		default:
 			w.cache[k] = shrink.Pack(got)
 		}
 	}
@@ -125,9 +132,14 @@ func (w *StateWriter) markLoaded(pattern string) {
 func (w *StateWriter) Keys() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	keys := make([]string, 0, len(w.cache))
+	keys := make([]string, 0, len(w.cache)+len(w.sums))
 	for k, f := range w.cache {
 		if len(f) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	for k, wr := range w.sums {
+		if wr.mask != 0 {
 			keys = append(keys, k)
 		}
 	}
@@ -141,6 +153,9 @@ func (w *StateWriter) Forget() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.cache = map[string]string{}
+	if w.compact {
+		w.sums = map[string]written{}
+	}
 	w.loaded = nil
 }
 

@@ -47,13 +47,14 @@ type Watcher struct {
 	opts     WatchOptions
 	prefix   string            // "__keyspace@N__:"
 	patterns map[string]string // PSUBSCRIBE pattern -> table
+	tableIdx map[string]uint32 // table -> index in opts.Tables
 	channels []string          // SUBSCRIBE channels of the plain keys
 	rescan   chan struct{}     // cap 1: a (re)scan is wanted
 
 	mu        sync.Mutex
 	known     map[string]knownKey // full key -> what we know of it
 	knownPeak int                 // high-water mark of known (shrink)
-	epoch     uint64              // incremented when a scan starts
+	epoch     uint32              // incremented when a scan starts
 	runID     string              // of the server the last scan read
 
 	emitMu sync.Mutex // serializes notify calls
@@ -61,10 +62,11 @@ type Watcher struct {
 	testMarked func(Change) // tests: called after Events marked a key dirty
 }
 
-// knownKey is a table key seen by a scan or a notification.
+// knownKey is a table key seen by a scan or a notification: 8 bytes
+// beside the key, not two strings' worth (100k routes are 100k of these).
 type knownKey struct {
-	table string
-	epoch uint64 // scan epoch in which it was last seen or touched
+	table uint32 // index in opts.Tables
+	epoch uint32 // scan epoch in which it was last seen or touched
 }
 
 // NewWatcher returns a Watcher of opts.Tables and opts.Keys in c's server.
@@ -89,9 +91,13 @@ func NewWatcher(c *redis.Client, opts WatchOptions) *Watcher {
 		patterns: map[string]string{},
 		rescan:   make(chan struct{}, 1),
 		known:    map[string]knownKey{},
+		tableIdx: map[string]uint32{},
 	}
-	for _, t := range opts.Tables {
+	for i, t := range opts.Tables {
 		w.patterns[w.prefix+escapeGlob(t+opts.Separator)+"*"] = t
+		if _, dup := w.tableIdx[t]; !dup {
+			w.tableIdx[t] = uint32(i)
+		}
 	}
 	seen := map[string]bool{}
 	for _, k := range opts.Keys {
@@ -112,10 +118,14 @@ func NewWatcher(c *redis.Client, opts WatchOptions) *Watcher {
 // Keyspace notifications must be on (EnsureKeyspaceEvents with
 // WatchClasses); without them only the scans report changes.
 func (w *Watcher) Run(ctx context.Context, notify func(Change)) error {
-	return w.run(ctx, notify, w.opts.OnSync)
+	return w.run(ctx, func(ch Change, _ string) { notify(ch) }, w.opts.OnSync)
 }
 
-func (w *Watcher) run(ctx context.Context, notify func(Change), onSync func(context.Context)) error {
+// emitFunc is notify with the key's full name (TABLE<sep>KEY, or the
+// plain key), which Events reads without joining it again.
+type emitFunc func(ch Change, full string)
+
+func (w *Watcher) run(ctx context.Context, notify emitFunc, onSync func(context.Context)) error {
 	total := len(w.patterns) + len(w.channels)
 	if total == 0 {
 		return errors.New("redis watcher: no tables and no keys to watch")
@@ -140,10 +150,10 @@ func (w *Watcher) run(ctx context.Context, notify func(Change), onSync func(cont
 		w.report(fmt.Errorf("psubscribe %s: %w", strings.Join(patterns, " "), err))
 	}
 
-	emit := func(ch Change) {
+	emit := func(ch Change, full string) {
 		w.emitMu.Lock()
 		defer w.emitMu.Unlock()
-		notify(ch)
+		notify(ch, full)
 	}
 
 	var wg sync.WaitGroup
@@ -171,7 +181,7 @@ func (w *Watcher) run(ctx context.Context, notify func(Change), onSync func(cont
 // the confirmation whose count reaches all our channels — asks for a
 // rescan, since go-redis resubscribes silently after a reconnect and
 // whatever happened meanwhile was not notified.
-func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, emit func(Change)) {
+func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, emit emitFunc) {
 	retry := newBackoff()
 	for {
 		msg, err := ps.Receive(ctx)
@@ -198,13 +208,13 @@ func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, 
 }
 
 // handle turns one keyspace notification into a Change.
-func (w *Watcher) handle(m *redis.Message, emit func(Change)) {
+func (w *Watcher) handle(m *redis.Message, emit emitFunc) {
 	key, ok := strings.CutPrefix(m.Channel, w.prefix)
 	if !ok {
 		return
 	}
 	if m.Pattern == "" {
-		emit(Change{Key: key})
+		emit(Change{Key: key}, key)
 		return
 	}
 	table, ok := w.patterns[m.Pattern]
@@ -217,11 +227,11 @@ func (w *Watcher) handle(m *redis.Message, emit func(Change)) {
 		delete(w.known, key)
 		w.known = shrink.Map(w.known, &w.knownPeak)
 	default:
-		w.known[key] = knownKey{table: table, epoch: w.epoch}
+		w.known[key] = knownKey{table: w.tableIdx[table], epoch: w.epoch}
 		shrink.Grew(w.known, &w.knownPeak)
 	}
 	w.mu.Unlock()
-	emit(Change{Table: table, Key: key[len(table)+len(w.opts.Separator):]})
+	emit(Change{Table: table, Key: key[len(table)+len(w.opts.Separator):]}, key)
 }
 
 func (w *Watcher) requestRescan() {
@@ -232,7 +242,7 @@ func (w *Watcher) requestRescan() {
 }
 
 // scanLoop runs a full scan whenever one is requested, retrying failures.
-func (w *Watcher) scanLoop(ctx context.Context, emit func(Change), onSync func(context.Context)) {
+func (w *Watcher) scanLoop(ctx context.Context, emit emitFunc, onSync func(context.Context)) {
 	retry := newBackoff()
 	for {
 		select {
@@ -264,7 +274,7 @@ func (w *Watcher) scanLoop(ctx context.Context, emit func(Change), onSync func(c
 //
 // It first makes sure notifications are on: a restarted Redis without the
 // redis.conf line has lost the daemon's CONFIG SET.
-func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
+func (w *Watcher) scan(ctx context.Context, emit emitFunc) error {
 	if err := EnsureKeyspaceEvents(ctx, w.c, WatchClasses); err != nil {
 		var nce *NotifyConfigError
 		if !errors.As(err, &nce) {
@@ -292,11 +302,11 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 			}
 			w.mu.Lock()
 			for _, k := range keys {
-				w.known[k] = knownKey{table: table, epoch: epoch}
+				w.known[k] = knownKey{table: w.tableIdx[table], epoch: epoch}
 			}
 			w.mu.Unlock()
 			for _, k := range keys {
-				emit(Change{Table: table, Key: k[len(prefix):]})
+				emit(Change{Table: table, Key: k[len(prefix):]}, k)
 			}
 			if next == 0 {
 				break
@@ -305,20 +315,21 @@ func (w *Watcher) scan(ctx context.Context, emit func(Change)) error {
 		}
 	}
 	for _, k := range w.opts.Keys {
-		emit(Change{Key: k})
+		emit(Change{Key: k}, k)
 	}
 	var gone []Change
 	w.mu.Lock()
 	for k, kk := range w.known {
-		if kk.epoch < epoch {
+		if kk.epoch != epoch {
 			delete(w.known, k)
-			gone = append(gone, Change{Table: kk.table, Key: k[len(kk.table)+len(w.opts.Separator):]})
+			t := w.opts.Tables[kk.table]
+			gone = append(gone, Change{Table: t, Key: k[len(t)+len(w.opts.Separator):]})
 		}
 	}
 	w.known = shrink.Map(w.known, &w.knownPeak)
 	w.mu.Unlock()
 	for _, ch := range gone {
-		emit(ch)
+		emit(ch, "")
 	}
 	return nil
 }

@@ -29,13 +29,15 @@ type Queue struct {
 	opts Options
 
 	mu         sync.Mutex
-	queue      []string            // FIFO of keys ready to be handed out
+	queue      []string            // FIFO of keys ready to be handed out: queue[head:]
+	head       int
 	dirty      map[string]struct{} // keys that need processing (queued, or re-added while processing)
 	processing map[string]struct{} // keys handed out by Get and not yet Done
 	waiting    map[string]*waiter  // keys waiting for AddAfter's delay
 	failures   map[string]int      // per-key backoff exponent
 	bucket     tokenBucket
 	wake       chan struct{} // closed (and replaced) whenever a Get may proceed
+	waiters    int           // Gets blocked on wake
 	shutdown   bool
 	peaks      [2]int // high-water marks of dirty and failures (shrink)
 }
@@ -84,6 +86,16 @@ func (q *Queue) Add(key string) {
 	q.addLocked(key)
 }
 
+// AddAll is Add of every key under one lock: a worker blocked in Get
+// wakes once and finds them all ready (one batch, not one per key).
+func (q *Queue) AddAll(keys []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, k := range keys {
+		q.addLocked(k)
+	}
+}
+
 func (q *Queue) addLocked(key string) {
 	if q.shutdown {
 		return
@@ -96,12 +108,28 @@ func (q *Queue) addLocked(key string) {
 	if _, ok := q.processing[key]; ok {
 		return // Done re-queues it
 	}
-	q.queue = append(q.queue, key)
+	q.pushLocked(key)
 	q.signalLocked()
 }
 
-// signalLocked wakes every blocked Get; they re-check the queue.
+// pushLocked appends key to the FIFO; when the array is full and mostly
+// handed out already, the rest moves to its front instead of growing it.
+func (q *Queue) pushLocked(key string) {
+	if len(q.queue) == cap(q.queue) && q.head >= len(q.queue)/2 && q.head > 0 {
+		n := copy(q.queue, q.queue[q.head:])
+		clear(q.queue[n:])
+		q.queue, q.head = q.queue[:n], 0
+	}
+	q.queue = append(q.queue, key)
+}
+
+// signalLocked wakes every blocked Get; they re-check the queue. With
+// none blocked (a worker busy with a burst) it costs nothing, not a new
+// channel per Add.
 func (q *Queue) signalLocked() {
+	if q.waiters == 0 {
+		return
+	}
 	close(q.wake)
 	q.wake = make(chan struct{})
 }
@@ -198,12 +226,17 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 			q.mu.Unlock()
 			return "", false
 		}
-		if len(q.queue) > 0 {
-			key = q.queue[0]
-			q.queue[0] = ""
-			q.queue = q.queue[1:]
-			if len(q.queue) == 0 {
-				q.queue = nil // let the backing array go
+		if len(q.queue) > q.head {
+			key = q.queue[q.head]
+			q.queue[q.head] = ""
+			q.head++
+			if q.head == len(q.queue) {
+				// Emptied: start again at the front of the same array
+				// (no new one per burst), unless a big burst grew it.
+				q.queue, q.head = q.queue[:0], 0
+				if cap(q.queue) > 4096 {
+					q.queue = nil
+				}
 			}
 			delete(q.dirty, key)
 			q.dirty = shrink.Map(q.dirty, &q.peaks[0])
@@ -212,11 +245,18 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 			return key, true
 		}
 		wake := q.wake
+		q.waiters++
 		q.mu.Unlock()
 		select {
 		case <-ctx.Done():
+			q.mu.Lock()
+			q.waiters--
+			q.mu.Unlock()
 			return "", false
 		case <-wake:
+			q.mu.Lock()
+			q.waiters--
+			q.mu.Unlock()
 		}
 	}
 }
@@ -228,7 +268,7 @@ func (q *Queue) Done(key string) {
 	defer q.mu.Unlock()
 	delete(q.processing, key)
 	if _, ok := q.dirty[key]; ok && !q.shutdown {
-		q.queue = append(q.queue, key)
+		q.pushLocked(key)
 		q.signalLocked()
 	}
 }
@@ -238,7 +278,7 @@ func (q *Queue) Done(key string) {
 func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.queue)
+	return len(q.queue) - q.head
 }
 
 // ShutDown stops the queue: blocked and later Gets return ok=false, pending

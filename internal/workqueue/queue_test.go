@@ -265,3 +265,41 @@ func TestShutDown(t *testing.T) {
 		t.Fatal("ShuttingDown = false")
 	}
 }
+
+// The FIFO keeps its order while its array is reused and compacted
+// (keys handed out from the front while others are added), and AddAll
+// is Add of each key.
+func TestFIFOOrderAcrossReuse(t *testing.T) {
+	q := New(Options{})
+	defer q.ShutDown()
+	ctx := context.Background()
+	next, want := 0, 0
+	add := func(n int) {
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprint(next)
+			next++
+		}
+		q.AddAll(keys)
+	}
+	get := func(n int) {
+		for i := 0; i < n; i++ {
+			k, ok := q.Get(ctx)
+			if !ok || k != fmt.Sprint(want) {
+				t.Fatalf("got %q, want %d", k, want)
+			}
+			want++
+			q.Done(k)
+		}
+	}
+	for round := 0; round < 50; round++ {
+		add(37 + round)
+		get(20 + round/2)
+	}
+	get(next - want)
+	if q.Len() != 0 {
+		t.Fatalf("len %d", q.Len())
+	}
+	add(5000)
+	get(5000)
+}
