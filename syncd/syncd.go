@@ -132,6 +132,10 @@ func New(cfg Config) *Daemon {
 		needResync: true,
 		ready:      make(chan struct{}),
 	}
+	// STATE_DB keeps a 16-byte fingerprint per key of what was written
+	// (a route's, neighbour's or FDB entry's fields change together);
+	// COUNTERS_DB keeps values: a poll changes a few of many fields.
+	d.state.Compact()
 	d.batch = d.state.Batch()
 	d.tuning = newTuningMirror(cfg)
 	return d
