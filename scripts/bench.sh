@@ -68,14 +68,19 @@ function add(name, v) { cnt[name]++; val[name, cnt[name]] = v }
 }
 END {
 	if (nrows == 0) { print "(no comparison rows: nothing ran, or every such benchmark skipped)"; exit }
-	printf "| %-36s | %-28s | %-28s | %-20s |\n", "row", "switchyard", "reference", "ratio sy/ref (goal >= 1)"
-	printf "|%s|%s|%s|%s|\n", "--------------------------------------", "------------------------------", "------------------------------", "----------------------"
+	printf "| %-36s | %-28s | %-28s | %-20s | %-8s |\n", "row", "switchyard", "reference", "ratio sy/ref", "goal"
+	printf "|%s|%s|%s|%s|%s|\n", "--------------------------------------", "------------------------------", "------------------------------", "----------------------", "----------"
 	for (r = 1; r <= nrows; r++) {
 		row = rows[r]
+		# Issue 15 goals: p99 <= 2 ms for a single change; syncd
+		# converges within 2x the kernel own time (ratio >= 0.5);
+		# every bulk path at least as fast as the batch tool (>= 1).
+		goal = ">= 1"
+		if (row ~ /Converge/) goal = ">= 0.5"
 		if (cnt[row SUBSEP "p99-ms"] > 0)
-			printf "| %-36s | %-28s | %-28s | %-20s |\n", row, "p50 " med(row SUBSEP "p50-ms") " ms", "goal: p99 <= 2 ms", "p99 " med(row SUBSEP "p99-ms") " ms"
+			printf "| %-36s | %-28s | %-28s | %-20s | %-8s |\n", row, "p50 " med(row SUBSEP "p50-ms") " ms", "-", "p99 " med(row SUBSEP "p99-ms") " ms", "p99 <= 2"
 		else
-			printf "| %-36s | %-28s | %-28s | %-20s |\n", row, med(row SUBSEP "sy") " " unit[row], med(row SUBSEP "ref") " " unit[row], med(row SUBSEP "ratio")
+			printf "| %-36s | %-28s | %-28s | %-20s | %-8s |\n", row, med(row SUBSEP "sy") " " unit[row], med(row SUBSEP "ref") " " unit[row], med(row SUBSEP "ratio"), goal
 	}
 	if (ncrows == 0) exit
 	print ""
