@@ -88,6 +88,8 @@ type aclFamily struct {
 	// fallback: rank of the best rule matching every IP packet of the
 	// family (noRank: none)
 	fallback uint32
+	// dskip: the destination-port pre-check (acl_dport.go); nil: none
+	dskip *[1 << aclDportShift]uint64
 }
 
 // Rules returns the rule names in rank order (best first).
@@ -368,6 +370,7 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 				f.fallback = min(f.fallback, rank)
 			}
 		}
+		f.dskip = aclDportSkip(f.shapes, f.entries, fi == 1)
 		p.fam[fi] = f
 	}
 	return p, nil
@@ -395,15 +398,22 @@ func (k aclFields) words(v6 bool) [6]uint64 {
 		uint64(k.Dst[0])<<32 | uint64(k.Dst[1]), uint64(k.Dst[2])<<32 | uint64(k.Dst[3]), s1, s2}
 }
 
-// aclHash is the pre-check bit of key words w (shape index set) in its
-// family's bloom; acl.h computes the same per packet.
-func aclHash(w [6]uint64) uint32 {
+// aclHash is the pre-check hash of key words w (shape index set); acl.h
+// computes the same per packet.
+func aclHash(w [6]uint64) uint64 {
 	c := [6]uint64{0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93, 0xA0761D6478BD642F, 0xE7037ED1A0B428DB}
 	var h uint64
 	for i := range w {
 		h += w[i] * c[i]
 	}
-	return uint32(h >> (64 - aclBloomShift))
+	return h
+}
+
+// aclBloomBits gives the word of its family's bloom and the bits in it
+// that the key of hash h sets (acl.h acl_bloom_has: two bits in one word).
+func aclBloomBits(h uint64) (word uint32, bits uint64) {
+	word = uint32(h>>(64-aclBloomShift+6)) & (1<<(aclBloomShift-6) - 1)
+	return word, 1<<(h>>(64-aclBloomShift)&63) | 1<<(h*0xBF58476D1CE4E5B9>>58)
 }
 
 // maskedKey is one hash entry while compiling: its shape's mask and its

@@ -152,8 +152,11 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 			bloom = &hdr.Bloom6
 		}
 		for k := range f.entries {
-			i := aclHash(k.words(fi == 1))
-			bloom[i/64] |= 1 << (i % 64)
+			w, bits := aclBloomBits(aclHash(k.words(fi == 1)))
+			bloom[w] |= bits
+		}
+		if f.dskip != nil {
+			hdr.Dskip[fi] = *f.dskip
 		}
 		slot := st*2 + newBuf
 		if len(f.entries) == 0 {

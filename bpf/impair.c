@@ -128,13 +128,27 @@ struct port_cfg {
 	__u32 filter[1 << FILTER_SHIFT];
 };
 
+/* A CPU's view of a shared policer bucket (police_share): its share of
+ * tokens and, while the bucket is empty, the drops it decides without a
+ * clock read. at, seen: the last precise clock read (ticks) and the
+ * packets this CPU decided since without one; until: when the bucket can
+ * pay again (ticks); skip: the packets after at to drop unseen while the
+ * coarse clock is before until (0: none). */
+struct pol_cpu {
+	__u64 share; /* ticks this CPU took from the bucket, unspent */
+	__u64 at;
+	__u64 until;
+	__u32 skip;
+	__u32 seen;
+};
+
 /* Per-CPU state of one slot: counters, RNG and Gilbert state. */
 struct slot_pcpu {
 	__u64 rx_packets, rx_bytes, passed, dropped_loss, dropped_rate, corrupted;
 	__u64 rng;
 	__u32 gen;
 	__u32 ge_bad; /* Markov state: Gilbert bad (1), or the 4-state model's (0..3) */
-	__u64 share; /* policer, scope rule: ticks this CPU took from the bucket, unspent */
+	struct pol_cpu pol; /* policer, scope rule */
 	__u64 duplicated;
 	__u32 crnd_last; /* loss_corr: netem's last correlated random number */
 	__u32 pad;
@@ -179,7 +193,7 @@ struct flow_set {
  * the flow's 64-bit hash mixed with its generation, so a share left by an
  * evicted flow or an older profile is dropped, never spent. */
 struct flow_share {
-	__u64 share;
+	struct pol_cpu pol;
 	__u64 tag;
 };
 
@@ -348,7 +362,7 @@ static __always_inline void reseed(struct slot_pcpu *c, struct profile *p)
 	c->rng = s ? s : 0x9E3779B97F4A7C15ULL;
 	c->crnd_last = splitmix64(s) >> 32; /* netem: init_crandom's first "last" */
 	c->ge_bad = 0;
-	c->share = 0;
+	__builtin_memset(&c->pol, 0, sizeof(c->pol));
 	c->gen = p->gen;
 }
 
@@ -388,55 +402,85 @@ static __always_inline int lose(struct profile *p, struct slot_pcpu *c, __u32 *g
  * truncated by at most 1/64 ns, not 1 ns. 2^64 ticks = 9 years of uptime. */
 #define TICK_SHIFT 6
 
-/* police is a GCRA token bucket in ticks shared by all CPUs: tat is the
- * time at which the bucket would be full again. A packet conforms when the
- * debt (tat - now) plus its cost fits the depth; the new tat is published
- * with compare-and-swap, retried a bounded number of times (a packet that
- * loses every race is counted as over rate). */
-static __always_inline int police(__u64 *tat, struct profile *p, __u64 len)
-{
-	__u64 now = bpf_ktime_get_ns() << TICK_SHIFT;
-	__u64 cost = (len * p->ns_per_byte_fp) >> (16 - TICK_SHIFT);
-#pragma unroll
-	for (int i = 0; i < 4; i++) {
-		__u64 old = *(volatile __u64 *)tat;
-		__u64 base = old > now ? old : now;
-		if (base + cost - now > p->depth)
-			return 0;
-		if (__sync_val_compare_and_swap(tat, old, base + cost) == old)
-			return 1;
-	}
-	return 0;
-}
-
-/* Per-CPU share (scope rule): a CPU takes tokens from the shared bucket
- * in chunks of min(depth/16, 100 us) with one clock read
- * and one CAS, and spends them without either; a packet the share cannot
- * pay goes to the bucket as above. */
+/* police_share is a GCRA token bucket in ticks shared by all CPUs (tat:
+ * the time at which the bucket would be full again) with per-CPU shares.
+ * A packet conforms when the debt (tat - now) plus its cost fits the
+ * depth; the new tat is published with compare-and-swap, retried a
+ * bounded number of times (a packet that loses every race is counted as
+ * over rate). A conforming packet also takes the room left in the bucket,
+ * up to a chunk of min(depth/16, 100 us), as this CPU's share, which pays
+ * the CPU's next packets without a clock read or a CAS.
+ *
+ * Over the rate the bucket stays empty and every packet would need a
+ * clock read (bpf_ktime_get_ns costs ~25 ns in a VM: more than the rest
+ * of the program). So a CPU the bucket refused computes when the bucket
+ * can pay this packet and a chunk again (until), and drops the packets
+ * it expects before then without a precise read: half as many as
+ * arrive in that time at the rate it saw since its last precise read
+ * (then it reads the clock and skips again), and only
+ * while the coarse clock (never ahead of the precise one, ~2 ns) is
+ * before until. The skipped packets' tokens stay in the bucket (it is
+ * in debt, so none are lost unless it fills, which takes more than
+ * SKIP_MIN_DEPTH minus a chunk, beyond one jiffy of coarse-clock lag):
+ * the rate is unchanged, the drops come in runs of up to a chunk instead
+ * of one by one. A bucket shallower than SKIP_MIN_DEPTH never skips. */
 #define SHARE_MAX_TICKS (100000ULL << TICK_SHIFT) /* 100 us */
+#define SKIP_MIN_DEPTH (8000000ULL << TICK_SHIFT) /* 8 ms: two jiffies at HZ=250 */
+#define SKIP_MAX 65535
 
-static __always_inline int police_share(__u64 *tat, struct profile *p, __u64 len, __u64 *sharep)
+static __always_inline int police_share(__u64 *tat, struct profile *p, __u64 len, struct pol_cpu *pc)
 {
 	__u64 cost = (len * p->ns_per_byte_fp) >> (16 - TICK_SHIFT);
-	__u64 share = *sharep;
+	__u64 share = pc->share;
+	__u32 seen = pc->seen;
 	if (share >= cost) {
-		*sharep = share - cost;
+		pc->share = share - cost;
+		pc->seen = seen + 1;
 		return 1;
 	}
-	__u64 chunk = p->depth >> 4;
+	if (seen < pc->skip && (bpf_ktime_get_coarse_ns() << TICK_SHIFT) < pc->until) {
+		pc->seen = seen + 1;
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns() << TICK_SHIFT;
+	__u64 at = pc->at;
+	pc->at = now;
+	pc->seen = 0;
+	pc->skip = 0;
+	__u64 depth = p->depth;
+	__u64 chunk = depth >> 4;
 	if (chunk > SHARE_MAX_TICKS)
 		chunk = SHARE_MAX_TICKS;
-	if (chunk > cost) {
-		__u64 now = bpf_ktime_get_ns() << TICK_SHIFT;
-		__u64 old = *(volatile __u64 *)tat;
+	__u64 old = 0;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		old = *(volatile __u64 *)tat;
 		__u64 base = old > now ? old : now;
-		if (base + cost + chunk - now <= p->depth &&
-		    __sync_val_compare_and_swap(tat, old, base + cost + chunk) == old) {
-			*sharep = share + chunk;
+		__u64 debt = base + cost - now;
+		if (debt > depth)
+			break;
+		__u64 extra = depth - debt;
+		if (extra > chunk)
+			extra = chunk;
+		if (__sync_val_compare_and_swap(tat, old, base + cost + extra) == old) {
+			pc->share = share + extra;
 			return 1;
 		}
 	}
-	return police(tat, p, len);
+	/* refused (or lost every race): skip until the bucket holds this
+	 * packet and a chunk */
+	__u64 need = old + cost + chunk;
+	if (depth >= SKIP_MIN_DEPTH && need > depth + now && now > at) {
+		__u64 until = need - depth;
+		__u64 tau = (now - at) / ((__u64)seen + 1); /* ticks per packet since the last read */
+		/* half the packets expected before until: a slower arrival
+		 * than measured then ends the skip early (another precise
+		 * read, a shorter skip) rather than late */
+		__u64 k = tau ? (until - now) / tau / 2 : 0;
+		pc->skip = k > SKIP_MAX ? SKIP_MAX : k;
+		pc->until = until;
+	}
+	return 0;
 }
 
 /* corrupt flips one random bit of the L4 payload; 0 when there is none. */
@@ -517,7 +561,8 @@ static __always_inline int impair_stage(struct tuple *t, struct best *bm, struct
 		reseed(c, p);
 
 	__u32 *ge_bad = &c->ge_bad;
-	__u64 *tat = NULL, *pcnt = NULL, *share = &c->share;
+	__u64 *tat = NULL, *pcnt = NULL;
+	struct pol_cpu *pol = &c->pol;
 	if (p->flags & F_SCOPE_FLOW) {
 		__u32 way = 0;
 		__u64 tag = 0;
@@ -534,9 +579,9 @@ static __always_inline int impair_stage(struct tuple *t, struct best *bm, struct
 			}
 			if (fsh->tag != tag) {
 				fsh->tag = tag;
-				fsh->share = 0;
+				__builtin_memset(&fsh->pol, 0, sizeof(fsh->pol));
 			}
-			share = &fsh->share;
+			pol = &fsh->pol;
 		}
 		if (fs->gen != p->gen) {
 			fs->gen = p->gen;
@@ -566,7 +611,7 @@ static __always_inline int impair_stage(struct tuple *t, struct best *bm, struct
 		c->dropped_loss++;
 		return STAGE_DROP;
 	}
-	if ((p->flags & F_RATE) && tat && !police_share(tat, p, len, share)) {
+	if ((p->flags & F_RATE) && tat && !police_share(tat, p, len, pol)) {
 		c->dropped_rate++;
 		return STAGE_DROP;
 	}

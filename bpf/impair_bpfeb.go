@@ -38,6 +38,7 @@ type impairAclHdr struct {
 	S6     [64]impairAclShape
 	Bloom4 [16384]uint64
 	Bloom6 [16384]uint64
+	Dskip  [2][8192]uint64
 }
 
 type impairAclKey struct {
@@ -87,9 +88,16 @@ type impairFlowSet struct {
 }
 
 type impairFlowShare struct {
-	_     structs.HostLayout
-	Share uint64
-	Tag   uint64
+	_   structs.HostLayout
+	Pol struct {
+		_     structs.HostLayout
+		Share uint64
+		At    uint64
+		Until uint64
+		Skip  uint32
+		Seen  uint32
+	}
+	Tag uint64
 }
 
 type impairFlowState struct {
@@ -153,10 +161,17 @@ type impairSlotPcpu struct {
 	Rng         uint64
 	Gen         uint32
 	GeBad       uint32
-	Share       uint64
-	Duplicated  uint64
-	CrndLast    uint32
-	Pad         uint32
+	Pol         struct {
+		_     structs.HostLayout
+		Share uint64
+		At    uint64
+		Until uint64
+		Skip  uint32
+		Seen  uint32
+	}
+	Duplicated uint64
+	CrndLast   uint32
+	Pad        uint32
 }
 
 type impairSlotShared struct {
