@@ -127,6 +127,7 @@ func (p *Port) Apply(plan *Plan) error {
 		maskOf[uint8(id)] = m
 	}
 	setFilter(&newCfg, maskOf, have, want)
+	setSingle(&newCfg, have, want)
 	if err := p.putCfg(newCfg, cfg, hasCfg); err != nil {
 		return err
 	}
@@ -141,6 +142,7 @@ func (p *Port) Apply(plan *Plan) error {
 	final := newCfg
 	final.ActiveMasks = newActive
 	setFilter(&final, maskOf, want)
+	setSingle(&final, want)
 	if err := p.putCfg(final, newCfg, true); err != nil {
 		return err
 	}
@@ -468,6 +470,42 @@ func setFilter(cfg *impairPortCfg, maskOf map[uint8]Tuple, entries ...map[matchE
 		}
 	}
 	cfg.FilterOn, cfg.Common = 1, common
+}
+
+// setSingle copies the only IPv4 entry of each active mask that has one
+// into cfg (port_cfg.single: the packet compares it in place instead of
+// the bloom and hash lookup). entries are the maps matches4 holds while
+// cfg is published, a later one's value winning for a key in several (the
+// value written last).
+func setSingle(cfg *impairPortCfg, entries ...map[matchEntry]impairMatch) {
+	cfg.SingleOn, cfg.Single = 0, [MaxMasks]impairSingle4{}
+	one := map[uint8]matchEntry{}
+	many := uint32(0)
+	for _, es := range entries {
+		for e := range es {
+			id := e.key.MaskId
+			if !e.v4 || cfg.ActiveMasks&(1<<id) == 0 {
+				continue
+			}
+			if cur, ok := one[id]; ok && cur != e {
+				many |= 1 << id
+			}
+			one[id] = e
+		}
+	}
+	for id, e := range one {
+		if many&(1<<id) != 0 {
+			continue
+		}
+		var v impairMatch
+		for _, es := range entries {
+			if x, ok := es[e]; ok {
+				v = x
+			}
+		}
+		cfg.SingleOn |= 1 << id
+		cfg.Single[id] = impairSingle4{Key: to4(e.key), M: v}
+	}
 }
 
 // and4 is a key (or mask) ANDed with a mask, mask_id 0.

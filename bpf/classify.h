@@ -63,8 +63,9 @@ static __always_inline __u32 shape_filter4(struct tuple *t, struct port_cfg *cf,
  * back unknown, the back-edge state looks like an earlier one, and the
  * program is rejected as an "infinite loop". m stays in a register (or a
  * plain spill, which the verifier tracks). */
-static __always_inline void classify4(struct tuple *t, __u32 active, struct best *b)
+static __always_inline void classify4(struct tuple *t, __u32 active, struct port_cfg *cf, struct best *b)
 {
+	__u32 single = cf->single_on;
 	for (__u32 m = 0; m < MAX_MASKS; m++) {
 		if (!(active >> m))
 			break;
@@ -85,6 +86,14 @@ static __always_inline void classify4(struct tuple *t, __u32 active, struct best
 			.src = t->src[0] & mk->src[0],
 			.dst = t->dst[0] & mk->dst[0],
 		};
+		if ((single >> m) & 1) {
+			/* the mask's only entry: compare in place, no lookup */
+			struct single4 *e = &cf->single[m & (MAX_MASKS - 1)];
+			__u32 *x = (__u32 *)&k, *y = (__u32 *)&e->key; /* 5 words, 4-aligned */
+			if (x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4])
+				take(b, &e->m);
+			continue;
+		}
 		struct bloom *bl = bpf_map_lookup_elem(&blooms, &mid);
 		if (bl && bl->on) {
 			__u32 idx = bloom_hash4(&k) >> 50;
@@ -155,7 +164,7 @@ __attribute__((noinline)) int parse_classify(struct xdp_md *ctx, struct tuple *t
 	if (t->family == 4) {
 		active = shape_filter4(t, cf, active);
 		if (active)
-			classify4(t, active, b);
+			classify4(t, active, cf, b);
 	} else
 		classify6(t, active, b);
 	return 0;

@@ -27,7 +27,7 @@ __attribute__((noinline)) int classify_egress(struct tuple *t, struct port_cfg *
 	if (t->family == 4) {
 		active = shape_filter4(t, cf, active);
 		if (active)
-			classify4(t, active, b);
+			classify4(t, active, cf, b);
 	} else {
 		classify6(t, active, b);
 	}

@@ -104,6 +104,14 @@ struct match {
 	struct profile prof;
 };
 
+/* The one IPv4 entry of a mask (port_cfg.single): its key (mask_id
+ * set) and value. */
+struct single4 {
+	struct tuple4 key;
+	__u32 pad;
+	struct match m;
+};
+
 /* Port-wide config: bit m of active_masks set = masks[m] is in use; the
  * port profile (slot 0) when has_port. It lives in a one-element array
  * that is never written after it is published: a change publishes a new
@@ -123,9 +131,14 @@ struct port_cfg {
 	 * hashes there, so the other masks are not searched. filter_on 0:
 	 * search every active mask. */
 	__u32 filter_on;
-	__u32 pad;
+	/* bit m set: IPv4 mask m has exactly one matches4 entry, copied in
+	 * single[m], which the packet compares inline instead of the bloom
+	 * and hash lookup (~12 ns); published with the config, so a rule's
+	 * profile change republishes it */
+	__u32 single_on;
 	struct tuple4 common;
 	__u32 filter[1 << FILTER_SHIFT];
+	struct single4 single[MAX_MASKS];
 };
 
 /* A CPU's view of a shared policer bucket (police_share): its share of

@@ -121,10 +121,11 @@ type impairPortCfg struct {
 	HasPort     uint32
 	Port        impairProfile
 	FilterOn    uint32
-	Pad         uint32
+	SingleOn    uint32
 	Common      impairTuple4
 	Filter      [16384]uint32
 	_           [4]byte
+	Single      [32]impairSingle4
 }
 
 type impairProfile struct {
@@ -143,6 +144,13 @@ type impairProfile struct {
 	Depth       uint64
 	EdtClass    uint32
 	Dup         uint32
+}
+
+type impairSingle4 struct {
+	_   structs.HostLayout
+	Key impairTuple4
+	Pad uint32
+	M   impairMatch
 }
 
 type impairSlotName struct {
