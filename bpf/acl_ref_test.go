@@ -250,8 +250,9 @@ func sum(m map[string]uint64) (n uint64) {
 // FuzzCompileACL: any rule compiles or is refused with an *ACLRuleError
 // naming it; a compiled plan's entries are their own masked values
 // (key & mask == key, what the data plane's lookup needs), every shape's
-// best rank is a rank of one of its entries, and the fallback holds only
-// match-all or IP-ethertype rules.
+// best rank is a rank of one of its entries, the port pre-check never
+// skips an entry's shape for the entry's own port, and the fallback holds
+// only match-all or IP-ethertype rules.
 func FuzzCompileACL(f *testing.F) {
 	f.Add(uint64(1), uint64(2), uint16(80), uint16(443), uint8(6), uint8(0x12))
 	f.Add(uint64(0xffffffff), uint64(0), uint16(0), uint16(65535), uint8(1), uint8(0))
@@ -300,6 +301,9 @@ func FuzzCompileACL(f *testing.F) {
 				}
 				if b, ok := best[k.Shape]; !ok || rank < b {
 					best[k.Shape] = rank
+				}
+				if fam.dskip != nil && fam.dskip[aclDportBucket(k.Dport)]>>k.Shape&1 == 1 {
+					t.Fatalf("entry %+v: the port pre-check skips its shape for its own port", k)
 				}
 			}
 			for i, s := range fam.shapes {
