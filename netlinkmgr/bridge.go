@@ -59,7 +59,19 @@ func (k *kernel) vlanOp(op string, v BridgeVlanInfo, do func(netlink.Link) error
 // Add adds a VLAN to a bridge port (or the bridge itself with Self), or
 // updates its flags. Equivalent to:
 // bridge vlan add dev LINK vid N [pvid] [untagged] [self|master]
+//
+// The request goes on the route socket with the link's index from the
+// ifindex cache (one round trip); only a refused one is sent again the
+// library's way, which looks the link up to say why.
 func (x realVlans) Add(v BridgeVlanInfo) error {
+	k := x.k
+	if v.VID >= 1 && v.VID <= 4094 {
+		err := k.withIfindex(v.Link, func(idx int) error { return k.rt.exec(vlanRequest(idx, v)) })
+		if err == nil {
+			k.writes.Add(1)
+			return nil
+		}
+	}
 	return x.k.vlanOp("add", v, func(l netlink.Link) error {
 		return x.k.h.BridgeVlanAdd(l, v.VID, v.PVID, v.Untagged, v.Self, !v.Self)
 	})

@@ -1,6 +1,7 @@
 package netlinkmgr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"sync"
@@ -113,7 +114,15 @@ func (c *ifindexCache) drain() {
 				c.clear()
 				continue
 			}
-			c.forgetIndex(int(int32(binary.NativeEndian.Uint32(m.Data[4:8]))))
+			idx := int(int32(binary.NativeEndian.Uint32(m.Data[4:8])))
+			if m.Header.Type == unix.RTM_NEWLINK && c.byIndex[idx] != "" && string(linkMsgName(m.Data)) == c.byIndex[idx] {
+				// A change of the link that keeps its name (state,
+				// an upper device, a port joining): the index stands.
+				// Every VLAN device made on a bridge is one for the
+				// bridge.
+				continue
+			}
+			c.forgetIndex(idx)
 		}
 	}
 }
@@ -184,4 +193,34 @@ func isNoDevice(err error) bool {
 	}
 	var lnf netlink.LinkNotFoundError
 	return errors.Is(err, unix.ENODEV) || errors.As(err, &lnf)
+}
+
+// linkMsgName is the IFLA_IFNAME of an RTM_NEWLINK/DELLINK payload
+// (ifinfomsg, then attributes), nil when it has none or is malformed.
+func linkMsgName(data []byte) []byte {
+	const ifinfomsgLen = 16
+	if len(data) < ifinfomsgLen {
+		return nil
+	}
+	b := data[ifinfomsgLen:]
+	for len(b) >= unix.SizeofRtAttr {
+		l := int(binary.NativeEndian.Uint16(b[0:2]))
+		t := binary.NativeEndian.Uint16(b[2:4])
+		if l < unix.SizeofRtAttr || l > len(b) {
+			return nil
+		}
+		if t == unix.IFLA_IFNAME {
+			v := b[unix.SizeofRtAttr:l]
+			if i := bytes.IndexByte(v, 0); i >= 0 {
+				v = v[:i]
+			}
+			return v
+		}
+		al := (l + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNTO - 1)
+		if al > len(b) {
+			return nil
+		}
+		b = b[al:]
+	}
+	return nil
 }

@@ -6,6 +6,11 @@ import "context"
 type Links interface {
 	// Add creates a link. Equivalent to: ip link add NAME type KIND [...]
 	Add(l LinkInfo) error
+	// AddBatch is Add of every link in order; 802.1Q devices without an
+	// alias or a master go as a few netlink messages instead of one
+	// request each. The error of ls[i] is errs[i] (nil = created); one
+	// failure does not stop the others.
+	AddBatch(ls []LinkInfo) (errs []error)
 	// Set changes the set fields of an existing link. Equivalent to:
 	// ip link set NAME [mtu N] [address M] [up|down] [master B|nomaster] [alias A]
 	// and, for bridges, ip link set NAME type bridge vlan_filtering 1 ...

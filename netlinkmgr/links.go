@@ -27,6 +27,9 @@ type realLinks struct{ k *kernel }
 // (ip link set NAME master M), at Add or by Set.
 func (x realLinks) Add(l LinkInfo) error {
 	k := x.k
+	if plainVlan(&l) {
+		return k.addVlans([]LinkInfo{l})[0] // one request, the parent's index cached
+	}
 	k.writes.Add(1)
 	obj := "link " + l.Name
 	if l.Kind != "" {

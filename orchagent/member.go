@@ -44,19 +44,31 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 			}
 		}
 	}
-	port, ok, err := o.getLink(m.Port)
+	// Links from the view (vlanview.go); a write the view misleads fails
+	// and is retried, and the event that corrects the view re-enqueues.
+	port, ok, err := o.linkOf(m.Port)
 	if err != nil {
 		return kernelOut(err, refs)
 	}
 	if !ok {
 		return pendingOut(waitingForLink(m.Port), refs)
 	}
-	br, brOK, err := o.getLink(BridgeName)
+	br, brOK, err := o.linkOf(BridgeName)
 	if err != nil {
 		return kernelOut(err, refs)
 	}
 	if !brOK {
 		return pendingOut("waiting for "+vlanKey, refs)
+	}
+	if port.MasterIdx != br.Index {
+		// Not on Bridge, says the view, which may be behind: before a
+		// port is moved, the kernel says.
+		if port, ok, err = o.getLink(m.Port); err != nil {
+			return kernelOut(err, refs)
+		}
+		if !ok {
+			return pendingOut(waitingForLink(m.Port), refs)
+		}
 	}
 	if port.MasterIdx != br.Index {
 		if port.MasterIdx != 0 {
@@ -75,27 +87,19 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 		}); err != nil {
 			return kernelOut(err, refs)
 		}
+		o.view.notedMaster(m.Port, br.Index)
 	}
-	vl, err := o.listVids(m.Port)
+	vid := uint16(m.VID)
+	have, hasVid, err := o.vidOf(m.Port, vid)
 	if err != nil {
 		return kernelOut(err, refs)
 	}
-	vid := uint16(m.VID)
-	var have *netlinkmgr.BridgeVlanInfo
-	vid1 := false
-	for i := range vl {
-		if vl[i].Link != m.Port {
-			continue
-		}
-		switch vl[i].VID {
-		case vid:
-			have = &vl[i]
-		case 1:
-			vid1 = true
-		}
+	_, vid1, err := o.vidOf(m.Port, 1)
+	if err != nil {
+		return kernelOut(err, refs)
 	}
 	dropVid1 := vid1 && vid != 1 && !o.configured(schema.TableVlanMember, "Vlan1|"+m.Port)
-	if have == nil || have.PVID != untagged || have.Untagged != untagged {
+	if !hasVid || have.PVID != untagged || have.Untagged != untagged {
 		want := netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: vid, PVID: untagged, Untagged: untagged}
 		if !dropVid1 && o.deferring(schema.TableVlanMember) {
 			// The key's last write: it goes with the next keys'.
@@ -141,24 +145,18 @@ func (o *Orch) unbindMember(key string, vid int, port string) error {
 	if err != nil || !brOK || l.MasterIdx != br.Index {
 		return err
 	}
-	vl, err := o.listVids(port)
+	_, had, err := o.vidOf(port, uint16(vid))
 	if err != nil {
 		if _, missing := netlinkmgr.MissingFeature(err); !missing {
 			return err
 		}
 	}
-	had := false
-	for _, v := range vl {
-		if v.Link == port && int(v.VID) == vid {
-			had = true
-			if err := o.delVid(schema.TableVlanMember, key, fmt.Sprintf("delete vid %d from %s", vid, port),
-				netlinkmgr.BridgeVlanInfo{Link: port, VID: uint16(vid)}); err != nil {
-				return err
-			}
-		}
-	}
 	if !had {
 		return nil
+	}
+	if err := o.delVid(schema.TableVlanMember, key, fmt.Sprintf("delete vid %d from %s", vid, port),
+		netlinkmgr.BridgeVlanInfo{Link: port, VID: uint16(vid)}); err != nil {
+		return err
 	}
 	for _, other := range o.cfg.ByIndex(schema.TableVlanMember, port) {
 		if other != key {

@@ -61,6 +61,10 @@ type linkSnap struct {
 	admin                 bool
 	mac, alias, kind      string
 	table                 int // a vrf device's routing table
+	// For the VLAN paths (vlanview.go): an 802.1Q device's id and parent,
+	// a bridge's vlan_filtering.
+	vlanID, parentIdx int
+	filtering         bool
 }
 
 type fdbKey struct {
@@ -99,6 +103,12 @@ func snapOf(l *netlinkmgr.LinkInfo) linkSnap {
 	}
 	if l.Vrf != nil {
 		s.table = int(l.Vrf.Table)
+	}
+	if l.Vlan != nil {
+		s.vlanID, s.parentIdx = l.Vlan.ID, l.ParentIdx
+	}
+	if l.Bridge != nil && l.Bridge.VlanFiltering != nil {
+		s.filtering = *l.Bridge.VlanFiltering
 	}
 	return s
 }

@@ -2,12 +2,14 @@ package orchagent
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
+	"golang.org/x/sys/unix"
 )
 
 // bridgeMTU is Bridge's MTU, as SONiC's vlanmgrd sets it, so VLAN devices
@@ -30,10 +32,9 @@ func (o *Orch) applyVlan(key string, f schema.Fields) outcome {
 	if err := o.ensureBridgeVid(key, uint16(v.ID)); err != nil {
 		return kernelOut(err, refs)
 	}
-	cur, ok, err := o.getLink(v.Name)
-	if err != nil {
-		return kernelOut(err, refs)
-	}
+	// The view first (vlanview.go); the kernel when the view has no
+	// device or one that is not ours.
+	cur, ok := o.view.viewLink(v.Name)
 	if !ok {
 		up := true
 		if v.AdminUp != nil {
@@ -41,14 +42,27 @@ func (o *Orch) applyVlan(key string, f schema.Fields) outcome {
 		}
 		l := netlinkmgr.LinkInfo{Name: v.Name, Kind: "vlan", AdminUp: &up, MTU: v.MTU, MAC: v.MAC,
 			Vlan: &netlinkmgr.VlanOptions{ID: v.ID, Parent: BridgeName}}
-		if err := o.act(schema.TableVlan, key, fmt.Sprintf("create 802.1Q device %s id %d on %s", v.Name, v.ID, BridgeName),
-			func() error { return o.k.Links().Add(l) }); err != nil {
+		err := o.act(schema.TableVlan, key, fmt.Sprintf("create 802.1Q device %s id %d on %s", v.Name, v.ID, BridgeName),
+			func() error { return o.k.Links().Add(l) })
+		if err == nil {
+			return okOut(refs)
+		}
+		if !errors.Is(err, unix.EEXIST) {
 			return kernelOut(err, refs)
 		}
-		return okOut(refs)
+		// There after all: its event is on its way. Read it.
+		if cur, ok, err = o.getLink(v.Name); err != nil || !ok {
+			return kernelOut(errors.Join(err, fmt.Errorf("netdev %s: exists, then not found", v.Name)), refs)
+		}
 	}
 	if !isOurVlanDev(cur, br.Index) || cur.Vlan.ID != v.ID {
-		return errorOut(fmt.Errorf("netdev %s exists and is not VLAN %d on %s (not created by orchagent): delete it", v.Name, v.ID, BridgeName), refs)
+		// The view may be behind: the kernel says.
+		if cur, ok, err = o.getLink(v.Name); err != nil {
+			return kernelOut(err, refs)
+		}
+		if !ok || !isOurVlanDev(cur, br.Index) || cur.Vlan.ID != v.ID {
+			return errorOut(fmt.Errorf("netdev %s exists and is not VLAN %d on %s (not created by orchagent): delete it", v.Name, v.ID, BridgeName), refs)
+		}
 	}
 	want, changes := linkDiff(cur, v.AdminUp, v.MTU, v.MAC, nil)
 	if len(changes) > 0 {
@@ -105,6 +119,11 @@ func (o *Orch) removeVlan(key string) outcome {
 // do not join VLAN 1, mtu 9100, up) or repairs its filtering and admin
 // state, and removes "vid 1 self" unless VLAN 1 is configured.
 func (o *Orch) ensureBridge(key string) (netlinkmgr.LinkInfo, error) {
+	// As the view has it, if that needs nothing (vlanview.go).
+	if br, ok := o.view.viewLink(BridgeName); ok && br.Kind == "bridge" && *br.Bridge.VlanFiltering &&
+		*br.AdminUp && len(br.MAC) > 0 && !isZeroMAC(br.MAC) {
+		return br, nil
+	}
 	br, ok, err := o.getLink(BridgeName)
 	if err != nil {
 		return br, err
@@ -167,18 +186,18 @@ func (o *Orch) bridgeSelfVids() (map[uint16]bool, error) {
 }
 
 func (o *Orch) ensureBridgeVid(key string, vid uint16) error {
-	have, err := o.bridgeSelfVids()
+	_, have1, err := o.vidOf(BridgeName, 1)
 	if err != nil {
 		return err
 	}
-	if have[1] && vid != 1 && !o.configured(schema.TableVlan, "Vlan1") {
+	if have1 && vid != 1 && !o.configured(schema.TableVlan, "Vlan1") {
 		if err := o.delVid(schema.TableVlan, key, "delete vid 1 self from "+BridgeName,
 			netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: 1, Self: true}); err != nil {
 			return err
 		}
 	}
-	if have[vid] {
-		return nil
+	if _, have, err := o.vidOf(BridgeName, vid); err != nil || have {
+		return err
 	}
 	return o.addVid(schema.TableVlan, key, fmt.Sprintf("add vid %d self on %s", vid, BridgeName),
 		netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: vid, Self: true})

@@ -3,6 +3,7 @@ package orchagente2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,10 +61,14 @@ func bulkAllOK(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duratio
 	seen := map[string]bool{}
 	limit := 15 * time.Minute
 	deadline := time.After(limit)
+	tick := time.NewTicker(5 * time.Second) // the burst's timeline, in the log
+	defer tick.Stop()
 	for len(seen) < len(entries) {
 		select {
 		case m := <-ch:
 			seen[m.Channel] = true
+		case <-tick.C:
+			b.Logf("%5.1f s: %d of %d results written", time.Since(t0).Seconds(), len(seen), len(entries))
 		case <-deadline:
 			b.Fatalf("%d of %d results written after %v", len(seen), len(entries), limit)
 		}
@@ -91,6 +96,55 @@ func bulkAllOK(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duratio
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// vmOrch starts orchagent serving its metrics and pprof (pprofAddr) for
+// vmBurst.
+func vmOrch(b *testing.B, e *e2eutil.Switch) *e2eutil.Proc {
+	p := e.Start("orchagent", "--log-level", "warn", "--metrics-addr", pprofAddr)
+	e.Eventually("orchagent serving "+pprofAddr, func() (bool, string) {
+		resp, err := http.Get("http://" + pprofAddr + "/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return p
+}
+
+// vmBurst is bulkAllOK plus what explains the time: orchagent's and
+// redis-server's CPU over the burst (cpu-orch-s, cpu-redis-s, also per
+// key) and the reconciles per table and outcome (logged from orchagent's
+// metrics). SWITCHYARD_BENCH_CPUPROFILE=FILE saves orchagent's CPU
+// profile of the burst (SWITCHYARD_BENCH_PROFILE_SECONDS, default 2); a
+// relative FILE is under $SWITCHYARD_VM_RESULTS, which vmexec copies back
+// to the host.
+func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration {
+	b.Helper()
+	pid := e.Procs["orchagent"].Cmd.Process.Pid
+	prof := os.Getenv("SWITCHYARD_BENCH_CPUPROFILE")
+	if dir := os.Getenv("SWITCHYARD_VM_RESULTS"); prof != "" && dir != "" && !filepath.IsAbs(prof) {
+		prof = filepath.Join(dir, prof)
+	}
+	var profDone chan struct{}
+	if prof != "" {
+		profDone = cpuProfile(b, prof)
+	}
+	orch0, redis0 := procCPU(b, pid), redisCPU(b, e)
+	d := bulkAllOK(b, e, entries)
+	orch, redis := procCPU(b, pid)-orch0, redisCPU(b, e)-redis0
+	b.ReportMetric(orch.Seconds(), "cpu-orch-s")
+	b.ReportMetric(redis.Seconds(), "cpu-redis-s")
+	b.ReportMetric(float64(orch.Microseconds())/float64(len(entries)), "cpu-orch-us/obj")
+	b.ReportMetric(float64(redis.Microseconds())/float64(len(entries)), "cpu-redis-us/obj")
+	if profDone != nil {
+		<-profDone
+	}
+	logMetrics(b, "reconciles_total")
+	logMetrics(b, "reconcile_seconds_sum")
+	logMetrics(b, "state_write_batches_total")
+	return d
 }
 
 // rawBatch times "ip -batch" then "bridge -batch" in ns.
@@ -155,8 +209,8 @@ func BenchmarkVLAN4094TwoTaggedMembers(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		e := e2eutil.NewSwitch(b)
 		twoPorts(b, e.NS)
-		e.Start("orchagent", "--log-level", "warn")
-		orch := bulkAllOK(b, e, entries)
+		vmOrch(b, e)
+		orch := vmBurst(b, e, entries)
 		e.Procs["orchagent"].Stop()
 		ns := testns.New(b)
 		twoPorts(b, ns)
@@ -186,11 +240,11 @@ func BenchmarkVLANFdb10k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		e := e2eutil.NewSwitch(b)
 		twoPorts(b, e.NS)
-		e.Start("orchagent", "--log-level", "warn")
+		vmOrch(b, e)
 		e.HSet("VLAN|Vlan100", "vlanid", "100")
 		e.HSet("VLAN_MEMBER|Vlan100|Ethernet0", "tagging_mode", "untagged")
 		e.WaitOK("VLAN|Vlan100", "VLAN_MEMBER|Vlan100|Ethernet0")
-		orch := bulkAllOK(b, e, entries)
+		orch := vmBurst(b, e, entries)
 		e.Procs["orchagent"].Stop()
 		ns := testns.New(b)
 		twoPorts(b, ns)
