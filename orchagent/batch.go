@@ -12,7 +12,8 @@ import (
 
 // Batched reconcile: ReconcileBatch runs keys as Reconcile does one by
 // one, except that the last kernel write of a key of a batching table
-// (a route, an address, a static FDB entry, a member's VLAN) waits in
+// (a route, an address, a static FDB entry, a member's VLAN, a
+// VLAN's device) waits in
 // Orch.batch and goes to the kernel with those of the keys after it, many
 // requests per netlink message (netlinkmgr's AddBatch/ReplaceBatch). The
 // key is finished — result, dependencies — when its own answer is in.
@@ -33,6 +34,17 @@ var batchTables = map[string]bool{
 	schema.TableLoopback:             true,
 	schema.TablePortChannelInterface: true,
 	schema.TableVlanMember:           true,
+	schema.TableVlan:                 true, // with VLAN_MEMBER (batchGroup, vlanbatch.go)
+}
+
+// batchGroup is the batch a table's deferred writes join: VLAN and
+// VLAN_MEMBER keys alternate in a bulk (a VLAN, then its members) and
+// share one (vlanbatch.go).
+func batchGroup(table string) string {
+	if table == schema.TableVlanMember {
+		return schema.TableVlan
+	}
+	return table
 }
 
 // writeBatch holds the writes deferred for consecutive keys of one table.
@@ -46,6 +58,9 @@ type writeBatch struct {
 	fdbs  []deferredFdb
 	addrs []deferredAddr
 	vids  []deferredVid
+	vlans []deferredVlan // vlanbatch.go
+	// vlanAt is the index in vlans of each VLAN name deferred there.
+	vlanAt map[string]int
 }
 
 // deferred is the key a deferred write belongs to.
@@ -82,10 +97,15 @@ type deferredVid struct {
 	deferred
 	want netlinkmgr.BridgeVlanInfo
 	refs []string
+	// vlan: 1 + the index in vlans of the VLAN key the member relies on
+	// (deferred in the same batch), 0 = none (vlanbatch.go).
+	vlan int
 }
 
 // deferring reports whether table's kernel writes are being collected.
-func (o *Orch) deferring(table string) bool { return o.batch != nil && o.batch.table == table }
+func (o *Orch) deferring(table string) bool {
+	return o.batch != nil && o.batch.table == batchGroup(table)
+}
 
 // ReconcileBatch reconciles keys in order, as Reconcile does one by one,
 // except that the writes of consecutive keys of a batching table go to
@@ -95,7 +115,7 @@ func (o *Orch) ReconcileBatch(ctx context.Context, keys []string) []error {
 	errs := make([]error, len(keys))
 	for i, key := range keys {
 		table, _, _ := strings.Cut(key, schema.ConfigSep)
-		if o.batch != nil && o.batch.table != table {
+		if o.batch != nil && o.batch.table != batchGroup(table) {
 			o.flushBatch()
 		}
 		if !batchTables[table] {
@@ -108,7 +128,7 @@ func (o *Orch) ReconcileBatch(ctx context.Context, keys []string) []error {
 			if o.batch == nil {
 				o.batch = &writeBatch{}
 			}
-			o.batch.table, o.batch.errs = table, errs
+			o.batch.table, o.batch.errs = batchGroup(table), errs
 		}
 		o.batch.pos = i
 		errs[i] = o.Reconcile(ctx, key)
@@ -133,8 +153,8 @@ func (o *Orch) flushBatch() {
 	if len(b.addrs) > 0 {
 		o.flushAddrs(b)
 	}
-	if len(b.vids) > 0 {
-		o.flushVids(b)
+	if len(b.vids) > 0 || len(b.vlans) > 0 {
+		o.flushVlans(b) // vlanbatch.go
 	}
 	// Kept for the next batch: growing these slices to a pass's 1,024
 	// entries was an eighth of what a burst of routes allocated.
@@ -142,7 +162,10 @@ func (o *Orch) flushBatch() {
 	clear(b.fdbs)
 	clear(b.addrs)
 	clear(b.vids)
-	*b = writeBatch{items: b.items[:0], wants: b.wants, fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0]}
+	clear(b.vlans)
+	clear(b.vlanAt)
+	*b = writeBatch{items: b.items[:0], wants: b.wants, fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0],
+		vlans: b.vlans[:0], vlanAt: b.vlanAt}
 	o.spare = b
 }
 
@@ -199,34 +222,6 @@ func (o *Orch) flushAddrs(b *writeBatch) {
 	}
 }
 
-// flushVids sends b's deferred bridge VLAN adds (BridgeVlans().AddBatch).
-func (o *Orch) flushVids(b *writeBatch) {
-	wants := make([]netlinkmgr.BridgeVlanInfo, len(b.vids))
-	for i := range b.vids {
-		wants[i] = b.vids[i].want
-	}
-	res := o.k.BridgeVlans().AddBatch(wants)
-	for i := range b.vids {
-		d := &b.vids[i]
-		o.logAct(d.table, d.key, func() string { return describeVid(&d.want) }, res[i])
-		out := okOut(d.refs)
-		if res[i] != nil {
-			out = kernelOut(res[i], d.refs)
-		} else {
-			o.view.notedVid(d.want, true)
-		}
-		o.finishDeferred(b, &d.deferred, out)
-	}
-}
-
 func describeAddr(a *netlinkmgr.AddrInfo) string {
 	return fmt.Sprintf("add address %s dev %s proto %d", a.Prefix, a.Link, a.Protocol)
-}
-
-func describeVid(v *netlinkmgr.BridgeVlanInfo) string {
-	mode := "tagged"
-	if v.PVID && v.Untagged {
-		mode = "pvid untagged"
-	}
-	return fmt.Sprintf("add vid %d %s on %s", v.VID, mode, v.Link)
 }

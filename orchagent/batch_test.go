@@ -130,3 +130,61 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// ReconcileBatch with VLAN and VLAN_MEMBER keys as a bulk writes them (a
+// VLAN, then its members): one batch for both tables (vlanbatch.go). The
+// VLANs' devices and self vids and the members' vids are deferred and
+// sent together; a member relying on a VLAN key of the same batch goes
+// ahead, and when that VLAN fails it waits and its vid is taken back off.
+func TestReconcileBatchVlans(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
+	up(t, k, "Ethernet0", "Ethernet4")
+	r := newRig(t, k)
+	// The bridge and both ports enslaved first (not deferred: link sets).
+	r.set("VLAN", "Vlan5", "vlanid", "5")
+	r.set("VLAN_MEMBER", "Vlan5|Ethernet0", "tagging_mode", "tagged")
+	r.set("VLAN_MEMBER", "Vlan5|Ethernet4", "tagging_mode", "tagged")
+	r.settle()
+	k.ClearOps()
+	var keys []string
+	for _, v := range []string{"10", "20", "30"} {
+		r.set("VLAN", "Vlan"+v, "vlanid", v)
+		r.set("VLAN_MEMBER", "Vlan"+v+"|Ethernet0", "tagging_mode", "tagged")
+		r.set("VLAN_MEMBER", "Vlan"+v+"|Ethernet4", "tagging_mode", "tagged")
+		keys = append(keys, "VLAN|Vlan"+v, "VLAN_MEMBER|Vlan"+v+"|Ethernet0", "VLAN_MEMBER|Vlan"+v+"|Ethernet4")
+	}
+	r.o.Drain()
+	k.FailNext("link add Vlan20", errors.New("no buffer space available"))
+	errs := r.o.ReconcileBatch(context.Background(), keys)
+	for i, err := range errs {
+		if (err != nil) != (i == 3) {
+			t.Fatalf("errs[%d] (%s) = %v; want an error only for the failed VLAN", i, keys[i], err)
+		}
+	}
+	r.want("VLAN|Vlan10", schema.StateOK, "")
+	r.want("VLAN_MEMBER|Vlan10|Ethernet0", schema.StateOK, "")
+	r.want("VLAN|Vlan20", schema.StateError, "no buffer space")
+	r.want("VLAN_MEMBER|Vlan20|Ethernet0", schema.StatePending, "waiting for VLAN|Vlan20")
+	r.want("VLAN_MEMBER|Vlan20|Ethernet4", schema.StatePending, "waiting for VLAN|Vlan20")
+	r.want("VLAN|Vlan30", schema.StateOK, "")
+	r.want("VLAN_MEMBER|Vlan30|Ethernet4", schema.StateOK, "")
+	// All vid adds in key order, then the devices: nothing in between.
+	wantOps(t, k.Ops(), "vlan add dev Bridge vid 10 self", "vlan add dev Ethernet0 vid 10", "vlan add dev Ethernet4 vid 10",
+		"vlan add dev Bridge vid 20 self", "vlan add dev Ethernet0 vid 20", "vlan add dev Ethernet4 vid 20",
+		"vlan add dev Bridge vid 30 self", "vlan add dev Ethernet0 vid 30", "vlan add dev Ethernet4 vid 30",
+		"link add Vlan10", "link add Vlan30")
+	// The members of the failed VLAN were enqueued again: their vid goes.
+	r.settle()
+	if _, ok := r.vids("Ethernet0")[20]; ok {
+		t.Fatalf("vid 20 still on Ethernet0 while VLAN|Vlan20 failed: %v", k.Ops())
+	}
+	r.o.enqueue("VLAN|Vlan20")
+	r.settle()
+	for _, key := range keys {
+		r.want(key, schema.StateOK, "")
+	}
+	if _, ok := r.vids("Ethernet4")[20]; !ok {
+		t.Fatal("vid 20 not on Ethernet4 once VLAN|Vlan20 is ok")
+	}
+	r.noWrites()
+}

@@ -21,11 +21,15 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 	}
 	refs = append(refs, resBrVid(m.Port, uint16(m.VID)))
 	vlanKey := schema.ConfigKey(schema.TableVlan, m.Vlan)
+	// rely: the VLAN key is deferred in this batch (vlanbatch.go): the
+	// member goes ahead and is finished after it.
+	rely := 0
 	if !o.resultOK(vlanKey) {
-		if err := o.unbindMember(key, m.VID, m.Port); err != nil {
-			return kernelOut(err, refs)
+		if i, ok := o.batchedVlan(m.Vlan); ok {
+			rely = i + 1
+		} else {
+			return o.memberWaits(key, m, vlanKey, refs)
 		}
-		return pendingOut("waiting for "+vlanKey, refs)
 	}
 	if m.Port == BridgeName || isVlanName(m.Port) {
 		return errorOut(fmt.Errorf("VLAN_MEMBER|%s: %s cannot be a VLAN member", key, m.Port), refs)
@@ -103,11 +107,24 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 		want := netlinkmgr.BridgeVlanInfo{Link: m.Port, VID: vid, PVID: untagged, Untagged: untagged}
 		if !dropVid1 && o.deferring(schema.TableVlanMember) {
 			// The key's last write: it goes with the next keys'.
-			o.batch.vids = append(o.batch.vids, deferredVid{deferred: o.batch.cur, want: want, refs: refs})
+			o.batch.vids = append(o.batch.vids, deferredVid{deferred: o.batch.cur, want: want, refs: refs, vlan: rely})
 			return outcome{deferred: true}
+		}
+		if rely > 0 {
+			// Not deferred after all: the VLAN's outcome first.
+			o.flushBatch()
+			if !o.resultOK(vlanKey) {
+				return o.memberWaits(key, m, vlanKey, refs)
+			}
 		}
 		if err := o.addVid(schema.TableVlanMember, key, describeVid(&want), want); err != nil {
 			return kernelOut(err, refs)
+		}
+	}
+	if rely > 0 {
+		o.flushBatch()
+		if !o.resultOK(vlanKey) {
+			return o.memberWaits(key, m, vlanKey, refs)
 		}
 	}
 	if dropVid1 {
@@ -117,6 +134,14 @@ func (o *Orch) applyMember(key string, f schema.Fields) outcome {
 		}
 	}
 	return okOut(refs)
+}
+
+// memberWaits takes the port out of a VLAN that is not ok and waits.
+func (o *Orch) memberWaits(key string, m schema.VlanMember, vlanKey string, refs []string) outcome {
+	if err := o.unbindMember(key, m.VID, m.Port); err != nil {
+		return kernelOut(err, refs)
+	}
+	return pendingOut("waiting for "+vlanKey, refs)
 }
 
 // removeMember takes the port out of the VLAN.

@@ -2,14 +2,12 @@ package orchagent
 
 import (
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
-	"golang.org/x/sys/unix"
 )
 
 // bridgeMTU is Bridge's MTU, as SONiC's vlanmgrd sets it, so VLAN devices
@@ -18,6 +16,8 @@ const bridgeMTU = 9100
 
 // applyVlan makes VLAN N exist: Bridge (vlan_filtering 1), "vid N self" on
 // Bridge and the 802.1Q device VlanN on Bridge with the managed fields.
+// Links and vids are read from the view (vlanview.go); in a batch, the
+// writes of a VLAN whose device is to be made are deferred (vlanbatch.go).
 func (o *Orch) applyVlan(key string, f schema.Fields) outcome {
 	refs := []string{resLink(key), resLink(BridgeName)}
 	v, err := schema.ParseVlan(key, f)
@@ -29,49 +29,35 @@ func (o *Orch) applyVlan(key string, f schema.Fields) outcome {
 	if err != nil {
 		return kernelOut(err, refs)
 	}
-	if err := o.ensureBridgeVid(key, uint16(v.ID)); err != nil {
+	self, err := o.bridgeVidToAdd(key, uint16(v.ID))
+	if err != nil {
 		return kernelOut(err, refs)
 	}
-	// The view first (vlanview.go); the kernel when the view has no
-	// device or one that is not ours.
 	cur, ok := o.view.viewLink(v.Name)
 	if !ok {
 		up := true
 		if v.AdminUp != nil {
 			up = *v.AdminUp
 		}
-		l := netlinkmgr.LinkInfo{Name: v.Name, Kind: "vlan", AdminUp: &up, MTU: v.MTU, MAC: v.MAC,
+		dev := netlinkmgr.LinkInfo{Name: v.Name, Kind: "vlan", AdminUp: &up, MTU: v.MTU, MAC: v.MAC,
 			Vlan: &netlinkmgr.VlanOptions{ID: v.ID, Parent: BridgeName}}
-		err := o.act(schema.TableVlan, key, fmt.Sprintf("create 802.1Q device %s id %d on %s", v.Name, v.ID, BridgeName),
-			func() error { return o.k.Links().Add(l) })
-		if err == nil {
-			return okOut(refs)
+		if o.deferring(schema.TableVlan) {
+			return o.deferVlan(v, self, dev, br, refs)
 		}
-		if !errors.Is(err, unix.EEXIST) {
-			return kernelOut(err, refs)
+		if self != nil {
+			if err := o.addVid(schema.TableVlan, key, describeSelfVid(self.VID), *self); err != nil {
+				return kernelOut(err, refs)
+			}
 		}
-		// There after all: its event is on its way. Read it.
-		if cur, ok, err = o.getLink(v.Name); err != nil || !ok {
-			return kernelOut(errors.Join(err, fmt.Errorf("netdev %s: exists, then not found", v.Name)), refs)
-		}
+		err := o.act(schema.TableVlan, key, describeVlanDev(&v), func() error { return o.k.Links().Add(dev) })
+		return o.vlanCreated(key, v, br, refs, err)
 	}
-	if !isOurVlanDev(cur, br.Index) || cur.Vlan.ID != v.ID {
-		// The view may be behind: the kernel says.
-		if cur, ok, err = o.getLink(v.Name); err != nil {
-			return kernelOut(err, refs)
-		}
-		if !ok || !isOurVlanDev(cur, br.Index) || cur.Vlan.ID != v.ID {
-			return errorOut(fmt.Errorf("netdev %s exists and is not VLAN %d on %s (not created by orchagent): delete it", v.Name, v.ID, BridgeName), refs)
-		}
-	}
-	want, changes := linkDiff(cur, v.AdminUp, v.MTU, v.MAC, nil)
-	if len(changes) > 0 {
-		if err := o.act(schema.TableVlan, key, "set "+strings.Join(changes, " "),
-			func() error { return o.k.Links().Set(want) }); err != nil {
+	if self != nil {
+		if err := o.addVid(schema.TableVlan, key, describeSelfVid(self.VID), *self); err != nil {
 			return kernelOut(err, refs)
 		}
 	}
-	return okOut(refs)
+	return o.vlanExisting(key, v, cur, br, refs)
 }
 
 // isOurVlanDev: an 802.1Q device on Bridge is ours (Bridge is).
@@ -185,22 +171,23 @@ func (o *Orch) bridgeSelfVids() (map[uint16]bool, error) {
 	return out, nil
 }
 
-func (o *Orch) ensureBridgeVid(key string, vid uint16) error {
+// bridgeVidToAdd removes "vid 1 self" from Bridge unless VLAN 1 is
+// configured, and returns "vid N self" when Bridge lacks it (nil: there).
+func (o *Orch) bridgeVidToAdd(key string, vid uint16) (*netlinkmgr.BridgeVlanInfo, error) {
 	_, have1, err := o.vidOf(BridgeName, 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if have1 && vid != 1 && !o.configured(schema.TableVlan, "Vlan1") {
 		if err := o.delVid(schema.TableVlan, key, "delete vid 1 self from "+BridgeName,
 			netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: 1, Self: true}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if _, have, err := o.vidOf(BridgeName, vid); err != nil || have {
-		return err
+		return nil, err
 	}
-	return o.addVid(schema.TableVlan, key, fmt.Sprintf("add vid %d self on %s", vid, BridgeName),
-		netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: vid, Self: true})
+	return &netlinkmgr.BridgeVlanInfo{Link: BridgeName, VID: vid, Self: true}, nil
 }
 
 func (o *Orch) delBridgeVid(key string, vid uint16) error {
@@ -241,3 +228,5 @@ func ignoreNotFound(err error) error {
 	}
 	return err
 }
+
+func joinChanges(changes []string) string { return strings.Join(changes, " ") }
