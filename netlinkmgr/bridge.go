@@ -172,7 +172,10 @@ func fdbRequest(idx int, e FdbInfo) *nl.NetlinkRequest {
 }
 
 func fdbAddErr(e FdbInfo, err error) error {
-	if err != nil && e.Vlan != 0 && errors.Is(err, unix.EINVAL) {
+	if err == nil {
+		return nil // no message built for the entries that went in
+	}
+	if e.Vlan != 0 && errors.Is(err, unix.EINVAL) {
 		err = fmt.Errorf("vlan %d not configured on %s (bridge vlan add): %w", e.Vlan, e.Link, err)
 	}
 	return opErr("add", "fdb "+e.String(), err)
@@ -187,9 +190,10 @@ func (x realFdbs) AddBatch(es []FdbInfo) []error {
 	reqs := make([]*nl.NetlinkRequest, 0, len(es))
 	idx := make([]int, 0, len(es))
 	cached := make([]bool, len(es))
+	links := batchIfindexes{k: k}
 	for i, e := range es {
 		k.writes.Add(1)
-		li, c, err := k.ifindex(e.Link)
+		li, c, err := links.get(e.Link)
 		if err != nil {
 			errs[i] = fdbAddErr(e, err)
 			continue

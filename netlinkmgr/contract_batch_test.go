@@ -131,4 +131,62 @@ var batchScenarios = []scenario{
 			t.Fatalf("Ethernet0 has %d vids ≥ 200 (want 1498), vid 100 pvid untagged %v", n, pvid)
 		}
 	}},
+	{"vlan device add batch", func(t *testing.T, e env) {
+		bridgeWithPort(t, e)
+		vlan := func(name string, id int, parent string) LinkInfo {
+			return LinkInfo{Name: name, Kind: "vlan", AdminUp: ptr(true), Vlan: &VlanOptions{ID: id, Parent: parent}}
+		}
+		ls := []LinkInfo{vlan("Vlan10", 10, "Bridge"), vlan("Vlan11", 11, "nope"), vlan("Vlan12", 12, "Bridge"),
+			vlan("Vlan10", 10, "Bridge"), vlan("Vlan14", 14, "Bridge"), vlan("Vlan15", 15, "Bridge")}
+		ls[0].MTU = ptr(1400)
+		ls[2].Alias = ptr("twelve") // not plain: the single Add, in its place
+		ls[4].AdminUp = ptr(false)
+		ls[5].MAC = mac("02:00:00:00:00:15")
+		for v := 100; v < 140; v++ {
+			ls = append(ls, vlan(fmt.Sprintf("Vlan%d", v), v, "Bridge"))
+		}
+		errs := e.k.Links().AddBatch(ls)
+		if len(errs) != len(ls) {
+			t.Fatalf("%d errors for %d links", len(errs), len(ls))
+		}
+		skipIfMissing(t, errs[0])
+		for i, err := range errs {
+			switch i {
+			case 1:
+				mustNotFound(t, "vlan on an absent parent", err)
+			case 3:
+				if !errors.Is(err, unix.EEXIST) || !strings.Contains(err.Error(), "Vlan10") {
+					t.Fatalf("Vlan10 twice: %v, want EEXIST naming it", err)
+				}
+			default:
+				must(t, err)
+			}
+		}
+		br := getLink(t, e.k, "Bridge")
+		for i, want := range ls {
+			if i == 1 || i == 3 {
+				continue
+			}
+			l := getLink(t, e.k, want.Name)
+			if l.Kind != "vlan" || l.Vlan == nil || l.Vlan.ID != want.Vlan.ID || l.ParentIdx != br.Index ||
+				*l.AdminUp != *want.AdminUp {
+				t.Fatalf("%s: %+v (vlan %+v), want vlan %d on Bridge up %v", want.Name, l, l.Vlan, want.Vlan.ID, *want.AdminUp)
+			}
+			if want.MTU != nil && *l.MTU != *want.MTU {
+				t.Fatalf("%s: mtu %d, want %d", want.Name, *l.MTU, *want.MTU)
+			}
+			if want.MAC != nil && l.MAC.String() != want.MAC.String() {
+				t.Fatalf("%s: address %s, want %s", want.Name, l.MAC, want.MAC)
+			}
+			if want.Alias != nil && *l.Alias != *want.Alias {
+				t.Fatalf("%s: alias %q, want %q", want.Name, *l.Alias, *want.Alias)
+			}
+		}
+		if _, err := e.k.Links().Get("Vlan11"); !IsNotFound(err) {
+			t.Fatalf("Vlan11 on an absent parent: %v, want not found", err)
+		}
+		if errs := e.k.Links().AddBatch(nil); len(errs) != 0 {
+			t.Fatalf("empty batch: %v", errs)
+		}
+	}},
 }
