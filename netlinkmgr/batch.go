@@ -249,13 +249,13 @@ func (x realVlans) AddBatch(vs []BridgeVlanInfo) []error {
 	errs := make([]error, len(vs))
 	reqs := make([]*nl.NetlinkRequest, 0, len(vs))
 	idx := make([]int, 0, len(vs))
-	links := batchIfindexes{k: k}
+	drained := false // one drain of the ifindex cache per batch
 	for i, v := range vs {
 		if v.VID < 1 || v.VID > 4094 {
 			errs[i] = x.Add(v) // names the range
 			continue
 		}
-		li, _, err := links.get(v.Link)
+		li, _, err := k.ifindexOnce(v.Link, &drained)
 		if err != nil {
 			k.writes.Add(1)
 			errs[i] = opErr("add", fmt.Sprintf("vlan %d on %s", v.VID, v.Link), err)

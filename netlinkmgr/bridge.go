@@ -182,27 +182,30 @@ func fdbAddErr(e FdbInfo, err error) error {
 }
 
 // AddBatch adds every entry as Add does, sending the requests many per
-// netlink message on the route socket (execBatch, batch.go). Equivalent to
+// netlink message on the route socket, encoded straight into the send
+// buffer (appendFdbMsg, execEncoded in batch.go). Equivalent to
 // bridge -batch of fdb replace.
 func (x realFdbs) AddBatch(es []FdbInfo) []error {
 	k := x.k
 	errs := make([]error, len(es))
-	reqs := make([]*nl.NetlinkRequest, 0, len(es))
-	idx := make([]int, 0, len(es))
+	idx := make([]int, 0, len(es)) // the requests' entries
+	lis := make([]int, 0, len(es)) // their ports' ifindexes
 	cached := make([]bool, len(es))
-	links := batchIfindexes{k: k}
+	drained := false // one drain of the ifindex cache per batch
 	for i, e := range es {
 		k.writes.Add(1)
-		li, c, err := links.get(e.Link)
+		li, c, err := k.ifindexOnce(e.Link, &drained)
 		if err != nil {
 			errs[i] = fdbAddErr(e, err)
 			continue
 		}
 		cached[i] = c
-		reqs = append(reqs, fdbRequest(li, e))
-		idx = append(idx, i)
+		idx, lis = append(idx, i), append(lis, li)
 	}
-	for j, err := range k.rt.execBatch(reqs) {
+	res := k.rt.execEncoded(len(idx), func(j int, b []byte, seq uint32) []byte {
+		return appendFdbMsg(b, seq, lis[j], &es[idx[j]])
+	}, nil)
+	for j, err := range res {
 		i := idx[j]
 		if cached[i] && isNoDevice(err) {
 			e := es[i]

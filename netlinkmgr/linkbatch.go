@@ -61,10 +61,10 @@ func (k *kernel) addVlans(ls []LinkInfo) []error {
 	reqs := make([]*nl.NetlinkRequest, 0, len(ls))
 	idx := make([]int, 0, len(ls))
 	cached := make([]bool, len(ls))
-	parents := batchIfindexes{k: k}
+	drained := false // one drain of the ifindex cache per batch
 	for i := range ls {
 		k.writes.Add(1)
-		p, c, err := parents.get(ls[i].Vlan.Parent)
+		p, c, err := k.ifindexOnce(ls[i].Vlan.Parent, &drained)
 		if err != nil {
 			errs[i] = opErr("add", "link "+ls[i].Name+" type vlan", fmt.Errorf("parent %s: %w", ls[i].Vlan.Parent, err))
 			continue
@@ -122,32 +122,4 @@ func (x fakeLinks) AddBatch(ls []LinkInfo) []error {
 		errs[i] = x.Add(l)
 	}
 	return errs
-}
-
-// batchIfindexes resolves the link names of one batch call, each once:
-// every lookup of the ifindex cache drains its link subscription (a
-// system call), and the batch is one call — a link changed during it is
-// caught by the ENODEV retry of the requests that used it (reported as
-// cached from its second use on).
-type batchIfindexes struct {
-	k *kernel
-	m map[string]batchIfindex
-}
-
-type batchIfindex struct {
-	idx    int
-	cached bool
-	err    error
-}
-
-func (b *batchIfindexes) get(name string) (idx int, cached bool, err error) {
-	if r, ok := b.m[name]; ok {
-		return r.idx, r.cached || r.err == nil, r.err
-	}
-	idx, cached, err = b.k.ifindex(name)
-	if b.m == nil {
-		b.m = map[string]batchIfindex{}
-	}
-	b.m[name] = batchIfindex{idx, cached, err}
-	return idx, cached, err
 }
