@@ -144,6 +144,9 @@ func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration 
 	logMetrics(b, "reconciles_total")
 	logMetrics(b, "reconcile_seconds_sum")
 	logMetrics(b, "state_write_batches_total")
+	logMetrics(b, "state_write_keys_total")
+	logMetrics(b, "resyncs_total") // the CONFIG_DB watcher's and the netlink subscription's
+	logMetrics(b, "netlink_errors_total")
 	return d
 }
 
