@@ -23,7 +23,7 @@ status=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # Every package with a Benchmark function. The VM-only benchmarks (4,094
-# VLANs, 10k static FDB, EDT vs netem) skip here; docs/orchagent.md and
+# VLANs, 10k static FDB, EDT vs netem) skip here; docs/performance.md and
 # docs/edt.md say how to run them in the VM.
 for pkg in $(grep -rl '^func Benchmark' --include='*_test.go' . | xargs -n1 dirname | sort -u); do
 	echo "== $pkg"

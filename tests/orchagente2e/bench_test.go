@@ -18,7 +18,7 @@ import (
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
 
-// Benchmarks of the daemon end to end (recorded in docs/orchagent.md):
+// Benchmarks of the daemon end to end (recorded in docs/performance.md):
 //
 //	go test -run '^$' -bench . -benchtime 1x ./tests/orchagente2e
 //
