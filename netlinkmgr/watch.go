@@ -19,8 +19,9 @@ import (
 // addresses, routes and neighbours come from separate sockets, so there is
 // no order across kinds). Every event carries the whole object; Deleted
 // marks RTM_DEL*. FDB entries arrive as EventFdb, never as EventNeigh;
-// NOARP neighbours and AF_BRIDGE link messages (port state chatter) are
-// left out; routes of every table are delivered.
+// NOARP neighbours and AF_BRIDGE link messages (port state and vid
+// chatter, dropped unparsed) are left out; routes of every table are
+// delivered.
 //
 // Overflow: when a socket reports ENOBUFS (the consumer or this goroutine
 // fell behind and the kernel dropped messages) all sockets are reopened,
@@ -54,7 +55,7 @@ type subscription struct {
 	links  chan netlink.LinkUpdate
 	addrs  chan addrUpdate
 	routes chan routeUpdate
-	neighs chan netlink.NeighUpdate
+	neighs chan wireNeigh
 }
 
 // subBuffer is how many parsed messages each socket's reader may queue
@@ -76,7 +77,7 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 		links:  make(chan netlink.LinkUpdate, subBuffer),
 		addrs:  make(chan addrUpdate, subBuffer),
 		routes: make(chan routeUpdate, subBuffer),
-		neighs: make(chan netlink.NeighUpdate, subBuffer),
+		neighs: make(chan wireNeigh, subBuffer),
 	}
 	ns := &w.k.ns
 	size, force := w.opts.RecvBuffer, w.force && w.opts.RecvBuffer > 0
@@ -92,8 +93,9 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 			w.report(fmt.Errorf("netlink receive: %w", err))
 		}
 	}
-	err := netlink.LinkSubscribeWithOptions(s.links, s.done, netlink.LinkSubscribeOptions{
-		Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
+	// Our own reader: it drops AF_BRIDGE messages before parsing
+	// (evreader.go).
+	err := linkSubscribe(*ns, s.links, s.done, ignore, size, force)
 	if err == nil {
 		// Our own reader: the library's drops IFA_PROTO.
 		err = addrSubscribe(*ns, s.addrs, s.done, ignore, size, force)
@@ -108,8 +110,8 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 		err = routeSubscribe(*ns, s.routes, s.done, ignore, size, force, quiet)
 	}
 	if err == nil {
-		err = netlink.NeighSubscribeWithOptions(s.neighs, s.done, netlink.NeighSubscribeOptions{
-			Namespace: ns, ErrorCallback: ignore, ReceiveBufferSize: size, ReceiveBufferForceSize: force})
+		// Our own reader and decoder (evreader.go).
+		err = neighSubscribe(*ns, s.neighs, s.done, ignore, size, force)
 	}
 	if err != nil {
 		s.close()
@@ -160,10 +162,8 @@ func (w *watcher) run(ctx context.Context, s *subscription) {
 		case <-ctx.Done():
 			return
 		case u, open := <-s.links:
-			if ok = open; open && u.IfInfomsg.Family != unix.AF_BRIDGE {
+			if ok = open; open {
 				ok = w.linkEvent(ctx, u)
-			} else if open {
-				continue
 			}
 		case u, open := <-s.addrs:
 			if ok = open; open {
@@ -263,19 +263,19 @@ func (w *watcher) linkEvent(ctx context.Context, u netlink.LinkUpdate) bool {
 	return w.send(ctx, Event{Kind: EventLink, Deleted: u.Header.Type == unix.RTM_DELLINK, Link: &l})
 }
 
-func (w *watcher) neighEvent(ctx context.Context, u netlink.NeighUpdate) bool {
-	del := u.Type == unix.RTM_DELNEIGH
-	w.name(u.LinkIndex)
-	w.name(u.MasterIndex)
-	if u.Family == unix.AF_BRIDGE {
-		e := toFdbInfo(u.Neigh, w.names)
-		return w.send(ctx, Event{Kind: EventFdb, Deleted: del, Fdb: &e})
+func (w *watcher) neighEvent(ctx context.Context, u wireNeigh) bool {
+	del := u.deleted
+	link, master := w.name(u.index), w.name(u.master)
+	if u.family == unix.AF_BRIDGE {
+		e := &FdbInfo{MAC: u.mac, Link: link, Master: master, Vlan: uint16(u.vlan),
+			Static: u.state&netlink.NUD_NOARP != 0, Local: u.state&netlink.NUD_PERMANENT != 0, Dst: u.ip}
+		return w.send(ctx, Event{Kind: EventFdb, Deleted: del, Fdb: e})
 	}
-	if u.IP == nil || (u.State&netlink.NUD_NOARP != 0 && !del) {
+	if !u.hasIP || (u.state&netlink.NUD_NOARP != 0 && !del) {
 		return true
 	}
-	n := toNeighInfo(u.Neigh, w.names)
-	return w.send(ctx, Event{Kind: EventNeigh, Deleted: del, Neigh: &n})
+	n := &NeighInfo{Link: link, IP: u.ip, MAC: u.mac, State: nudName(u.state)}
+	return w.send(ctx, Event{Kind: EventNeigh, Deleted: del, Neigh: n})
 }
 
 // relist sends the namespace's whole state as non-deleted events.

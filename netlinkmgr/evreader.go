@@ -1,0 +1,219 @@
+package netlinkmgr
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// The link and neighbour groups, read without the library's readers: a
+// bulk load of VLANs hears an AF_BRIDGE RTM_NEWLINK per bridge vid it
+// adds (about three per VLAN with two members), which no consumer wants
+// (Watch never delivered them; the kernel's local FDB entries announce
+// vids), yet the library's LinkSubscribe parsed each in full; a bulk FDB
+// load hears an AF_BRIDGE RTM_NEWNEIGH per entry, which the library
+// decodes into a netlink.Neigh with a copy of the datagram. Here a link
+// message's family is checked in the raw bytes before any parsing, and
+// neighbour messages are decoded by parseNeighMsg (its fuzz target checks
+// it against the library's NeighDeserialize).
+
+// openEvents opens a socket joined to groups of ns as routeSubscribe
+// does: a non-blocking duplicate in the runtime's poller, so that closing
+// it (when done closes) wakes the reader. Equivalent to: ip monitor.
+func openEvents(ns netns.NsHandle, size int, force bool, name string, done <-chan struct{}, groups ...uint) (*routeReader, error) {
+	s, err := subscribeGroups(ns, size, force, groups...)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.FcntlInt(uintptr(s.GetFd()), unix.F_DUPFD_CLOEXEC, 0)
+	s.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	r := &routeReader{f: os.NewFile(uintptr(fd), name), buf: make([]byte, 64<<10)}
+	go func() {
+		<-done
+		r.f.Close()
+	}()
+	return r, nil
+}
+
+// each hands every message the kernel sends (type and payload, which is
+// only valid during the call) to fn until the socket fails (errcb hears
+// why, unless done is closed: then the close was on purpose).
+func (r *routeReader) each(done <-chan struct{}, errcb func(error), fn func(t uint16, flags uint16, data []byte)) {
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		errcb(fmt.Errorf("receive failed: %w", err))
+		return
+	}
+	var n int
+	var rerr error
+	recv := func(fd uintptr) bool {
+		n, rerr = r.recv(int(fd))
+		return rerr != unix.EAGAIN
+	}
+	for {
+		if err := rc.Read(recv); err != nil {
+			rerr = err
+		}
+		if rerr == unix.EINTR {
+			continue
+		}
+		if rerr != nil {
+			select {
+			case <-done:
+			default:
+				errcb(fmt.Errorf("receive failed: %w", rerr))
+			}
+			return
+		}
+		if r.sa.Pid != nl.PidKernel {
+			continue
+		}
+		for m := r.buf[:n]; len(m) >= unix.SizeofNlMsghdr; {
+			l := int(native.Uint32(m[0:4]))
+			if l < unix.SizeofNlMsghdr || l > len(m) {
+				break
+			}
+			fn(native.Uint16(m[4:6]), native.Uint16(m[6:8]), m[unix.SizeofNlMsghdr:l])
+			m = m[min(nlmAlign(l), len(m)):]
+		}
+	}
+}
+
+// linkSubscribe reads the link group of ns into ch as the library's
+// LinkSubscribeWithOptions does, less the AF_BRIDGE messages (bridge
+// port and vid chatter), which are dropped unparsed. ch is closed when
+// the socket fails (ENOBUFS above all; errcb hears why) or done closes.
+// Equivalent to: ip monitor link.
+func linkSubscribe(ns netns.NsHandle, ch chan<- netlink.LinkUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
+	r, err := openEvents(ns, size, force, "netlink-links", done, unix.RTNLGRP_LINK)
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer close(ch)
+		r.each(done, errcb, func(t, flags uint16, data []byte) {
+			if u, err := linkUpdate(t, flags, data); err != nil {
+				errcb(err)
+			} else if u.Link != nil {
+				ch <- u
+			}
+		})
+	}()
+	return nil
+}
+
+// linkUpdate decodes one link message through the library (a copy of
+// data: the library's Link keeps slices of it). A message that is not
+// RTM_NEWLINK/RTM_DELLINK, or is of family AF_BRIDGE, is skipped
+// unparsed: its update has no Link.
+func linkUpdate(t, flags uint16, data []byte) (netlink.LinkUpdate, error) {
+	if t != unix.RTM_NEWLINK && t != unix.RTM_DELLINK || len(data) > 0 && data[0] == unix.AF_BRIDGE {
+		return netlink.LinkUpdate{}, nil
+	}
+	if len(data) < unix.SizeofIfInfomsg {
+		return netlink.LinkUpdate{}, fmt.Errorf("link message of %d bytes: truncated", len(data))
+	}
+	data = append([]byte(nil), data...)
+	hdr := unix.NlMsghdr{Len: uint32(unix.SizeofNlMsghdr + len(data)), Type: t, Flags: flags}
+	link, err := netlink.LinkDeserialize(&hdr, data)
+	if err != nil {
+		return netlink.LinkUpdate{}, fmt.Errorf("link message: %w", err)
+	}
+	return netlink.LinkUpdate{IfInfomsg: *nl.DeserializeIfInfomsg(data), Header: hdr, Link: link}, nil
+}
+
+// wireNeigh is one neighbour message decoded: what NeighInfo and FdbInfo
+// carry, with link indexes instead of names.
+type wireNeigh struct {
+	family, index, state, typ int
+	master, vlan              int
+	ip                        netip.Addr // NDA_DST, unmapped as ipToAddr does
+	hasIP                     bool
+	mac                       net.HardwareAddr // NDA_LLADDR; nil when absent
+	deleted                   bool
+}
+
+// parseNeighMsg decodes an ndmsg and the attributes the watcher needs
+// (NDA_DST, NDA_LLADDR, NDA_VLAN, NDA_MASTER) as the library's
+// NeighDeserialize reads them, except that a 16-byte NDA_LLADDR is always
+// a hardware address (the library asks the current namespace whether the
+// link is an IPv6 tunnel) and a 4-byte one, an IPv4 tunnel's remote, is
+// none. The MAC is copied out of b. ok is false for a truncated message.
+func parseNeighMsg(b []byte) (w wireNeigh, ok bool) {
+	if len(b) < unix.SizeofNdMsg {
+		return w, false
+	}
+	// struct ndmsg: family, pad1, pad2, ifindex (s32), state (u16),
+	// flags, type.
+	w.family, w.index = int(b[0]), int(native.Uint32(b[4:8]))
+	w.state, w.typ = int(native.Uint16(b[8:10])), int(b[11])
+	for a := b[unix.SizeofNdMsg:]; len(a) >= rtaHdr; {
+		l := int(native.Uint16(a[0:2]))
+		if l < rtaHdr || l > len(a) {
+			return w, false
+		}
+		typ, v := native.Uint16(a[2:4]), a[rtaHdr:l]
+		switch typ {
+		case unix.NDA_DST:
+			w.ip, _ = netip.AddrFromSlice(v)
+			w.ip, w.hasIP = w.ip.Unmap(), true
+		case unix.NDA_LLADDR:
+			if len(v) != 4 {
+				w.mac = append(net.HardwareAddr{}, v...)
+			}
+		case unix.NDA_VLAN:
+			if len(v) < 2 {
+				return w, false
+			}
+			w.vlan = int(native.Uint16(v))
+		case unix.NDA_MASTER:
+			if len(v) < 4 {
+				return w, false
+			}
+			w.master = int(native.Uint32(v))
+		}
+		a = a[min(rtaAlign(l), len(a)):]
+	}
+	return w, true
+}
+
+// neighSubscribe reads the neighbour group of ns (IPv4/IPv6 neighbours
+// and AF_BRIDGE FDB entries) into ch, decoded by parseNeighMsg: the
+// library's NeighSubscribeWithOptions, less RTM_GETNEIGH (the kernel's
+// requests to a user-space resolver, not a change). ch is closed when the
+// socket fails (ENOBUFS above all; errcb hears why) or done closes.
+// Equivalent to: ip monitor neigh; bridge monitor fdb.
+func neighSubscribe(ns netns.NsHandle, ch chan<- wireNeigh, done <-chan struct{}, errcb func(error), size int, force bool) error {
+	r, err := openEvents(ns, size, force, "netlink-neighs", done, unix.RTNLGRP_NEIGH)
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer close(ch)
+		r.each(done, errcb, func(t, _ uint16, data []byte) {
+			if t != unix.RTM_NEWNEIGH && t != unix.RTM_DELNEIGH {
+				return
+			}
+			if w, ok := parseNeighMsg(data); ok {
+				w.deleted = t == unix.RTM_DELNEIGH
+				ch <- w
+			} else {
+				errcb(fmt.Errorf("neighbour message of %d bytes: truncated", len(data)))
+			}
+		})
+	}()
+	return nil
+}
