@@ -2,6 +2,7 @@ package netlinkmgr
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"os"
 	"testing"
@@ -252,4 +253,45 @@ func BenchmarkNeighEvents(b *testing.B) {
 		}
 	})
 	_ = sink
+}
+
+// TestRealWatchLinkNeighEvents: through the own readers, a port's
+// enslaving and deletion, a neighbour's replacement and deletion and an
+// FDB entry's arrive as events (the AF_BRIDGE link messages the kernel
+// sends on enslaving do not stop them).
+func TestRealWatchLinkNeighEvents(t *testing.T) {
+	ns, k := openReal(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := k.Watch(ctx, WatchOptions{})
+	must(t, err)
+	ns.IP("link", "add", "Bridge", "type", "bridge")
+	ns.IP("link", "add", "Ethernet0", "type", "veth", "peer", "name", "peer0")
+	ns.IP("link", "set", "Ethernet0", "master", "Bridge", "up")
+	waitEvent(t, ch, "port enslaved", func(ev Event) bool {
+		return ev.Kind == EventLink && !ev.Deleted && ev.Link.Name == "Ethernet0" && ev.Link.Kind == "veth" &&
+			*ev.Link.Master == "Bridge" && *ev.Link.AdminUp
+	})
+	ns.IP("link", "set", "Bridge", "up")
+	ns.IP("neigh", "replace", "2001:db8::9", "lladdr", "02:00:00:00:00:09", "dev", "Bridge", "nud", "reachable")
+	waitEvent(t, ch, "neigh", func(ev Event) bool {
+		return ev.Kind == EventNeigh && !ev.Deleted && ev.Neigh.IP == ip("2001:db8::9") && ev.Neigh.Link == "Bridge" &&
+			ev.Neigh.MAC.String() == "02:00:00:00:00:09" && ev.Neigh.State == "reachable"
+	})
+	ns.IP("neigh", "del", "2001:db8::9", "dev", "Bridge")
+	waitEvent(t, ch, "neigh del", func(ev Event) bool {
+		return ev.Kind == EventNeigh && ev.Deleted && ev.Neigh.IP == ip("2001:db8::9")
+	})
+	ns.Bridge("fdb", "replace", "02:00:00:00:00:0a", "dev", "Ethernet0", "master", "static")
+	waitEvent(t, ch, "fdb", func(ev Event) bool {
+		return ev.Kind == EventFdb && !ev.Deleted && ev.Fdb.MAC.String() == "02:00:00:00:00:0a" && ev.Fdb.Link == "Ethernet0" &&
+			ev.Fdb.Master == "Bridge" && ev.Fdb.Static && !ev.Fdb.Local
+	})
+	ns.IP("link", "del", "Ethernet0")
+	waitEvent(t, ch, "port deleted", func(ev Event) bool {
+		return ev.Kind == EventLink && ev.Deleted && ev.Link.Name == "Ethernet0"
+	})
+	cancel()
+	for range ch {
+	}
 }
