@@ -97,7 +97,7 @@ func (r *routeReader) each(done <-chan struct{}, errcb func(error), fn func(t ui
 // port and vid chatter), which are dropped unparsed. ch is closed when
 // the socket fails (ENOBUFS above all; errcb hears why) or done closes.
 // Equivalent to: ip monitor link.
-func linkSubscribe(ns netns.NsHandle, ch chan<- netlink.LinkUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
+func linkSubscribe(ns netns.NsHandle, ch chan<- linkUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
 	r, err := openEvents(ns, size, force, "netlink-links", done, unix.RTNLGRP_LINK)
 	if err != nil {
 		return err
@@ -105,9 +105,9 @@ func linkSubscribe(ns netns.NsHandle, ch chan<- netlink.LinkUpdate, done <-chan 
 	go func() {
 		defer close(ch)
 		r.each(done, errcb, func(t, flags uint16, data []byte) {
-			if u, err := linkUpdate(t, flags, data); err != nil {
+			if u, ok, err := decodeLink(t, flags, data); err != nil {
 				errcb(err)
-			} else if u.Link != nil {
+			} else if ok {
 				ch <- u
 			}
 		})
@@ -115,24 +115,56 @@ func linkSubscribe(ns netns.NsHandle, ch chan<- netlink.LinkUpdate, done <-chan 
 	return nil
 }
 
-// linkUpdate decodes one link message through the library (a copy of
-// data: the library's Link keeps slices of it). A message that is not
-// RTM_NEWLINK/RTM_DELLINK, or is of family AF_BRIDGE, is skipped
-// unparsed: its update has no Link.
-func linkUpdate(t, flags uint16, data []byte) (netlink.LinkUpdate, error) {
-	if t != unix.RTM_NEWLINK && t != unix.RTM_DELLINK || len(data) > 0 && data[0] == unix.AF_BRIDGE {
-		return netlink.LinkUpdate{}, nil
+// linkUpdate is one link event: decoded here (w), or by the library (lib)
+// for the kinds parseLinkMsg leaves to it.
+type linkUpdate struct {
+	w       wireLink
+	lib     netlink.Link
+	deleted bool
+}
+
+// info converts u (toLinkInfo for the library's links); names resolves
+// link indexes.
+func (u *linkUpdate) info(names map[int]string) LinkInfo {
+	if u.lib != nil {
+		return toLinkInfo(u.lib, names)
 	}
-	if len(data) < unix.SizeofIfInfomsg {
-		return netlink.LinkUpdate{}, fmt.Errorf("link message of %d bytes: truncated", len(data))
+	return u.w.linkInfo(names)
+}
+
+// indexes are u's own, master and parent link indexes and its name.
+func (u *linkUpdate) indexes() (index, master, parent int, name string) {
+	if u.lib != nil {
+		a := u.lib.Attrs()
+		return a.Index, a.MasterIndex, a.ParentIndex, a.Name
+	}
+	return u.w.index, u.w.master, u.w.parent, u.w.name
+}
+
+// decodeLink decodes one link message: with parseLinkMsg, or through the
+// library (a copy of data: the library's Link keeps slices of it) for
+// the kinds parseLinkMsg leaves to it. A message that is not
+// RTM_NEWLINK/RTM_DELLINK, or is of family AF_BRIDGE, is skipped
+// unparsed (ok false).
+func decodeLink(t, flags uint16, data []byte) (u linkUpdate, ok bool, err error) {
+	if t != unix.RTM_NEWLINK && t != unix.RTM_DELLINK || len(data) > 0 && data[0] == unix.AF_BRIDGE {
+		return u, false, nil
+	}
+	u.deleted = t == unix.RTM_DELLINK
+	w, verdict := parseLinkMsg(data)
+	switch verdict {
+	case linkOwn:
+		u.w = w
+		return u, true, nil
+	case linkBad:
+		return u, false, fmt.Errorf("link message of %d bytes: malformed", len(data))
 	}
 	data = append([]byte(nil), data...)
 	hdr := unix.NlMsghdr{Len: uint32(unix.SizeofNlMsghdr + len(data)), Type: t, Flags: flags}
-	link, err := netlink.LinkDeserialize(&hdr, data)
-	if err != nil {
-		return netlink.LinkUpdate{}, fmt.Errorf("link message: %w", err)
+	if u.lib, err = netlink.LinkDeserialize(&hdr, data); err != nil {
+		return u, false, fmt.Errorf("link message: %w", err)
 	}
-	return netlink.LinkUpdate{IfInfomsg: *nl.DeserializeIfInfomsg(data), Header: hdr, Link: link}, nil
+	return u, true, nil
 }
 
 // wireNeigh is one neighbour message decoded: what NeighInfo and FdbInfo

@@ -3,7 +3,10 @@ package netlinkmgr
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"net"
+	"reflect"
 	"os"
 	"testing"
 
@@ -13,31 +16,139 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestLinkUpdate: AF_BRIDGE link messages and other types are skipped
-// unparsed, a truncated message is an error, the rest is the library's.
-func TestLinkUpdate(t *testing.T) {
+// TestDecodeLink: AF_BRIDGE link messages and other types are skipped
+// unparsed, a truncated message is an error, the common kinds are
+// decoded here and the rest by the library.
+func TestDecodeLink(t *testing.T) {
 	named := linkMsg(7, nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("Vlan100")))
 	bridge := append([]byte(nil), named...)
 	bridge[0] = unix.AF_BRIDGE
-	u, err := linkUpdate(unix.RTM_NEWLINK, 0, named)
-	if err != nil || u.Link == nil || u.Link.Attrs().Name != "Vlan100" || u.Link.Attrs().Index != 7 || u.Header.Type != unix.RTM_NEWLINK {
+	u, ok, err := decodeLink(unix.RTM_NEWLINK, 0, named)
+	if l := u.info(nil); err != nil || !ok || u.lib != nil || l.Name != "Vlan100" || l.Index != 7 || u.deleted {
 		t.Fatalf("AF_UNSPEC: %+v, %v", u, err)
 	}
-	if u, err := linkUpdate(unix.RTM_DELLINK, 0, named); err != nil || u.Link == nil || u.Header.Type != unix.RTM_DELLINK {
+	if u, ok, err := decodeLink(unix.RTM_DELLINK, 0, named); err != nil || !ok || !u.deleted {
 		t.Fatalf("RTM_DELLINK: %+v, %v", u, err)
+	}
+	bond := linkMsg(8, nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("PortChannel1")), linkInfoAttr("bond"))
+	if u, ok, err := decodeLink(unix.RTM_NEWLINK, 0, bond); err != nil || !ok || u.lib == nil || u.info(nil).Kind != "bond" {
+		t.Fatalf("bond: %+v, %v; want the library's", u, err)
 	}
 	for _, c := range []struct {
 		name string
 		t    uint16
 		data []byte
 	}{{"AF_BRIDGE", unix.RTM_NEWLINK, bridge}, {"AF_BRIDGE delete", unix.RTM_DELLINK, bridge}, {"RTM_NEWADDR", unix.RTM_NEWADDR, named}} {
-		if u, err := linkUpdate(c.t, 0, c.data); err != nil || u.Link != nil {
+		if u, ok, err := decodeLink(c.t, 0, c.data); err != nil || ok {
 			t.Errorf("%s: %+v, %v; want skipped", c.name, u, err)
 		}
 	}
-	if _, err := linkUpdate(unix.RTM_NEWLINK, 0, named[:8]); err == nil {
+	if _, _, err := decodeLink(unix.RTM_NEWLINK, 0, named[:8]); err == nil {
 		t.Errorf("truncated: no error")
 	}
+}
+
+// linkInfoAttr is IFLA_LINKINFO with kind and data attributes.
+func linkInfoAttr(kind string, data ...*nl.RtAttr) *nl.RtAttr {
+	li := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	li.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated(kind+"\x00"))
+	if len(data) > 0 {
+		d := li.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+		for _, a := range data {
+			d.AddChild(a)
+		}
+	}
+	return li
+}
+
+func linkSeeds() [][]byte {
+	name := func(n string) *nl.RtAttr { return nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(n)) }
+	u32 := func(typ int, v uint32) *nl.RtAttr { return nl.NewRtAttr(typ, nl.Uint32Attr(v)) }
+	stats := make([]byte, binary.Size(netlink.LinkStatistics64{}))
+	for i := range stats {
+		stats[i] = byte(i)
+	}
+	return [][]byte{
+		linkMsg(3, name("Bridge"), u32(unix.IFLA_MTU, 9100), nl.NewRtAttr(unix.IFLA_ADDRESS, []byte{2, 0, 0, 0, 0, 1}),
+			nl.NewRtAttr(unix.IFLA_OPERSTATE, []byte{6}), nl.NewRtAttr(unix.IFLA_STATS64, stats),
+			linkInfoAttr("bridge", nl.NewRtAttr(nl.IFLA_BR_VLAN_FILTERING, []byte{1}), nl.NewRtAttr(nl.IFLA_BR_VLAN_DEFAULT_PVID, nl.Uint16Attr(1)))),
+		linkMsg(9, name("Vlan100"), u32(unix.IFLA_LINK, 3), u32(unix.IFLA_MASTER, 12), nl.NewRtAttr(unix.IFLA_IFALIAS, nl.ZeroTerminated("uplink")),
+			linkInfoAttr("vlan", nl.NewRtAttr(nl.IFLA_VLAN_ID, nl.Uint16Attr(100)))),
+		linkMsg(12, name("Vrf1"), linkInfoAttr("vrf", u32(nl.IFLA_VRF_TABLE, 1001))),
+		linkMsg(4, name("Ethernet0"), u32(unix.IFLA_LINK, 5), u32(unix.IFLA_MASTER, 3), nl.NewRtAttr(unix.IFLA_STATS, stats[:binary.Size(netlink.LinkStatistics32{})]),
+			linkInfoAttr("veth")),
+		linkMsg(6, name("Ethernet8"), u32(unix.IFLA_LINK, 5), u32(unix.IFLA_LINK_NETNSID, 0), linkInfoAttr("veth")),
+		linkMsg(1, name("lo"), nl.NewRtAttr(unix.IFLA_ADDRESS, make([]byte, 6)), nl.NewRtAttr(unix.IFLA_OPERSTATE, []byte{0})),
+	}
+}
+
+// checkLinkMsg compares parseLinkMsg with the library's LinkDeserialize
+// and toLinkInfo on b, when parseLinkMsg decodes it and the library does
+// not refuse (or panic on) it.
+func checkLinkMsg(t *testing.T, b []byte) {
+	t.Helper()
+	w, verdict := parseLinkMsg(b)
+	if verdict != linkOwn || len(b) < unix.SizeofIfInfomsg || b[0] == unix.AF_BRIDGE {
+		return
+	}
+	l, err := libLink(b)
+	if err != nil {
+		return // the library refuses attributes parseLinkMsg does not read
+	}
+	names := map[int]string{3: "Bridge", 5: "peer", 12: "Vrf1"}
+	want, got := toLinkInfo(l, names), w.linkInfo(names)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("parsed %s\nlibrary %s", fmtLink(got), fmtLink(want))
+	}
+}
+
+func fmtLink(l LinkInfo) string {
+	return fmt.Sprintf("%+v mtu %v up %v master %q alias %q bridge %+v vlan %+v vrf %+v veth %+v stats %+v",
+		l, *l.MTU, *l.AdminUp, *l.Master, *l.Alias, l.Bridge, l.Vlan, l.Vrf, l.Veth, l.Stats)
+}
+
+// libLink is the library's LinkDeserialize, whose panic is an error.
+func libLink(b []byte) (l netlink.Link, err error) {
+	defer func() {
+		if recover() != nil {
+			err = unix.EINVAL
+		}
+	}()
+	return netlink.LinkDeserialize(&unix.NlMsghdr{Type: unix.RTM_NEWLINK}, append([]byte(nil), b...))
+}
+
+func TestParseLinkMsg(t *testing.T) {
+	for _, b := range linkSeeds() {
+		if _, v := parseLinkMsg(b); v != linkOwn {
+			t.Fatalf("seed not decoded (%d): % x", v, b)
+		}
+		checkLinkMsg(t, b)
+	}
+	short := linkMsg(9, linkInfoAttr("vlan", nl.NewRtAttr(nl.IFLA_VLAN_ID, []byte{1})))
+	if _, v := parseLinkMsg(short); v != linkBad {
+		t.Errorf("1-byte IFLA_VLAN_ID: %d, want linkBad", v)
+	}
+}
+
+// TestParseLinkMsgKernel: every AF_UNSPEC link message the kernel sends
+// for a bridge, veth ports and a VLAN device (when the kernel has 802.1Q)
+// decodes as the library decodes it.
+func TestParseLinkMsgKernel(t *testing.T) {
+	for _, m := range kernelLinkMsgs(t) {
+		if _, v := parseLinkMsg(m); v != linkOwn {
+			t.Fatalf("not decoded (%d): % x", v, m)
+		}
+		checkLinkMsg(t, m)
+	}
+}
+
+// FuzzParseLinkMsg: what parseLinkMsg decodes reads as the library's
+// LinkDeserialize and toLinkInfo read it; it never panics.
+func FuzzParseLinkMsg(f *testing.F) {
+	for _, b := range linkSeeds() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkLinkMsg(t, b) })
 }
 
 // neighMsg is an RTM_NEWNEIGH payload: ndmsg, then attrs.
@@ -156,7 +267,7 @@ func hasAttrLen(b []byte, typ uint16, n int) bool {
 // veth ports, the kernel's link messages of both families and its
 // AF_BRIDGE neighbours (the same bytes its events carry: one fill
 // function serves both).
-func recordedEvents(b *testing.B) (unspec, bridge, fdb [][]byte) {
+func recordedEvents(b testing.TB) (unspec, bridge, fdb [][]byte) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root (a network namespace)")
 	}
@@ -166,6 +277,8 @@ func recordedEvents(b *testing.B) (unspec, bridge, fdb [][]byte) {
 		ns.IP("link", "add", p, "type", "veth", "peer", "name", p+"p")
 		ns.IP("link", "set", p, "master", "Bridge", "up")
 	}
+	// 802.1Q, where the kernel has it (the full-kernel VM).
+	_, _ = ns.TryIP("link", "add", "link", "Bridge", "name", "Vlan100", "type", "vlan", "id", "100")
 	ns.Bridge("fdb", "replace", "02:00:00:00:00:01", "dev", "Ethernet0", "master", "static")
 	k, err := Open(Options{NetNS: ns.Name})
 	if err != nil {
@@ -186,6 +299,12 @@ func recordedEvents(b *testing.B) (unspec, bridge, fdb [][]byte) {
 	bridge = dump(unix.RTM_GETLINK, unix.RTM_NEWLINK, nl.NewIfInfomsg(unix.AF_BRIDGE))
 	fdb = dump(unix.RTM_GETNEIGH, unix.RTM_NEWNEIGH, &netlink.Ndmsg{Family: unix.AF_BRIDGE})
 	return unspec, bridge, fdb
+}
+
+// kernelLinkMsgs is recordedEvents' AF_UNSPEC link messages.
+func kernelLinkMsgs(t *testing.T) [][]byte {
+	unspec, _, _ := recordedEvents(t)
+	return unspec
 }
 
 // BenchmarkLinkEvents: per link message, the library's reader path
@@ -212,19 +331,32 @@ func BenchmarkLinkEvents(b *testing.B) {
 		msgs [][]byte
 	}{{"bridge", bridge}, {"unspec", unspec}} {
 		b.Run(c.name+"/library", func(b *testing.B) {
+			names := map[int]string{}
 			for i := 0; i < b.N; i++ {
-				library(c.msgs[i%len(c.msgs)])
+				u := library(c.msgs[i%len(c.msgs)])
+				if u.IfInfomsg.Family != unix.AF_BRIDGE {
+					l := toLinkInfo(u.Link, names)
+					sinkLink = &l
+				}
 			}
 		})
 		b.Run(c.name+"/own", func(b *testing.B) {
+			names := map[int]string{}
 			for i := 0; i < b.N; i++ {
-				if _, err := linkUpdate(unix.RTM_NEWLINK, 0, c.msgs[i%len(c.msgs)]); err != nil {
+				u, ok, err := decodeLink(unix.RTM_NEWLINK, 0, c.msgs[i%len(c.msgs)])
+				if err != nil {
 					b.Fatal(err)
+				}
+				if ok {
+					l := u.info(names)
+					sinkLink = &l
 				}
 			}
 		})
 	}
 }
+
+var sinkLink *LinkInfo
 
 func BenchmarkNeighEvents(b *testing.B) {
 	_, _, fdb := recordedEvents(b)

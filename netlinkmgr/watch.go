@@ -52,7 +52,7 @@ type watcher struct {
 type subscription struct {
 	once   sync.Once
 	done   chan struct{}
-	links  chan netlink.LinkUpdate
+	links  chan linkUpdate
 	addrs  chan addrUpdate
 	routes chan routeUpdate
 	neighs chan wireNeigh
@@ -74,7 +74,7 @@ func (w *watcher) subscribe() (*subscription, error) {
 func (w *watcher) trySubscribe() (*subscription, error) {
 	s := &subscription{
 		done:   make(chan struct{}),
-		links:  make(chan netlink.LinkUpdate, subBuffer),
+		links:  make(chan linkUpdate, subBuffer),
 		addrs:  make(chan addrUpdate, subBuffer),
 		routes: make(chan routeUpdate, subBuffer),
 		neighs: make(chan wireNeigh, subBuffer),
@@ -93,8 +93,8 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 			w.report(fmt.Errorf("netlink receive: %w", err))
 		}
 	}
-	// Our own reader: it drops AF_BRIDGE messages before parsing
-	// (evreader.go).
+	// Our own reader: it drops AF_BRIDGE messages before parsing and
+	// decodes the common kinds itself (evreader.go, linkwire.go).
 	err := linkSubscribe(*ns, s.links, s.done, ignore, size, force)
 	if err == nil {
 		// Our own reader: the library's drops IFA_PROTO.
@@ -254,13 +254,13 @@ type routeEvent struct {
 	hop [1]NextHop
 }
 
-func (w *watcher) linkEvent(ctx context.Context, u netlink.LinkUpdate) bool {
-	a := u.Link.Attrs()
-	w.names[a.Index] = a.Name
-	w.name(a.MasterIndex)
-	w.name(a.ParentIndex)
-	l := toLinkInfo(u.Link, w.names)
-	return w.send(ctx, Event{Kind: EventLink, Deleted: u.Header.Type == unix.RTM_DELLINK, Link: &l})
+func (w *watcher) linkEvent(ctx context.Context, u linkUpdate) bool {
+	index, master, parent, name := u.indexes()
+	w.names[index] = name
+	w.name(master)
+	w.name(parent)
+	l := u.info(w.names)
+	return w.send(ctx, Event{Kind: EventLink, Deleted: u.deleted, Link: &l})
 }
 
 func (w *watcher) neighEvent(ctx context.Context, u wireNeigh) bool {
