@@ -125,11 +125,12 @@ type linkUpdate struct {
 
 // info converts u (toLinkInfo for the library's links); names resolves
 // link indexes.
-func (u *linkUpdate) info(names map[int]string) LinkInfo {
+func (u *linkUpdate) info(names map[int]string) *LinkInfo {
 	if u.lib != nil {
-		return toLinkInfo(u.lib, names)
+		l := toLinkInfo(u.lib, names)
+		return &l
 	}
-	return u.w.linkInfo(names)
+	return u.w.linkInfo(names, new(linkBox))
 }
 
 // indexes are u's own, master and parent link indexes and its name.

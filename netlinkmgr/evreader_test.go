@@ -6,8 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"reflect"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/tests/testns"
@@ -96,7 +96,7 @@ func checkLinkMsg(t *testing.T, b []byte) {
 		return // the library refuses attributes parseLinkMsg does not read
 	}
 	names := map[int]string{3: "Bridge", 5: "peer", 12: "Vrf1"}
-	want, got := toLinkInfo(l, names), w.linkInfo(names)
+	want, got := toLinkInfo(l, names), *w.linkInfo(names, new(linkBox))
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parsed %s\nlibrary %s", fmtLink(got), fmtLink(want))
 	}
@@ -348,8 +348,7 @@ func BenchmarkLinkEvents(b *testing.B) {
 					b.Fatal(err)
 				}
 				if ok {
-					l := u.info(names)
-					sinkLink = &l
+					sinkLink = u.info(names)
 				}
 			}
 		})

@@ -217,16 +217,26 @@ func eachAttr(b []byte, fn func(typ uint16, v []byte) bool) bool {
 	return true
 }
 
-// linkInfo converts w as toLinkInfo converts the library's Link; names
-// resolves link indexes.
-func (w *wireLink) linkInfo(names map[int]string) LinkInfo {
-	mtu, up, master, alias := w.mtu, w.flags&unix.IFF_UP != 0, names[w.master], w.alias
-	l := LinkInfo{
+// linkBox is a LinkInfo with room for what its MTU, AdminUp, Master and
+// Alias point to: one allocation per event.
+type linkBox struct {
+	l             LinkInfo
+	mtu           int
+	up            bool
+	master, alias string
+}
+
+// linkInfo converts w into box as toLinkInfo converts the library's Link
+// and returns it; names resolves link indexes.
+func (w *wireLink) linkInfo(names map[int]string, box *linkBox) *LinkInfo {
+	box.mtu, box.up, box.master, box.alias = w.mtu, w.flags&unix.IFF_UP != 0, names[w.master], w.alias
+	box.l = LinkInfo{
 		Name: w.name, Index: w.index, Kind: w.kind,
-		MTU: &mtu, MAC: w.mac, AdminUp: &up, Master: &master, Alias: &alias,
+		MTU: &box.mtu, MAC: w.mac, AdminUp: &box.up, Master: &box.master, Alias: &box.alias,
 		OperState: operStateName(netlink.LinkOperState(w.operState)), MasterIdx: w.master, ParentIdx: w.parent,
 		Stats: w.stats,
 	}
+	l := &box.l
 	l.OperUp = w.operState == uint8(netlink.OperUp) ||
 		(w.operState == uint8(netlink.OperUnknown) && w.flags&unix.IFF_RUNNING != 0)
 	switch w.kind {

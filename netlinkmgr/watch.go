@@ -259,8 +259,7 @@ func (w *watcher) linkEvent(ctx context.Context, u linkUpdate) bool {
 	w.names[index] = name
 	w.name(master)
 	w.name(parent)
-	l := u.info(w.names)
-	return w.send(ctx, Event{Kind: EventLink, Deleted: u.deleted, Link: &l})
+	return w.send(ctx, Event{Kind: EventLink, Deleted: u.deleted, Link: u.info(w.names)})
 }
 
 func (w *watcher) neighEvent(ctx context.Context, u wireNeigh) bool {
