@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -26,7 +27,7 @@ import (
 // openEvents opens a socket joined to groups of ns as routeSubscribe
 // does: a non-blocking duplicate in the runtime's poller, so that closing
 // it (when done closes) wakes the reader. Equivalent to: ip monitor.
-func openEvents(ns netns.NsHandle, size int, force bool, name string, done <-chan struct{}, groups ...uint) (*routeReader, error) {
+func openEvents(ns netns.NsHandle, size int, force bool, name string, done <-chan struct{}, groups ...uint) (*eventReader, error) {
 	s, err := subscribeGroups(ns, size, force, groups...)
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func openEvents(ns netns.NsHandle, size int, force bool, name string, done <-cha
 		unix.Close(fd)
 		return nil, err
 	}
-	r := &routeReader{f: os.NewFile(uintptr(fd), name), buf: make([]byte, 64<<10)}
+	r := &eventReader{f: os.NewFile(uintptr(fd), name), buf: make([]byte, 64<<10)}
 	go func() {
 		<-done
 		r.f.Close()
@@ -51,7 +52,7 @@ func openEvents(ns netns.NsHandle, size int, force bool, name string, done <-cha
 // each hands every message the kernel sends (type and payload, which is
 // only valid during the call) to fn until the socket fails (errcb hears
 // why, unless done is closed: then the close was on purpose).
-func (r *routeReader) each(done <-chan struct{}, errcb func(error), fn func(t uint16, flags uint16, data []byte)) {
+func (r *eventReader) each(done <-chan struct{}, errcb func(error), fn func(t uint16, flags uint16, data []byte)) {
 	rc, err := r.f.SyscallConn()
 	if err != nil {
 		errcb(fmt.Errorf("receive failed: %w", err))
@@ -249,4 +250,43 @@ func neighSubscribe(ns netns.NsHandle, ch chan<- wireNeigh, done <-chan struct{}
 		})
 	}()
 	return nil
+}
+
+// eventReader reads netlink groups of a namespace (openEvents) with a
+// reused buffer and hands each message to a decoder of our own (each):
+// the library's readers allocate a copy of every datagram and a full
+// object per message.
+type eventReader struct {
+	f   *os.File // non-blocking, in the runtime's poller: Close wakes Read
+	buf []byte
+	sa  unix.RawSockaddrNetlink
+}
+
+// attachFilter attaches the classic BPF socket filter prog to the
+// reader's socket (SO_ATTACH_FILTER): the kernel drops what it rejects
+// before it is queued.
+func (r *eventReader) attachFilter(prog []unix.SockFilter) error {
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptSockFprog(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
+			&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]})
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// recv is recvfrom(fd, buf, MSG_DONTWAIT) with the sender in r.sa.
+func (r *eventReader) recv(fd int) (int, error) {
+	sl := uint32(unix.SizeofSockaddrNetlink)
+	n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)),
+		unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&r.sa)), uintptr(unsafe.Pointer(&sl)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }

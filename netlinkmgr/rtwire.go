@@ -4,10 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"os"
-	"unsafe"
 
-	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -295,52 +292,34 @@ type routeUpdate struct {
 	deleted bool
 }
 
-// routeReader reads the IPv4 and IPv6 route groups of a namespace with a
-// reused buffer, decoding with parseRouteMsg (the library's reader
-// allocates a netlink.Route, its addresses and a copy of every datagram).
-type routeReader struct {
-	f   *os.File // non-blocking, in the runtime's poller: Close wakes Read
-	buf []byte
-	sa  unix.RawSockaddrNetlink
-}
-
 // routeSubscribe reads the route groups of ns into ch as the library's
 // RouteSubscribeWithOptions does (messages from the kernel only). ch is
 // closed when the socket fails (ENOBUFS above all; errcb hears why) or
 // done closes. quietPid, when not 0, is the port id of our route-write
 // socket: the events of its writes whose sequence number lacks seqHeard
-// are dropped by the kernel (ownEchoFilter).
+// are dropped by the kernel (ownEchoFilter). Equivalent to: ip monitor route.
 func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct{}, errcb func(error), size int, force bool, quietPid uint32) error {
-	s, err := subscribeGroups(ns, size, force, unix.RTNLGRP_IPV4_ROUTE, unix.RTNLGRP_IPV6_ROUTE)
+	r, err := openEvents(ns, size, force, "netlink-routes", done, unix.RTNLGRP_IPV4_ROUTE, unix.RTNLGRP_IPV6_ROUTE)
 	if err != nil {
-		return err
-	}
-	// A file of our own over a duplicate of the socket, non-blocking so
-	// that closing it wakes the reader (and the descriptor is not reused
-	// under it).
-	fd, err := unix.FcntlInt(uintptr(s.GetFd()), unix.F_DUPFD_CLOEXEC, 0)
-	s.Close()
-	if err != nil {
-		return err
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
 		return err
 	}
 	if quietPid != 0 {
-		prog := ownEchoFilter(quietPid)
-		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
-			&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
-			unix.Close(fd)
+		if err := r.attachFilter(ownEchoFilter(quietPid)); err != nil {
+			r.f.Close()
 			return fmt.Errorf("attach the own-writes filter: %w", err)
 		}
 	}
-	r := &routeReader{f: os.NewFile(uintptr(fd), "netlink-routes"), buf: make([]byte, 64<<10)}
 	go func() {
-		<-done
-		r.f.Close()
+		defer close(ch)
+		r.each(done, errcb, func(t, _ uint16, data []byte) {
+			if t != unix.RTM_NEWROUTE && t != unix.RTM_DELROUTE {
+				return
+			}
+			if w, ok := parseRouteMsg(data, nil); ok {
+				ch <- routeUpdate{w: w, deleted: t == unix.RTM_DELROUTE}
+			}
+		})
 	}()
-	go r.run(ch, done, errcb)
 	return nil
 }
 
@@ -369,65 +348,6 @@ func ownEchoFilter(pid uint32) []unix.SockFilter {
 		{Code: ret, K: 0},                           // 4: drop
 		{Code: ret, K: 0xffffffff},                  // 5: pass whole
 	}
-}
-
-func (r *routeReader) run(ch chan<- routeUpdate, done <-chan struct{}, errcb func(error)) {
-	defer close(ch)
-	rc, err := r.f.SyscallConn()
-	if err != nil {
-		errcb(fmt.Errorf("receive failed: %w", err))
-		return
-	}
-	var n int
-	var rerr error
-	recv := func(fd uintptr) bool {
-		n, rerr = r.recv(int(fd))
-		return rerr != unix.EAGAIN
-	}
-	for {
-		if err := rc.Read(recv); err != nil {
-			rerr = err
-		}
-		if rerr == unix.EINTR {
-			continue
-		}
-		if rerr != nil {
-			select {
-			case <-done: // closed on purpose
-			default:
-				errcb(fmt.Errorf("receive failed: %w", rerr))
-			}
-			return
-		}
-		if r.sa.Pid != nl.PidKernel {
-			continue
-		}
-		for m := r.buf[:n]; len(m) >= unix.SizeofNlMsghdr; {
-			l := int(native.Uint32(m[0:4]))
-			if l < unix.SizeofNlMsghdr || l > len(m) {
-				break
-			}
-			t, data := native.Uint16(m[4:6]), m[unix.SizeofNlMsghdr:l]
-			m = m[min(nlmAlign(l), len(m)):]
-			if t != unix.RTM_NEWROUTE && t != unix.RTM_DELROUTE {
-				continue
-			}
-			if w, ok := parseRouteMsg(data, nil); ok {
-				ch <- routeUpdate{w: w, deleted: t == unix.RTM_DELROUTE}
-			}
-		}
-	}
-}
-
-// recv is recvfrom(fd, buf, MSG_DONTWAIT) with the sender in r.sa.
-func (r *routeReader) recv(fd int) (int, error) {
-	sl := uint32(unix.SizeofSockaddrNetlink)
-	n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)),
-		unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&r.sa)), uintptr(unsafe.Pointer(&sl)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
 }
 
 // appendAddrMsg appends the RTM_NEWADDR request of a on link idx with

@@ -59,7 +59,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		for j := range keys {
 			keys[j] = fmt.Sprintf("STATIC_ROUTE|%d.%d.%d.0/24", 30+j/65536, j/256%256, j%256)
 		}
-		cpu0 := map[string]time.Duration{"orchagent": procCPU(b, orch.Cmd.Process.Pid), "syncd": procCPU(b, syncd.Cmd.Process.Pid)}
+		cpu0 := map[string]time.Duration{"orchagent": e2eutil.ProcCPU(b, orch.Cmd.Process.Pid), "syncd": e2eutil.ProcCPU(b, syncd.Cmd.Process.Pid)}
 		t0 := time.Now()
 		for j := 0; j < n; j += 5000 {
 			p := e.Config.Pipeline()
@@ -74,8 +74,8 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		applied := time.Since(t0)
 		waitCount(b, e, "ROUTE_TABLE|3[01].*", n, "")
 		mirrored := time.Since(t0)
-		cpu := map[string]time.Duration{"orchagent": procCPU(b, orch.Cmd.Process.Pid) - cpu0["orchagent"],
-			"syncd": procCPU(b, syncd.Cmd.Process.Pid) - cpu0["syncd"]}
+		cpu := map[string]time.Duration{"orchagent": e2eutil.ProcCPU(b, orch.Cmd.Process.Pid) - cpu0["orchagent"],
+			"syncd": e2eutil.ProcCPU(b, syncd.Cmd.Process.Pid) - cpu0["syncd"]}
 		time.Sleep(6 * time.Second)
 		full := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
 		fullAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}

@@ -119,9 +119,9 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 	}
 	var profDone chan struct{}
 	if prof != "" {
-		profDone = cpuProfile(b, prof)
+		profDone = e2eutil.CPUProfile(b, pprofAddr, prof)
 	}
-	orchCPU0, redisCPU0 := procCPU(b, proc.Cmd.Process.Pid), redisCPU(b, e)
+	orchCPU0, redisCPU0 := e2eutil.ProcCPU(b, proc.Cmd.Process.Pid), e2eutil.RedisCPU(b, e.Config)
 	e.Config.ConfigResetStat(ctx)
 	t0 := time.Now()
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -162,8 +162,8 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 		time.Sleep(5 * time.Millisecond)
 	}
 	orch = time.Since(t0)
-	cpu.orch = procCPU(b, proc.Cmd.Process.Pid) - orchCPU0
-	cpu.redis = redisCPU(b, e) - redisCPU0
+	cpu.orch = e2eutil.ProcCPU(b, proc.Cmd.Process.Pid) - orchCPU0
+	cpu.redis = e2eutil.RedisCPU(b, e.Config) - redisCPU0
 	logCommandStats(b, e, len(keys))
 	if profDone != nil {
 		<-profDone
@@ -187,39 +187,6 @@ func bulk(b *testing.B, keys []string, fields []any, batch []string) (orch, ipb 
 	ipb = time.Since(t1)
 	cpu.tool = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return orch, ipb, cpu
-}
-
-// procCPU is the user+system CPU time of every thread of process pid.
-func procCPU(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The fields after the parenthesised command name: utime is the 12th.
-	_, rest, _ := strings.Cut(string(raw), ") ")
-	f := strings.Fields(rest)
-	var ut, st int64
-	fmt.Sscan(f[11], &ut)
-	fmt.Sscan(f[12], &st)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
-}
-
-// redisCPU is redis-server's user+system CPU time (INFO cpu).
-func redisCPU(b *testing.B, e *e2eutil.Switch) time.Duration {
-	info, err := e.Config.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, l := range strings.Split(info, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(l), ":")
-		if k == "used_cpu_sys" || k == "used_cpu_user" {
-			var x float64
-			fmt.Sscan(v, &x)
-			total += x
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }
 
 // logCommandStats logs redis-server's time per command kind over the
@@ -255,34 +222,6 @@ func logCommandStats(b *testing.B, e *e2eutil.Switch, n int) {
 
 // pprofAddr is where orchagent serves pprof when a benchmark profiles it.
 const pprofAddr = "127.0.0.1:16061"
-
-// cpuProfile fetches orchagent's CPU profile into file in the background;
-// the channel closes when it is written.
-func cpuProfile(b *testing.B, file string) chan struct{} {
-	secs := os.Getenv("SWITCHYARD_BENCH_PROFILE_SECONDS")
-	if secs == "" {
-		secs = "2"
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/profile?seconds=" + secs)
-		if err != nil {
-			b.Errorf("cpu profile: %v", err)
-			return
-		}
-		defer resp.Body.Close()
-		out, err := os.Create(file)
-		if err == nil {
-			_, err = io.Copy(out, resp.Body)
-			out.Close()
-		}
-		if err != nil {
-			b.Errorf("cpu profile: %v", err)
-		}
-	}()
-	return done
-}
 
 // fetch saves orchagent's pprof/metrics page path into file.
 func fetch(b *testing.B, path, file string) {

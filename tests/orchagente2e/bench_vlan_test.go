@@ -129,11 +129,11 @@ func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration 
 	}
 	var profDone chan struct{}
 	if prof != "" {
-		profDone = cpuProfile(b, prof)
+		profDone = e2eutil.CPUProfile(b, pprofAddr, prof)
 	}
-	orch0, redis0 := procCPU(b, pid), redisCPU(b, e)
+	orch0, redis0 := e2eutil.ProcCPU(b, pid), e2eutil.RedisCPU(b, e.Config)
 	d := bulkAllOK(b, e, entries)
-	orch, redis := procCPU(b, pid)-orch0, redisCPU(b, e)-redis0
+	orch, redis := e2eutil.ProcCPU(b, pid)-orch0, e2eutil.RedisCPU(b, e.Config)-redis0
 	b.ReportMetric(orch.Seconds(), "cpu-orch-s")
 	b.ReportMetric(redis.Seconds(), "cpu-redis-s")
 	b.ReportMetric(float64(orch.Microseconds())/float64(len(entries)), "cpu-orch-us/obj")

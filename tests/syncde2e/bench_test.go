@@ -2,7 +2,6 @@ package syncde2e
 
 import (
 	"context"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -26,19 +25,6 @@ func lastTotals(out string) syncdTotals {
 	l := m[len(m)-1]
 	f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
 	return syncdTotals{commands: f(l[1]), events: f(l[2]), roundTrips: f(l[3])}
-}
-
-// cpuSeconds is the user+system CPU time of pid (/proc/PID/stat utime+stime).
-func cpuSeconds(b *testing.B, pid int) float64 {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := string(raw)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100 // USER_HZ is 100 on Linux
 }
 
 // BenchmarkBurst10k measures, per burst of 10,000 FDB entries or routes
@@ -101,14 +87,14 @@ func BenchmarkBurst10k(b *testing.B) {
 			c0 := lastTotals(e.syncd.Output())
 			b.ResetTimer()
 			for range b.N {
-				t0, cpu0 := time.Now(), cpuSeconds(b, pid)
+				t0, cpu0 := time.Now(), e2eutil.ProcCPU(b, pid).Seconds()
 				run(add)
 				t1 := time.Now()
 				waitSize(base + burstSize)
 				t2 := time.Now()
 				b.StopTimer()
 				c1 := totalsAfter(c0, burstSize)
-				cpu1 := cpuSeconds(b, pid)
+				cpu1 := e2eutil.ProcCPU(b, pid).Seconds()
 				conv += t2.Sub(t0)
 				lag += t2.Sub(t1)
 				events += c1.events - c0.events

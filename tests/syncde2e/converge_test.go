@@ -1,13 +1,9 @@
 package syncde2e
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"strconv"
 	"os/exec"
 	"slices"
 	"strings"
@@ -81,10 +77,10 @@ func BenchmarkConverge100kRoutes(b *testing.B) {
 		ref.IP("-batch", del)
 		b.StartTimer()
 
-		cpu0, redis0 := cpuSeconds(b, pid), redisSeconds(b, e)
+		cpu0, redis0 := e2eutil.ProcCPU(b, pid).Seconds(), e2eutil.RedisCPU(b, e.Config).Seconds()
 		var profDone chan struct{}
 		if prof != "" {
-			profDone = cpuProfile(b, prof)
+			profDone = e2eutil.CPUProfile(b, pprofAddr, prof)
 		}
 		done := make(chan error, 1)
 		t0 := time.Now()
@@ -111,8 +107,8 @@ func BenchmarkConverge100kRoutes(b *testing.B) {
 			b.Fatal(err)
 		}
 		inNS += ipTook
-		cpu += cpuSeconds(b, pid) - cpu0
-		redisCPU += redisSeconds(b, e) - redis0
+		cpu += e2eutil.ProcCPU(b, pid).Seconds() - cpu0
+		redisCPU += e2eutil.RedisCPU(b, e.Config).Seconds() - redis0
 		if profDone != nil {
 			<-profDone
 			prof = "" // the first burst only
@@ -139,49 +135,6 @@ func BenchmarkConverge100kRoutes(b *testing.B) {
 
 // pprofAddr is where syncd serves pprof when the benchmark profiles it.
 const pprofAddr = "127.0.0.1:16071"
-
-// cpuProfile fetches syncd's CPU profile of the next
-// $SWITCHYARD_BENCH_PROFILE_SECONDS (default 2) into file; the channel
-// closes when it is written.
-func cpuProfile(b *testing.B, file string) chan struct{} {
-	secs := cmp.Or(os.Getenv("SWITCHYARD_BENCH_PROFILE_SECONDS"), "2")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/profile?seconds=" + secs)
-		if err != nil {
-			b.Errorf("cpu profile: %v", err)
-			return
-		}
-		defer resp.Body.Close()
-		out, err := os.Create(file)
-		if err == nil {
-			_, err = io.Copy(out, resp.Body)
-			out.Close()
-		}
-		if err != nil {
-			b.Errorf("cpu profile: %v", err)
-		}
-	}()
-	return done
-}
-
-// redisSeconds is redis-server's user+system CPU time (INFO cpu).
-func redisSeconds(b *testing.B, e *env) float64 {
-	info, err := e.Config.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, l := range strings.Split(info, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(l), ":")
-		if k == "used_cpu_sys" || k == "used_cpu_user" {
-			x, _ := strconv.ParseFloat(v, 64)
-			total += x
-		}
-	}
-	return total
-}
 
 // refNamespace is a namespace shaped like env's for the routes of
 // lines100k: a link holding 10.0.0.254/24 cabled to a host at 10.0.0.1.

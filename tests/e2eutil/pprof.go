@@ -1,0 +1,75 @@
+package e2eutil
+
+import (
+	"cmp"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// CPUProfile fetches the CPU profile of the daemon serving pprof at addr
+// (its --metrics-addr) over the next $SWITCHYARD_BENCH_PROFILE_SECONDS
+// (default 2) into file, in the background; the channel closes when the
+// file is written. Benchmarks use it around a burst.
+func CPUProfile(tb testing.TB, addr, file string) chan struct{} {
+	secs := cmp.Or(os.Getenv("SWITCHYARD_BENCH_PROFILE_SECONDS"), "2")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=" + secs)
+		if err != nil {
+			tb.Errorf("cpu profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		out, err := os.Create(file)
+		if err == nil {
+			_, err = io.Copy(out, resp.Body)
+			out.Close()
+		}
+		if err != nil {
+			tb.Errorf("cpu profile: %v", err)
+		}
+	}()
+	return done
+}
+
+// ProcCPU is the user+system CPU time of every thread of process pid
+// (/proc/PID/stat utime+stime).
+func ProcCPU(tb testing.TB, pid int) time.Duration {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The fields after the parenthesised command name: utime is the 12th.
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// RedisCPU is the user+system CPU time of the redis-server c talks to
+// (INFO cpu).
+func RedisCPU(tb testing.TB, c *redis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total float64
+	for _, l := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			x, _ := strconv.ParseFloat(v, 64)
+			total += x
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
