@@ -51,7 +51,9 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		time.Sleep(6 * time.Second) // one ReturnMemory interval: idle figures
 		idle := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
 		idleAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
+		smaps(b, orch.Cmd.Process.Pid, "orchagent-idle")
 		memStats(b, orchPort, "orchagent-idle")
+		heapProfile(b, orchPort, "orchagent-idle")
 		memStats(b, syncdPort, "syncd-idle")
 		heapProfile(b, syncdPort, "syncd-idle")
 
@@ -86,6 +88,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 
 		// Restart orchagent over the applied kernel.
 		orch.Kill()
+		saveOutput(b, orch, "orchagent-first")
 		settled(b, e.NS)
 		mon := startMonitor(b, e.NS)
 		mon.ready(b, e.NS)
@@ -95,9 +98,12 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 			}
 		}
 		t1 := time.Now()
-		orch = e.Start("orchagent", "--log-level", "info")
+		orchPort = freePort(b)
+		orch = e.Start("orchagent", append([]string{"--log-level", "info", "--metrics-addr", "127.0.0.1:" + orchPort}, prof...)...)
 		waitCount(b, e, "STATIC_ROUTE_TABLE|*", n, "ok")
 		restart := time.Since(t1)
+		memStats(b, orchPort, "orchagent-restarted")
+		heapProfile(b, orchPort, "orchagent-restarted")
 		writes := len(mon.seen())
 		mon.stop()
 
@@ -105,11 +111,20 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		for j := 0; j < n; j += 10000 {
 			e.Config.Del(ctx, keys[j:min(j+10000, n)]...)
 		}
+		if os.Getenv("SWITCHYARD_HEAP_DIR") != "" {
+			time.Sleep(time.Second) // mid-delete: what the delete burst holds
+			heapProfile(b, orchPort, "orchagent-deleting")
+		}
 		waitCount(b, e, "STATIC_ROUTE_TABLE|*", 0, "")
 		waitCount(b, e, "ROUTE_TABLE|3[01].*", 0, "")
 		time.Sleep(11 * time.Second) // two ReturnMemory intervals
 		after := map[string]int{"orchagent": orch.RSS(), "syncd": syncd.RSS()}
 		afterAnon := map[string]int{"orchagent": orch.AnonRSS(), "syncd": syncd.AnonRSS()}
+		smaps(b, orch.Cmd.Process.Pid, "orchagent-after")
+		smaps(b, syncd.Cmd.Process.Pid, "syncd-after")
+		memStats(b, orchPort, "orchagent-after")
+		heapProfile(b, orchPort, "orchagent-after")
+		saveOutput(b, orch, "orchagent-restarted")
 		heapProfile(b, syncdPort, "syncd-after")
 		memStats(b, syncdPort, "syncd-after")
 
@@ -218,6 +233,35 @@ func heapProfile(b *testing.B, port, name string) {
 	}
 	defer f.Close()
 	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// smaps saves the daemon's /proc/PID/smaps as $SWITCHYARD_HEAP_DIR/name.smaps
+// when that variable is set: which mappings hold its anonymous pages (the
+// Go heap's arenas at 0xc000000000, the runtime's own mappings elsewhere).
+func smaps(b *testing.B, pid int, name string) {
+	dir := os.Getenv("SWITCHYARD_HEAP_DIR")
+	if dir == "" {
+		return
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		b.Fatalf("smaps %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".smaps"), raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// saveOutput saves a daemon's output as $SWITCHYARD_HEAP_DIR/name.log when
+// that variable is set (with GODEBUG=gctrace=1: the heap at each collection).
+func saveOutput(b *testing.B, p *e2eutil.Proc, name string) {
+	dir := os.Getenv("SWITCHYARD_HEAP_DIR")
+	if dir == "" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".log"), []byte(p.Output()), 0o644); err != nil {
 		b.Fatal(err)
 	}
 }
