@@ -313,13 +313,19 @@ func (x realRoutes) List(f RouteFilter) ([]RouteInfo, error) {
 	if f.Protocol != 0 {
 		mask |= netlink.RT_FILTER_PROTOCOL
 	}
-	routes, err := retryDump(func() ([]netlink.Route, error) { return k.h.RouteListFiltered(fam, filter, mask) })
+	// Each route is converted as the dump delivers it: 100k routes as a
+	// []netlink.Route (grown by append) were the peak of a restart's heap,
+	// which sizes the runtime's memory for good (docs/performance.md).
+	out, err := retryDump(func() ([]RouteInfo, error) {
+		var out []RouteInfo
+		err := k.h.RouteListFilteredIter(fam, filter, mask, func(r netlink.Route) bool {
+			out = append(out, toRouteInfo(r, names))
+			return true
+		})
+		return out, err
+	})
 	if err != nil {
 		return nil, opErr("list", fmt.Sprintf("routes of table %d", tableOf(f.Table)), err)
-	}
-	out := make([]RouteInfo, 0, len(routes))
-	for _, r := range routes {
-		out = append(out, toRouteInfo(r, names))
 	}
 	return out, nil
 }

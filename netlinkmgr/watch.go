@@ -320,16 +320,22 @@ func (w *watcher) snapshot() ([]Event, error) {
 		ai := AddrInfo{Link: w.names[a.index], Prefix: a.prefix, Protocol: a.protocol}
 		evs = append(evs, Event{Kind: EventAddr, Addr: &ai})
 	}
-	routes, err := retryDump(func() ([]netlink.Route, error) {
-		return h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	// Routes are converted as the dump delivers them (no []netlink.Route
+	// of every route: see realRoutes.List).
+	routes, err := retryDump(func() ([]Event, error) {
+		var out []Event
+		err := h.RouteListFilteredIter(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE,
+			func(r netlink.Route) bool {
+				ri := toRouteInfo(r, w.names)
+				out = append(out, Event{Kind: EventRoute, Route: &ri})
+				return true
+			})
+		return out, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range routes {
-		ri := toRouteInfo(r, w.names)
-		evs = append(evs, Event{Kind: EventRoute, Route: &ri})
-	}
+	evs = append(evs, routes...)
 	for _, fam := range []int{unix.AF_INET, unix.AF_INET6, unix.AF_BRIDGE} {
 		ns, err := retryDump(func() ([]netlink.Neigh, error) { return h.NeighList(0, fam) })
 		if err != nil {
