@@ -217,7 +217,6 @@ func (o *Orch) flushAddrs(b *writeBatch) {
 	res := o.k.Addrs().AddBatch(wants)
 	for i := range b.addrs {
 		d := &b.addrs[i]
-		o.logAct(d.table, d.key, func() string { return describeAddr(&d.want) }, res[i])
 		o.finishDeferred(b, &d.deferred, o.addrWritten(d.table, d.key, d.want, d.refs, res[i]))
 	}
 }

@@ -68,27 +68,34 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 			o.batch.addrs = append(o.batch.addrs, deferredAddr{deferred: o.batch.cur, want: a, refs: refs})
 			return outcome{deferred: true}
 		}
-		err = o.act(table, key, describeAddr(&a), func() error { return o.k.Addrs().Add(a) })
-		return o.addrWritten(table, key, a, refs, err)
+		o.flushBatch() // as act does: earlier deferred writes go first
+		return o.addrWritten(table, key, a, refs, o.k.Addrs().Add(a))
 	}
 }
 
 // addrWritten is the outcome of the create-only add of a (proto 201) for
-// table|key: an equal address someone else added is a conflict.
+// table|key, and logs it: an equal address someone else added is a
+// conflict; one of ours the view had not seen yet (EEXIST, then read) is
+// ok, logged as such rather than as a failed change.
 func (o *Orch) addrWritten(table, key string, a netlinkmgr.AddrInfo, refs []string, err error) outcome {
 	if err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			if c, ok := o.readAddr(a.Link, a); ok {
 				if c.Protocol != netlinkmgr.ProtoSwitchyard {
+					o.logAct(table, key, func() string { return describeAddr(&a) }, err)
 					return errorOut(addrConflict(table, key, c), refs)
 				}
 				if c.Prefix == a.Prefix {
-					return okOut(refs) // ours already: the view had forgotten it
+					// ours already: the view had forgotten it
+					o.logAct(table, key, func() string { return describeAddr(&a) + " (there already, ours)" }, nil)
+					return okOut(refs)
 				}
 			}
 		}
+		o.logAct(table, key, func() string { return describeAddr(&a) }, err)
 		return kernelOut(err, refs)
 	}
+	o.logAct(table, key, func() string { return describeAddr(&a) }, nil)
 	o.view.notedAddr(a.Link, a.Prefix, true)
 	// The echo will match the view: tell routes waiting for a
 	// reachable gateway ourselves.

@@ -1,0 +1,48 @@
+package orchagent
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+	"github.com/switchyard-net/switchyard/schema"
+)
+
+// An address of ours the view has not seen (its echo not consumed yet)
+// fails its create with EEXIST and is then read: the key is ok, and the
+// log says "there already, ours" at debug, not "kernel change failed" at
+// warning. Batched and one by one.
+func TestAddrBehindViewNoWarning(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		r := newRig(t, netlinkmgr.NewFake().AddPort("Ethernet0"))
+		log, hook := test.NewNullLogger()
+		log.SetLevel(logrus.DebugLevel)
+		r.o.log = logrus.NewEntry(log)
+		r.batched = batched
+		r.set("INTERFACE", "Ethernet0|10.0.0.1/24")
+		r.settle()
+		r.want("INTERFACE|Ethernet0|10.0.0.1/24", schema.StateOK, "")
+		r.o.view.mu.Lock()
+		delete(r.o.view.addrs["Ethernet0"], netip.MustParsePrefix("10.0.0.1/24"))
+		r.o.view.mu.Unlock()
+		hook.Reset()
+		r.set("INTERFACE", "Ethernet0|10.0.0.1/24", "NULL", "NULL")
+		keys := r.o.Drain()
+		if batched {
+			r.o.ReconcileBatch(context.Background(), keys)
+		} else {
+			for _, key := range keys {
+				r.o.Reconcile(context.Background(), key)
+			}
+		}
+		r.want("INTERFACE|Ethernet0|10.0.0.1/24", schema.StateOK, "")
+		for _, e := range hook.AllEntries() {
+			if e.Level <= logrus.WarnLevel {
+				t.Errorf("batched %v: logged at %v: %s %v", batched, e.Level, e.Message, e.Data)
+			}
+		}
+	}
+}
