@@ -141,10 +141,13 @@ func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, ref
 			if ok {
 				// Ours, and the view had lost it (a VRF table relisted
 				// while its device was away): replace it.
-				want.Create = false
-				err = o.act(schema.TableStaticRoute, r.Key(), "replace route "+describeRoute(&want),
-					func() error { return o.k.Routes().Replace(want) })
-				return o.routeWritten(r, want, refs, applied, err)
+				// A copy: the closure capturing want itself would move
+				// every call's want to the heap.
+				rep := want
+				rep.Create = false
+				err = o.act(schema.TableStaticRoute, r.Key(), "replace route "+describeRoute(&rep),
+					func() error { return o.k.Routes().Replace(rep) })
+				return o.routeWritten(r, rep, refs, applied, err)
 			}
 			return kernelOut(err, refs)
 		}

@@ -318,7 +318,7 @@ func (v *kernelView) notedRoute(r *netlinkmgr.RouteInfo) {
 	// The echo that came first says more than what we asked for (the
 	// link a gateway-only next hop resolved to, which purgeLinkLocked
 	// needs): kept when it is what we asked for.
-	v.routes.putKeep(r, &v.names, routeMatches)
+	v.routes.putKeep(r, &v.names, true)
 	v.mu.Unlock()
 }
 func (v *kernelView) notedRouteDel(r *netlinkmgr.RouteInfo) {

@@ -186,12 +186,12 @@ func (c *vroute) usesLink(id uint32) bool { return id != 0 && c.flags&vrHop != 0
 // put records r (one route per table, destination and metric); changed
 // is false when the same route was there.
 func (t *routeTable) put(r *netlinkmgr.RouteInfo, names *linkNames) (changed bool) {
-	return t.putKeep(r, names, nil)
+	return t.putKeep(r, names, false)
 }
 
 // putKeep is put, except that a route at the same metric for which keep
 // is true stays (see notedRoute).
-func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep func(cur, r *netlinkmgr.RouteInfo) bool) (changed bool) {
+func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep bool) (changed bool) {
 	if r.Create {
 		c := *r
 		c.Create = false
@@ -205,15 +205,15 @@ func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep fun
 				if old.same(&c) {
 					return false // the echo of our own write, most often
 				}
-				if keep != nil {
-					if cur := old.route(d, names); keep(&cur, r) {
+				if keep {
+					if cur := old.route(d, names); routeMatches(&cur, r) {
 						return false
 					}
 				}
 				t.one[d] = c
 				return true
 			}
-			if cur := old.route(d, names); routeSame(&cur, r) || (keep != nil && keep(&cur, r)) {
+			if cur := old.route(d, names); routeSame(&cur, r) || (keep && routeMatches(&cur, r)) {
 				return false
 			}
 			t.many[d] = []netlinkmgr.RouteInfo{*r}
@@ -227,7 +227,7 @@ func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep fun
 	if rs, ok := t.manyAt(d); ok {
 		for i := range rs {
 			if rs[i].Metric == r.Metric {
-				if routeSame(&rs[i], r) || (keep != nil && keep(&rs[i], r)) {
+				if routeSame(&rs[i], r) || (keep && routeMatches(&rs[i], r)) {
 					return false
 				}
 				rs[i] = *r

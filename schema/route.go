@@ -98,10 +98,16 @@ func bestHops(hops []hop) []hop {
 }
 
 // splitList splits a comma list, trimming blanks around entries. An empty
-// or all-blank value is no list at all.
-func splitList(v string) []string {
-	if strings.TrimSpace(v) == "" {
+// or all-blank value is no list at all. A single entry (no comma, the
+// common case) is returned in one, the caller's array: no allocation.
+func splitList(v string, one *[1]string) []string {
+	t := strings.TrimSpace(v)
+	if t == "" {
 		return nil
+	}
+	if strings.IndexByte(t, ',') < 0 {
+		one[0] = t
+		return one[:]
 	}
 	l := strings.Split(v, ",")
 	for i := range l {
@@ -117,24 +123,26 @@ const nullIfname = "null"
 // parseHops zips the parallel lists of route key into validated hops.
 func parseHops(key, vrf string, p netip.Prefix, f Fields) ([]hop, error) {
 	const t = TableStaticRoute
-	gws, ifs := splitList(f[FieldNexthop]), splitList(f[FieldIfname])
+	var one [5][1]string // splitList's single entries
+	gws, ifs := splitList(f[FieldNexthop], &one[0]), splitList(f[FieldIfname], &one[1])
 	if gws != nil && ifs != nil && len(gws) != len(ifs) {
 		return nil, fieldError(t, key, FieldIfname, f[FieldIfname],
 			fmt.Sprintf("nexthop lists %d entries but ifname %d: the lists are parallel, one entry per next hop", len(gws), len(ifs)),
 			"as many ifname entries as nexthop entries (an entry may be empty)")
 	}
-	bhs, dists, vrfs := splitList(f[FieldBlackhole]), splitList(f[FieldDistance]), splitList(f[FieldNexthopVRF])
+	bhs, dists, vrfs := splitList(f[FieldBlackhole], &one[2]), splitList(f[FieldDistance], &one[3]), splitList(f[FieldNexthopVRF], &one[4])
 	n := max(len(gws), len(ifs))
 	if n == 0 && slices.Contains(bhs, ValueTrue) {
 		n = len(bhs) // a blackhole route names no gateway or interface
 	}
-	for _, l := range []struct {
-		field string
-		list  []string
-	}{{FieldBlackhole, bhs}, {FieldDistance, dists}, {FieldNexthopVRF, vrfs}} {
-		if len(l.list) > 1 && len(l.list) != n {
-			return nil, fieldError(t, key, l.field, f[l.field],
-				fmt.Sprintf("%s lists %d entries but the route has %d next hops: the lists are parallel", l.field, len(l.list), n),
+	// Names and lengths apart: a struct holding both would move the
+	// lists (and splitList's arrays) to the heap with the name.
+	names := [...]string{FieldBlackhole, FieldDistance, FieldNexthopVRF}
+	for i, ln := range [...]int{len(bhs), len(dists), len(vrfs)} {
+		if ln > 1 && ln != n {
+			field := names[i]
+			return nil, fieldError(t, key, field, f[field],
+				fmt.Sprintf("%s lists %d entries but the route has %d next hops: the lists are parallel", field, ln, n),
 				"one entry per next hop, or a single value for all")
 		}
 	}
