@@ -29,7 +29,7 @@ type Queue struct {
 	opts Options
 
 	mu         sync.Mutex
-	queue      []string            // FIFO of keys ready to be handed out: queue[head:]
+	queue      []string // FIFO of keys ready to be handed out: queue[head:]
 	head       int
 	dirty      map[string]struct{} // keys that need processing (queued, or re-added while processing)
 	processing map[string]struct{} // keys handed out by Get and not yet Done
@@ -37,7 +37,7 @@ type Queue struct {
 	failures   map[string]int      // per-key backoff exponent
 	bucket     tokenBucket
 	wake       chan struct{} // closed (and replaced) whenever a Get may proceed
-	waiters    int           // Gets blocked on wake
+	waiters    int           // Gets blocked on the current wake (not yet woken)
 	shutdown   bool
 	peaks      [2]int // high-water marks of dirty and failures (shrink)
 }
@@ -125,13 +125,15 @@ func (q *Queue) pushLocked(key string) {
 
 // signalLocked wakes every blocked Get; they re-check the queue. With
 // none blocked (a worker busy with a burst) it costs nothing, not a new
-// channel per Add.
+// channel per Add. The woken are no longer counted: the Adds that follow
+// before they run (a burst's keys, one by one) find no waiter either.
 func (q *Queue) signalLocked() {
 	if q.waiters == 0 {
 		return
 	}
 	close(q.wake)
 	q.wake = make(chan struct{})
+	q.waiters = 0
 }
 
 // AddAfter queues key once d has passed. When the key already waits for a
@@ -250,13 +252,12 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 		select {
 		case <-ctx.Done():
 			q.mu.Lock()
-			q.waiters--
+			if q.wake == wake { // still counted: not woken meanwhile
+				q.waiters--
+			}
 			q.mu.Unlock()
 			return "", false
-		case <-wake:
-			q.mu.Lock()
-			q.waiters--
-			q.mu.Unlock()
+		case <-wake: // signalLocked stopped counting this Get
 		}
 	}
 }
