@@ -4,6 +4,7 @@ import (
 	"maps"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/schema"
@@ -44,6 +45,9 @@ type Cache struct {
 	tables  map[string]map[string]cached
 	indexes map[string]*index // by table
 	held    map[string]bool   // "TABLE|key": gone, but kept (CONFIG_DB_INITIALIZED)
+	// nheld is len(held), written under mu: Held asks it first, so a
+	// result (a Held per key) takes no lock while nothing is held
+	nheld atomic.Int64
 	// warnings of the keys that have one (rare: unknown fields), by
 	// table then key, so an entry without one costs nothing for it
 	warnings map[string]map[string]string
@@ -209,6 +213,7 @@ func (c *Cache) Delete(table, key string) bool {
 func (c *Cache) unholdLocked(table, key string) {
 	if len(c.held) > 0 {
 		delete(c.held, table+schema.ConfigSep+key)
+		c.nheld.Store(int64(len(c.held)))
 	}
 }
 
@@ -221,6 +226,7 @@ func (c *Cache) hold(table, key string) bool {
 		return false
 	}
 	c.held[table+schema.ConfigSep+key] = true
+	c.nheld.Store(int64(len(c.held)))
 	return true
 }
 
@@ -243,6 +249,9 @@ func (c *Cache) releaseHeld() []string {
 // Held reports whether table|key is gone from CONFIG_DB but kept until
 // CONFIG_DB_INITIALIZED is "1" again.
 func (c *Cache) Held(table, key string) bool {
+	if c.nheld.Load() == 0 {
+		return false
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.held) > 0 && c.held[table+schema.ConfigSep+key]
