@@ -194,27 +194,27 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 			e.log.WithError(err).Warn("redis watcher")
 		},
 	})
-	evs := w.Events(ctx)
+	evs := w.EventBatches(ctx)
 	for {
 		select {
-		case ev, ok := <-evs:
+		case batch, ok := <-evs:
 			if !ok {
 				return
 			}
-			e.event(ctx, ev)
-			// The events the watcher has ready now (a burst's read
-			// batch) reach the queue together, up to a worker's batch:
-			// the worker wakes once and reconciles them in one pass
-			// instead of many passes of one. A lone change waits for
-			// nothing.
+			e.events(ctx, batch)
+			// The batches the watcher has ready now reach the queue
+			// together, up to a worker's batch: the worker wakes once
+			// and reconciles them in one pass instead of many passes of
+			// one. A lone change waits for nothing. A batch is handled
+			// whole before the sync marker (OnSync follows its receipt).
 			for more := true; more && len(e.adds) < e.cfg.MaxBatch; {
 				select {
-				case ev, ok := <-evs:
+				case batch, ok := <-evs:
 					if !ok {
 						e.flushAdds()
 						return
 					}
-					e.event(ctx, ev)
+					e.events(ctx, batch)
 				default:
 					more = false
 				}
@@ -255,6 +255,17 @@ func (e *engine) enqueueAll(tables []string) {
 	for _, t := range tables {
 		for _, k := range e.cache.Keys(t) {
 			e.q.Add(e.ctrl.Item(t, k))
+		}
+	}
+}
+
+// events applies a batch of CONFIG_DB changes, handing the queue a
+// worker's batch of items at a time.
+func (e *engine) events(ctx context.Context, batch []redisx.Event) {
+	for i := range batch {
+		e.event(ctx, batch[i])
+		if len(e.adds) >= e.cfg.MaxBatch {
+			e.flushAdds()
 		}
 	}
 }

@@ -44,6 +44,42 @@ const readBatch = 512
 // has been handed to the channel (not merely noticed).
 func (w *Watcher) Events(ctx context.Context) <-chan Event {
 	out := make(chan Event)
+	w.start(ctx, func(ctx context.Context, evs []Event) bool {
+		for _, ev := range evs {
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return true
+	}, func() { close(out) })
+	return out
+}
+
+// EventBatches is Events handing over each read batch (up to 512 keys,
+// in order) as one slice: a burst costs the consumer one channel receive
+// (and the two goroutines one switch) per batch, not per key. Coalescing
+// is the same: the deliverer is at most one batch ahead of the consumer.
+// OnSync runs once every batch before it was received; a consumer that
+// handles a whole batch before anything else sees the scan's keys before
+// the sync, as with Events.
+func (w *Watcher) EventBatches(ctx context.Context) <-chan []Event {
+	out := make(chan []Event)
+	w.start(ctx, func(ctx context.Context, evs []Event) bool {
+		select {
+		case out <- evs:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}, func() { close(out) })
+	return out
+}
+
+// start runs the watcher and the deliverer until ctx is done, then calls
+// done (which closes the consumer's channel).
+func (w *Watcher) start(ctx context.Context, send func(context.Context, []Event) bool, done func()) {
 	co := newCoalescer()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -63,17 +99,17 @@ func (w *Watcher) Events(ctx context.Context) <-chan Event {
 	go func() {
 		defer wg.Done()
 		defer cancel()
-		w.deliver(ctx, co, out)
+		w.deliver(ctx, co, send)
 	}()
 	go func() {
 		wg.Wait()
-		close(out)
+		done()
 	}()
-	return out
 }
 
-// deliver reads dirty keys in pipelined batches and sends their events.
-func (w *Watcher) deliver(ctx context.Context, co *coalescer, out chan<- Event) {
+// deliver reads dirty keys in pipelined batches and sends their events
+// (every event before a barrier is sent before its OnSync).
+func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.Context, []Event) bool) {
 	retry := newBackoff()
 	for {
 		items, ok := co.take(ctx, readBatch)
@@ -93,18 +129,25 @@ func (w *Watcher) deliver(ctx context.Context, co *coalescer, out chan<- Event) 
 			continue
 		}
 		retry.reset()
+		// events[i] belongs to items[i]; a barrier's slot is dropped and
+		// the events are sent in runs between barriers.
+		from, n := 0, 0
 		for i, it := range items {
-			if it.sync {
-				if w.opts.OnSync != nil {
-					w.opts.OnSync(ctx)
-				}
+			if !it.sync {
+				events[n] = events[i]
+				n++
 				continue
 			}
-			select {
-			case out <- events[i]:
-			case <-ctx.Done():
+			if n > from && !send(ctx, events[from:n:n]) {
 				return
 			}
+			from = n
+			if w.opts.OnSync != nil {
+				w.opts.OnSync(ctx)
+			}
+		}
+		if n > from && !send(ctx, events[from:n:n]) {
+			return
 		}
 	}
 }

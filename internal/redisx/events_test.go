@@ -2,6 +2,7 @@ package redisx
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -105,5 +106,55 @@ func TestWatcherGlobTableName(t *testing.T) {
 	defer s.mu.Unlock()
 	if len(s.last) != 1 {
 		t.Fatalf("events for other tables: %v", s.last)
+	}
+}
+
+// EventBatches: the scan's keys come in batches of at most one read
+// (512), each key once; a consumer that handles a batch whole before
+// taking OnSync's signal (as the engine does) has every scanned key by
+// then; a later change comes after it.
+func TestEventBatchesSyncFollowsScan(t *testing.T) {
+	_, c := startRedis(t)
+	db := c.DB(4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 0; i < 1300; i++ {
+		db.HSet(ctx, fmt.Sprintf("PORT|p%d", i), "v", "1")
+	}
+	syncCh := make(chan struct{})
+	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnSync: func(ctx context.Context) {
+		select {
+		case syncCh <- struct{}{}:
+		case <-ctx.Done():
+		}
+	}})
+	ch := w.EventBatches(ctx)
+	seen := map[string]bool{}
+	synced := false
+	deadline := time.After(waitFor)
+	for !seen["late"] {
+		select {
+		case batch := <-ch:
+			if len(batch) == 0 || len(batch) > readBatch {
+				t.Fatalf("a batch of %d events", len(batch))
+			}
+			for _, ev := range batch {
+				if ev.Table != "PORT" || ev.Fields["v"] != "1" || seen[ev.Key] {
+					t.Fatalf("event %+v (seen before: %v)", ev, seen[ev.Key])
+				}
+				seen[ev.Key] = true
+			}
+		case <-syncCh:
+			if synced {
+				continue
+			}
+			synced = true
+			if len(seen) != 1300 {
+				t.Fatalf("OnSync after %d keys received, want all 1300 first", len(seen))
+			}
+			db.HSet(ctx, "PORT|late", "v", "1")
+		case <-deadline:
+			t.Fatalf("timeout: synced %v, %d keys", synced, len(seen))
+		}
 	}
 }
