@@ -194,12 +194,7 @@ func parseNeighMsg(b []byte) (w wireNeigh, ok bool) {
 	// flags, type.
 	w.family, w.index = int(b[0]), int(native.Uint32(b[4:8]))
 	w.state, w.typ = int(native.Uint16(b[8:10])), int(b[11])
-	for a := b[unix.SizeofNdMsg:]; len(a) >= rtaHdr; {
-		l := int(native.Uint16(a[0:2]))
-		if l < rtaHdr || l > len(a) {
-			return w, false
-		}
-		typ, v := native.Uint16(a[2:4]), a[rtaHdr:l]
+	ok = eachAttr(b[unix.SizeofNdMsg:], func(typ uint16, v []byte) bool {
 		switch typ {
 		case unix.NDA_DST:
 			w.ip, _ = netip.AddrFromSlice(v)
@@ -210,18 +205,18 @@ func parseNeighMsg(b []byte) (w wireNeigh, ok bool) {
 			}
 		case unix.NDA_VLAN:
 			if len(v) < 2 {
-				return w, false
+				return false
 			}
 			w.vlan = int(native.Uint16(v))
 		case unix.NDA_MASTER:
 			if len(v) < 4 {
-				return w, false
+				return false
 			}
 			w.master = int(native.Uint32(v))
 		}
-		a = a[min(rtaAlign(l), len(a)):]
-	}
-	return w, true
+		return true
+	})
+	return w, ok
 }
 
 // neighSubscribe reads the neighbour group of ns (IPv4/IPv6 neighbours

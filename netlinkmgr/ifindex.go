@@ -202,25 +202,16 @@ func linkMsgName(data []byte) []byte {
 	if len(data) < ifinfomsgLen {
 		return nil
 	}
-	b := data[ifinfomsgLen:]
-	for len(b) >= unix.SizeofRtAttr {
-		l := int(binary.NativeEndian.Uint16(b[0:2]))
-		t := binary.NativeEndian.Uint16(b[2:4])
-		if l < unix.SizeofRtAttr || l > len(b) {
-			return nil
+	var name []byte
+	eachAttr(data[ifinfomsgLen:], func(typ uint16, v []byte) bool {
+		if typ != unix.IFLA_IFNAME {
+			return true
 		}
-		if t == unix.IFLA_IFNAME {
-			v := b[unix.SizeofRtAttr:l]
-			if i := bytes.IndexByte(v, 0); i >= 0 {
-				v = v[:i]
-			}
-			return v
+		if i := bytes.IndexByte(v, 0); i >= 0 {
+			v = v[:i]
 		}
-		al := (l + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNTO - 1)
-		if al > len(b) {
-			return nil
-		}
-		b = b[al:]
-	}
-	return nil
+		name = v
+		return false
+	})
+	return name
 }

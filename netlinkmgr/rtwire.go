@@ -189,60 +189,58 @@ func parseRouteMsg(b []byte, hops []wireHop) (w wireRoute, ok bool) {
 	w.protocol, w.typ = int(b[5]), int(b[7])
 	w.flags = int(native.Uint32(b[8:12]))
 	w.hops = hops[:0]
-	for a := b[unix.SizeofRtMsg:]; len(a) >= rtaHdr; {
-		l := int(native.Uint16(a[0:2]))
-		if l < rtaHdr || l > len(a) {
-			return w, false
-		}
-		typ, v := native.Uint16(a[2:4]), a[rtaHdr:l]
+	ok = eachAttr(b[unix.SizeofRtMsg:], func(typ uint16, v []byte) bool {
 		switch typ {
 		case unix.RTA_DST:
 			w.dst, _ = netip.AddrFromSlice(v)
 			w.hasDst = true
 		case unix.RTA_GATEWAY:
 			w.gw, _ = netip.AddrFromSlice(v)
-		case unix.RTA_OIF:
+		case unix.RTA_OIF, unix.RTA_PRIORITY, unix.RTA_TABLE:
 			if len(v) < 4 {
-				return w, false
+				return false
 			}
-			w.oif = int(native.Uint32(v))
-		case unix.RTA_PRIORITY:
-			if len(v) < 4 {
-				return w, false
+			x := int(native.Uint32(v))
+			switch typ {
+			case unix.RTA_OIF:
+				w.oif = x
+			case unix.RTA_PRIORITY:
+				w.metric = x
+			default:
+				w.table = x
 			}
-			w.metric = int(native.Uint32(v))
-		case unix.RTA_TABLE:
-			if len(v) < 4 {
-				return w, false
-			}
-			w.table = int(native.Uint32(v))
 		case unix.RTA_MULTIPATH:
-			for len(v) > 0 {
-				if len(v) < unix.SizeofRtNexthop {
-					return w, false
-				}
-				nl := int(native.Uint16(v[0:2]))
-				if nl < unix.SizeofRtNexthop || nl > len(v) {
-					return w, false
-				}
-				h := wireHop{oif: int(int32(native.Uint32(v[4:8]))), weight: int(v[3]) + 1}
-				for c := v[unix.SizeofRtNexthop:nl]; len(c) >= rtaHdr; {
-					cl := int(native.Uint16(c[0:2]))
-					if cl < rtaHdr || cl > len(c) {
-						return w, false
-					}
-					if native.Uint16(c[2:4]) == unix.RTA_GATEWAY {
-						h.gw, _ = netip.AddrFromSlice(c[rtaHdr:cl])
-					}
-					c = c[min(rtaAlign(cl), len(c)):]
-				}
-				w.hops = append(w.hops, h)
-				v = v[min(rtaAlign(nl), len(v)):]
-			}
+			return w.parseMultipath(v)
 		}
-		a = a[min(rtaAlign(l), len(a)):]
+		return true
+	})
+	return w, ok
+}
+
+// parseMultipath appends the next hops of an RTA_MULTIPATH payload (struct
+// rtnexthop each, then its attributes) to w.hops; false if truncated.
+func (w *wireRoute) parseMultipath(v []byte) bool {
+	for len(v) > 0 {
+		if len(v) < unix.SizeofRtNexthop {
+			return false
+		}
+		nl := int(native.Uint16(v[0:2]))
+		if nl < unix.SizeofRtNexthop || nl > len(v) {
+			return false
+		}
+		h := wireHop{oif: int(int32(native.Uint32(v[4:8]))), weight: int(v[3]) + 1}
+		if !eachAttr(v[unix.SizeofRtNexthop:nl], func(typ uint16, c []byte) bool {
+			if typ == unix.RTA_GATEWAY {
+				h.gw, _ = netip.AddrFromSlice(c)
+			}
+			return true
+		}) {
+			return false
+		}
+		w.hops = append(w.hops, h)
+		v = v[min(rtaAlign(nl), len(v)):]
 	}
-	return w, true
+	return true
 }
 
 // routeInfo converts w; name resolves link indexes (as toRouteInfo does
