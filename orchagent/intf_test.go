@@ -1,7 +1,6 @@
 package orchagent
 
 import (
-	"context"
 	"net/netip"
 	"testing"
 
@@ -30,14 +29,7 @@ func TestAddrBehindViewNoWarning(t *testing.T) {
 		r.o.view.mu.Unlock()
 		hook.Reset()
 		r.set("INTERFACE", "Ethernet0|10.0.0.1/24", "NULL", "NULL")
-		keys := r.o.Drain()
-		if batched {
-			r.o.ReconcileBatch(context.Background(), keys)
-		} else {
-			for _, key := range keys {
-				r.o.Reconcile(context.Background(), key)
-			}
-		}
+		r.reconcile(r.o.Drain())
 		r.want("INTERFACE|Ethernet0|10.0.0.1/24", schema.StateOK, "")
 		for _, e := range hook.AllEntries() {
 			if e.Level <= logrus.WarnLevel {

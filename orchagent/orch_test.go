@@ -80,32 +80,38 @@ func (r *rig) settle() {
 			}
 			return
 		}
-		seen := map[string]bool{}
-		var batch []string
-		for _, k := range keys {
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			batch = append(batch, k)
-		}
-		var errs []error
-		if r.batched {
-			errs = r.o.ReconcileBatch(context.Background(), batch)
-		} else {
-			for _, k := range batch {
-				errs = append(errs, r.o.Reconcile(context.Background(), k))
-			}
-		}
-		for i, k := range batch {
-			if errs[i] != nil {
-				r.errs[k] = errs[i]
-			} else {
-				delete(r.errs, k)
-			}
-		}
+		r.reconcile(keys)
 	}
 	r.t.Fatalf("reconcile does not settle: keys keep re-enqueuing each other: %v", r.o.Drain())
+}
+
+// reconcile reconciles keys once each (duplicates dropped), in one batch
+// or one by one as r.batched says, and records their errors in r.errs.
+func (r *rig) reconcile(keys []string) {
+	seen := map[string]bool{}
+	var batch []string
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		batch = append(batch, k)
+	}
+	var errs []error
+	if r.batched {
+		errs = r.o.ReconcileBatch(context.Background(), batch)
+	} else {
+		for _, k := range batch {
+			errs = append(errs, r.o.Reconcile(context.Background(), k))
+		}
+	}
+	for i, k := range batch {
+		if errs[i] != nil {
+			r.errs[k] = errs[i]
+		} else {
+			delete(r.errs, k)
+		}
+	}
 }
 
 // linkEchoes feeds the link events the real kernel would have sent for

@@ -33,14 +33,7 @@ func TestVlanViewBehindDevice(t *testing.T) {
 		r.forget("Vlan10")
 		r.set("VLAN", "Vlan10", "vlanid", "10", "mtu", "1400")
 		r.set("VLAN", "Vlan20", "vlanid", "20")
-		keys := r.o.Drain()
-		if batched {
-			r.o.ReconcileBatch(context.Background(), keys)
-		} else {
-			for _, key := range keys {
-				r.o.Reconcile(context.Background(), key)
-			}
-		}
+		r.reconcile(r.o.Drain())
 		r.want("VLAN|Vlan10", schema.StateOK, "")
 		if l := r.link("Vlan10"); *l.MTU != 1400 {
 			t.Fatalf("batched %v: Vlan10 mtu %d, want 1400 (set on the device the view had not seen)", batched, *l.MTU)
