@@ -133,6 +133,24 @@ static __always_inline void classify6(struct tuple *t, __u32 active, struct best
 	}
 }
 
+/* classify is the tuple space search of a parsed packet t over cf's
+ * active masks (the IPv4 shape filter first), the best match in *b:
+ * inlined into both global functions, parse_classify (XDP) and
+ * classify_egress (tc egress). */
+static __always_inline void classify(struct tuple *t, struct port_cfg *cf, struct best *b)
+{
+	__u32 active = cf->active_masks;
+	if (!active)
+		return;
+	if (t->family == 4) {
+		active = shape_filter4(t, cf, active);
+		if (active)
+			classify4(t, active, cf, b);
+	} else {
+		classify6(t, active, b);
+	}
+}
+
 /* parse_classify parses the packet into t and x (the ACL's fields and
  * the payload offset; -1: not IP or truncated, the impairment stage
  * passes it untouched) and fills b with the best rule matching it
@@ -156,17 +174,8 @@ __attribute__((noinline)) int parse_classify(struct xdp_md *ctx, struct tuple *t
 	void *data_end = (void *)(long)ctx->data_end;
 	if (parse(data, data_end, t, &x->payload, x) < 0)
 		return -1;
-	if (!cf)
-		return 0;
-	__u32 active = cf->active_masks;
-	if (!active)
-		return 0;
-	if (t->family == 4) {
-		active = shape_filter4(t, cf, active);
-		if (active)
-			classify4(t, active, cf, b);
-	} else
-		classify6(t, active, b);
+	if (cf)
+		classify(t, cf, b);
 	return 0;
 }
 

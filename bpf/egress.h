@@ -21,16 +21,7 @@ __attribute__((noinline)) int classify_egress(struct tuple *t, struct port_cfg *
 {
 	if (!t || !b || !cf)
 		return -1;
-	__u32 active = cf->active_masks;
-	if (!active)
-		return 0;
-	if (t->family == 4) {
-		active = shape_filter4(t, cf, active);
-		if (active)
-			classify4(t, active, cf, b);
-	} else {
-		classify6(t, active, b);
-	}
+	classify(t, cf, b);
 	return 0;
 }
 
