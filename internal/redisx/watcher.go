@@ -38,15 +38,29 @@ type WatchOptions struct {
 	RunIDInterval time.Duration
 }
 
-// Watcher watches tables of one DB: PSUBSCRIBE __keyspace@N__:TABLE|* first,
-// then SCAN TABLE|*, calling notify for every key seen; after a disconnect
-// or a Redis restart (run_id change) it resubscribes and rescans, and also
-// notifies keys it knew that are now gone. A Watcher runs once at a time.
+// WholeDBTables is how many tables make a Watcher subscribe one pattern for
+// its whole DB (__keyspace@N__:*, the table filter done in Go) instead of
+// one pattern per table. redis-server glob-matches every keyspace
+// notification of every DB against every pattern of every client (~50 ns
+// each), while a notification of a table nobody watches that reaches a
+// whole-DB watcher costs a delivery (~0.2 us in redis-server, a message
+// to decode in the daemon): orchagent (most of CONFIG_DB's traffic, 15+
+// tables) takes one pattern, syncd's and impaird's two-table watches of
+// CONFIG_DB keep theirs and never see a route's notification.
+// docs/performance.md, "Redis side", has the figures.
+const WholeDBTables = 4
+
+// Watcher watches tables of one DB: PSUBSCRIBE __keyspace@N__:TABLE|* (or
+// __keyspace@N__:* for WholeDBTables or more) first, then SCAN TABLE|*,
+// calling notify for every key seen; after a disconnect or a Redis restart
+// (run_id change) it resubscribes and rescans, and also notifies keys it
+// knew that are now gone. A Watcher runs once at a time.
 type Watcher struct {
 	c        *redis.Client
 	opts     WatchOptions
 	prefix   string            // "__keyspace@N__:"
-	patterns map[string]string // PSUBSCRIBE pattern -> table
+	patterns map[string]string // PSUBSCRIBE pattern -> table ("" for the whole-DB pattern)
+	wholeDB  bool              // one pattern; the table is the key's part before the separator
 	tableIdx map[string]uint32 // table -> index in opts.Tables
 	channels []string          // SUBSCRIBE channels of the plain keys
 	rescan   chan struct{}     // cap 1: a (re)scan is wanted
@@ -93,10 +107,26 @@ func NewWatcher(c *redis.Client, opts WatchOptions) *Watcher {
 		known:    map[string]knownKey{},
 		tableIdx: map[string]uint32{},
 	}
+	w.wholeDB = true
 	for i, t := range opts.Tables {
-		w.patterns[w.prefix+escapeGlob(t+opts.Separator)+"*"] = t
 		if _, dup := w.tableIdx[t]; !dup {
 			w.tableIdx[t] = uint32(i)
+		}
+		// A table name holding the separator ("A|B") cannot be found
+		// by cutting the key at its first separator.
+		if strings.Contains(t, opts.Separator) {
+			w.wholeDB = false
+		}
+	}
+	if len(w.tableIdx) < WholeDBTables {
+		w.wholeDB = false
+	}
+	switch {
+	case w.wholeDB:
+		w.patterns[w.prefix+"*"] = ""
+	default:
+		for _, t := range opts.Tables {
+			w.patterns[w.prefix+escapeGlob(t+opts.Separator)+"*"] = t
 		}
 	}
 	seen := map[string]bool{}
@@ -220,6 +250,17 @@ func (w *Watcher) handle(m *redis.Message, emit emitFunc) {
 	table, ok := w.patterns[m.Pattern]
 	if !ok {
 		return
+	}
+	if w.wholeDB {
+		// The one pattern sees every key of the DB: the table is the
+		// part before the first separator, and must be one we watch
+		// (a plain key of opts.Keys came through SUBSCRIBE too).
+		t, _, found := strings.Cut(key, w.opts.Separator)
+		i, watched := w.tableIdx[t]
+		if !found || !watched {
+			return
+		}
+		table = w.opts.Tables[i] // not a slice of the channel name, kept by consumers
 	}
 	w.mu.Lock()
 	switch m.Payload {
