@@ -1,6 +1,7 @@
 package redisx
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,7 +59,9 @@ const WholeDBTables = 4
 type Watcher struct {
 	c        *redis.Client
 	opts     WatchOptions
-	prefix   string            // "__keyspace@N__:"
+	prefix   string // "__keyspace@N__:"
+	prefixB  []byte // prefix, and the separator, as bytes
+	sepB     []byte
 	patterns map[string]string // PSUBSCRIBE pattern -> table ("" for the whole-DB pattern)
 	wholeDB  bool              // one pattern; the table is the key's part before the separator
 	tableIdx map[string]uint32 // table -> index in opts.Tables
@@ -129,6 +132,7 @@ func NewWatcher(c *redis.Client, opts WatchOptions) *Watcher {
 			w.patterns[w.prefix+escapeGlob(t+opts.Separator)+"*"] = t
 		}
 	}
+	w.prefixB, w.sepB = []byte(w.prefix), []byte(opts.Separator)
 	seen := map[string]bool{}
 	for _, k := range opts.Keys {
 		if !seen[k] { // a duplicate would keep the confirmation count short
@@ -163,21 +167,10 @@ func (w *Watcher) run(ctx context.Context, notify emitFunc, onSync func(context.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	ps := w.c.Subscribe(ctx)
-	// go-redis remembers the channels even when this first attempt fails
-	// and subscribes them on every (re)connect; the confirmations of that
-	// come through Receive below and trigger the scan.
-	if len(w.channels) > 0 {
-		if err := ps.Subscribe(ctx, w.channels...); err != nil {
-			w.report(fmt.Errorf("subscribe %s: %w", strings.Join(w.channels, " "), err))
-		}
-	}
-	patterns := make([]string, 0, len(w.patterns))
-	for p := range w.patterns {
-		patterns = append(patterns, p)
-	}
-	if err := ps.PSubscribe(ctx, patterns...); err != nil {
-		w.report(fmt.Errorf("psubscribe %s: %w", strings.Join(patterns, " "), err))
+	patterns := slices.Sorted(maps.Keys(w.patterns))
+	sub, err := newSubscriber(w.c.Options(), w.channels, patterns)
+	if err != nil {
+		return err
 	}
 
 	emit := func(ch Change, full string) {
@@ -191,7 +184,7 @@ func (w *Watcher) run(ctx context.Context, notify emitFunc, onSync func(context.
 	go func() { // unblocks Receive, which has no deadline
 		defer wg.Done()
 		<-ctx.Done()
-		ps.Close()
+		sub.close()
 	}()
 	go func() {
 		defer wg.Done()
@@ -199,9 +192,9 @@ func (w *Watcher) run(ctx context.Context, notify emitFunc, onSync func(context.
 	}()
 	go func() {
 		defer wg.Done()
-		w.pollLoop(ctx, ps)
+		w.pollLoop(ctx, sub)
 	}()
-	w.receiveLoop(ctx, ps, total, emit)
+	w.receiveLoop(ctx, sub, total, emit)
 	cancel()
 	wg.Wait()
 	return nil
@@ -209,45 +202,48 @@ func (w *Watcher) run(ctx context.Context, notify emitFunc, onSync func(context.
 
 // receiveLoop reads the subscription. Every complete (re)subscription —
 // the confirmation whose count reaches all our channels — asks for a
-// rescan, since go-redis resubscribes silently after a reconnect and
-// whatever happened meanwhile was not notified.
-func (w *Watcher) receiveLoop(ctx context.Context, ps *redis.PubSub, total int, emit emitFunc) {
+// rescan: whatever happened while the connection was down (or before the
+// first subscription) was not notified.
+func (w *Watcher) receiveLoop(ctx context.Context, sub *subscriber, total int, emit emitFunc) {
 	retry := newBackoff()
 	for {
-		msg, err := ps.Receive(ctx)
+		msg, err := sub.receive(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			w.report(fmt.Errorf("keyspace subscription db %d: %w", w.opts.DB, w.explain(err)))
+			sub.drop() // a refused subscription is tried again on a new connection
 			if !retry.sleep(ctx) {
 				return
 			}
 			continue
 		}
 		retry.reset()
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if (m.Kind == "subscribe" || m.Kind == "psubscribe") && m.Count >= total {
+		switch string(msg.kind) {
+		case "subscribe", "psubscribe":
+			if msg.count >= int64(total) {
 				w.requestRescan()
 			}
-		case *redis.Message:
-			w.handle(m, emit)
+		case "message", "pmessage":
+			w.handle(msg, emit)
 		}
 	}
 }
 
-// handle turns one keyspace notification into a Change.
-func (w *Watcher) handle(m *redis.Message, emit emitFunc) {
-	key, ok := strings.CutPrefix(m.Channel, w.prefix)
+// handle turns one keyspace notification into a Change. Only the key's
+// name of a watched table (or plain key) becomes a string.
+func (w *Watcher) handle(m push, emit emitFunc) {
+	keyb, ok := bytes.CutPrefix(m.channel, w.prefixB)
 	if !ok {
 		return
 	}
-	if m.Pattern == "" {
+	if string(m.kind) == "message" {
+		key := string(keyb)
 		emit(Change{Key: key}, key)
 		return
 	}
-	table, ok := w.patterns[m.Pattern]
+	table, ok := w.patterns[string(m.pattern)]
 	if !ok {
 		return
 	}
@@ -255,15 +251,16 @@ func (w *Watcher) handle(m *redis.Message, emit emitFunc) {
 		// The one pattern sees every key of the DB: the table is the
 		// part before the first separator, and must be one we watch
 		// (a plain key of opts.Keys came through SUBSCRIBE too).
-		t, _, found := strings.Cut(key, w.opts.Separator)
-		i, watched := w.tableIdx[t]
+		t, _, found := bytes.Cut(keyb, w.sepB)
+		i, watched := w.tableIdx[string(t)]
 		if !found || !watched {
 			return
 		}
-		table = w.opts.Tables[i] // not a slice of the channel name, kept by consumers
+		table = w.opts.Tables[i]
 	}
+	key := string(keyb)
 	w.mu.Lock()
-	switch m.Payload {
+	switch string(m.payload) {
 	case "del", "expired", "evicted", "rename_from", "move_from":
 		delete(w.known, key)
 		w.known = shrink.Map(w.known, &w.knownPeak)
@@ -378,7 +375,7 @@ func (w *Watcher) scan(ctx context.Context, emit emitFunc) error {
 // pollLoop notices a restarted Redis by a run_id other than the last
 // scan's, and checks the subscription connection with PING (a dead one is
 // then replaced, which resubscribes and rescans).
-func (w *Watcher) pollLoop(ctx context.Context, ps *redis.PubSub) {
+func (w *Watcher) pollLoop(ctx context.Context, sub *subscriber) {
 	t := time.NewTicker(w.opts.RunIDInterval)
 	defer t.Stop()
 	for n := 0; ; n++ {
@@ -396,7 +393,7 @@ func (w *Watcher) pollLoop(ctx context.Context, ps *redis.PubSub) {
 			}
 		}
 		if n%5 == 4 {
-			_ = ps.Ping(ctx) // a failure reconnects; Receive reports it
+			sub.ping(max(pingTimeout, 15*w.opts.RunIDInterval)) // a failure fails the read: receiveLoop reports it and reconnects
 		}
 	}
 }
