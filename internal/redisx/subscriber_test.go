@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -226,4 +227,63 @@ func FuzzPushReader(f *testing.F) {
 		}
 		t.Fatal("more messages than bytes")
 	})
+}
+
+// BenchmarkSubscriptionRead: reading 10,000 keyspace notifications (already
+// sent by the server) with go-redis' PubSub and with the push reader the
+// watcher uses; cpu-ns/msg is this process's CPU (user+sys), which moves
+// less with the host's load than the wall time.
+func BenchmarkSubscriptionRead(b *testing.B) {
+	for _, reader := range []string{"goredis", "push"} {
+		b.Run(reader, func(b *testing.B) {
+			_, c := startRedis(b)
+			db := c.DB(4)
+			ctx := context.Background()
+			pattern := "__keyspace@4__:*"
+			var recv func() error
+			switch reader {
+			case "goredis":
+				ps := db.PSubscribe(ctx, pattern)
+				defer ps.Close()
+				recv = func() error { _, err := ps.Receive(ctx); return err }
+			default:
+				sub, _ := newSubscriber(db.Options(), nil, []string{pattern})
+				defer sub.close()
+				recv = func() error { _, err := sub.receive(ctx); return err }
+			}
+			if err := recv(); err != nil { // the confirmation
+				b.Fatal(err)
+			}
+			const n = 10000
+			var cpu time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				pipe := db.Pipeline()
+				for j := 0; j < n; j++ {
+					pipe.HSet(ctx, fmt.Sprintf("STATIC_ROUTE|10.%d.%d.0/24", j/256, j%256), "nexthop", "10.0.0.2")
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				t0 := processCPU()
+				for j := 0; j < n; j++ {
+					if err := recv(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu += processCPU() - t0
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*b.N), "cpu-ns/msg")
+		})
+	}
+}
+
+// processCPU is this process's user+sys CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
