@@ -140,7 +140,7 @@ func TestExplainPermission(t *testing.T) {
 	defer ps.Close()
 	_, err = ps.Receive(ctx)
 	got := ExplainPermission(err, "psubscribe", "__keyspace@4__:PORT|*")
-	want := `redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@*" (or allchannels) to its ACL`
+	want := `redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@4__:PORT|*" (or allchannels) to its ACL`
 	if got == nil || !strings.HasPrefix(got.Error(), want+" (NOPERM ") {
 		t.Errorf("psubscribe refused: %v\nwant %s", got, want)
 	}
@@ -180,7 +180,7 @@ func TestExplainPermission(t *testing.T) {
 	eventually(t, "watcher error", func() bool { return werr.Load() != nil })
 	wcancel()
 	<-wdone
-	want = `redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@*" (or allchannels) to its ACL`
+	want = `redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@4__:PORT|*" (or allchannels) to its ACL`
 	if got := werr.Load().(error); !errors.As(got, &pe) || !strings.Contains(got.Error(), want+" (NOPERM ") {
 		t.Errorf("watcher refused a subscription: %v\nwant ...%s", got, want)
 	}

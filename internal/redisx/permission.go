@@ -12,7 +12,7 @@ import (
 // not do and the rule that would allow it. Its message names the command,
 // key or channel and ends with the server's reply, e.g.
 //
-//	redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@*" (or allchannels) to its ACL
+//	redis user may not subscribe to __keyspace@4__:PORT|*: add "&__keyspace@4__:PORT|*" (or allchannels) to its ACL
 //	(NOPERM this user has no permissions to access one of the channels used as arguments)
 type PermissionError struct {
 	Kind    string // "command", "key" or "channel"
@@ -106,6 +106,11 @@ func ExplainPermission(err error, args ...any) error {
 		if len(args) > 1 {
 			pe.Object = fmt.Sprint(args[1])
 			pe.Rule = "&" + channelPattern(pe.Object)
+			if pe.Command == "PSUBSCRIBE" {
+				// Redis allows a PSUBSCRIBE pattern only when a channel
+				// rule equals it literally ("&__keyspace@*" does not).
+				pe.Rule = "&" + pe.Object
+			}
 		}
 	case strings.Contains(msg, "key"):
 		pe.Kind = "key"
