@@ -30,6 +30,12 @@
 //     restarted Redis without the redis.conf line has notifications off.
 //   - FLUSHDB/FLUSHALL send no keyspace notifications: deletions done that
 //     way are seen only at the next rescan. Delete keys with DEL/UNLINK.
+//   - The subscription is one pattern for the whole DB when the watcher has
+//     WholeDBTables tables or more (the table filter is then a map lookup
+//     in Go), else a pattern per table; it runs on the watcher's own
+//     connection (the client's Dialer, credentials and client name), read
+//     by pushReader rather than go-redis' PubSub: one allocation per
+//     notification. A silent dead connection is noticed by PING.
 //   - In Run mode a slow notify stalls the subscription; Redis then drops
 //     the connection at its pubsub output-buffer limit, which the watcher
 //     survives by rescanning — but keep notify quick (Events does).
