@@ -79,8 +79,10 @@ func TestSubscriberDifferential(t *testing.T) {
 	if err := ps.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	db.Set(ctx, "T|fence", "1", 0)
-	for fences := 0; fences < 2; { // both patterns match the fence
+	// Each side's pong comes in its own connection's order, so the fence
+	// is written only once both pongs are in.
+	fenced, fences := false, 0
+	for fences < 2 {
 		msg, err := ps.Receive(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -100,7 +102,16 @@ func TestSubscriberDifferential(t *testing.T) {
 		}
 		theirs = append(theirs, s)
 		if strings.Contains(s, "T|fence") {
-			fences++
+			fences++ // both patterns match the fence
+		}
+		if strings.HasPrefix(s, "pong") && !fenced {
+			eventually(t, "our pong", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(ours) > 0 && strings.HasPrefix(ours[len(ours)-1], "pong")
+			})
+			db.Set(ctx, "T|fence", "1", 0)
+			fenced = true
 		}
 	}
 	// Redis sends a key's pattern messages in its own order; ours must

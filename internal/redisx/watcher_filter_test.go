@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // changeLog records the Changes of Watcher.Run (the notifications
@@ -205,4 +207,62 @@ func cmpChange(a, b Change) int {
 		return 1
 	}
 	return 0
+}
+
+// An ACL user allowed exactly the whole-DB pattern can run a large watcher;
+// one allowed nothing is told that literal rule.
+func TestWatcherWholeDBACL(t *testing.T) {
+	srv, _ := startRedis(t)
+	ctx := context.Background()
+	admin := srv.Client(0)
+	for user, channels := range map[string]string{"ok": "&__keyspace@4__:*", "no": "resetchannels"} {
+		if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "+@all", "resetchannels", channels).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tables := []string{"VLAN", "VLAN_MEMBER", "PORT", "FDB"}
+	ok, err := Connect(srv.URL() + "?user=ok&password=pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Close()
+	var l changeLog
+	runChanges(t, NewWatcher(ok.DB(4), WatchOptions{DB: 4, Tables: tables, OnSync: l.onSync}), &l)
+	ok.DB(4).HSet(ctx, "FDB|Vlan1|00:00:00:00:00:01", "port", "Ethernet0")
+	eventually(t, "the FDB key", func() bool { return l.has(Change{Table: "FDB", Key: "Vlan1|00:00:00:00:00:01"}) })
+
+	no, err := Connect(srv.URL() + "?user=no&password=pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer no.Close()
+	errs := make(chan error, 100)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		NewWatcher(no.DB(4), WatchOptions{DB: 4, Tables: tables, OnError: func(err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		}}).Run(wctx, func(Change) {})
+	}()
+	defer func() { cancel(); <-done }()
+	want := `redis user may not subscribe to __keyspace@4__:*: add "&__keyspace@4__:*" (or allchannels) to its ACL`
+	end := time.After(waitFor)
+	for {
+		select {
+		case err := <-errs:
+			if !IsPermission(err) {
+				continue
+			}
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("refused subscription: %v\nwant ...%s", err, want)
+			}
+			return
+		case <-end:
+			t.Fatal("no permission error from the refused subscription")
+		}
+	}
 }
