@@ -187,8 +187,9 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 		},
 		OnError: func(err error) {
 			if redisx.IsPermission(err) {
-				e.fatal(fmt.Errorf("watch CONFIG_DB: the redis user may not subscribe to the keyspace channels __keyspace@%d__:<table>|*: "+
-					"allow them in its ACL (e.g. ACL SETUSER <user> &__keyspace@*): %w", schema.ConfigDB, err))
+				// err names the refused pattern and the literal ACL rule
+				// (Redis allows a PSUBSCRIBE pattern only when a rule equals it).
+				e.fatal(fmt.Errorf("watch CONFIG_DB: the redis user may not subscribe to the keyspace channels of db %d: %w", schema.ConfigDB, err))
 				return
 			}
 			e.log.WithError(err).Warn("redis watcher")
