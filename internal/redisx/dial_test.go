@@ -149,7 +149,7 @@ func TestExplainPermission(t *testing.T) {
 		t.Errorf("want a *PermissionError of kind channel, have %#v", got)
 	}
 	// Without the command, the likely rule is still named.
-	if got := ExplainPermission(err); got == nil || !strings.Contains(got.Error(), `may not use a channel: add "&__keyspace@*"`) {
+	if got := ExplainPermission(err); got == nil || !strings.Contains(got.Error(), `may not use a channel: add "&__keyspace@<db>__:*" for each watched DB`) {
 		t.Errorf("channel refusal without args: %v", got)
 	}
 

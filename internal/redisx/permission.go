@@ -50,7 +50,7 @@ func (e *PermissionError) Error() string {
 	}
 	alt := map[string]string{"command": "+@all", "key": "allkeys", "channel": "allchannels"}[e.Kind]
 	if e.Rule == "" && e.Kind == "channel" {
-		return fmt.Sprintf("redis user may not %s: add \"&__keyspace@*\" (keyspace events) or allchannels to its ACL (%v)", what, e.Err)
+		return fmt.Sprintf("redis user may not %s: add \"&__keyspace@<db>__:*\" for each watched DB (a PSUBSCRIBE pattern needs a channel rule equal to it) or allchannels to its ACL (%v)", what, e.Err)
 	}
 	if e.Rule == "" {
 		return fmt.Sprintf("redis user may not %s: grant it in its ACL (%s): %v", what, alt, e.Err)
