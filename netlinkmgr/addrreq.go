@@ -161,39 +161,34 @@ func subscribeGroups(ns netns.NsHandle, size int, force bool, groups ...uint) (*
 }
 
 // addrSubscribe reads the IPv4 and IPv6 address groups of ns into ch as
-// the library's AddrSubscribeWithOptions does, keeping IFA_PROTO. ch is
-// closed when the socket fails (ENOBUFS above all; errcb hears why) or
-// done closes.
-func addrSubscribe(ns netns.NsHandle, ch chan<- addrUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
-	s, err := subscribeGroups(ns, size, force, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR)
+// the library's AddrSubscribeWithOptions does (messages from the kernel
+// only), keeping IFA_PROTO. ch is closed when the socket fails (ENOBUFS
+// above all; errcb hears why) or done closes. quietPid, when not 0, is
+// the port id of our write socket: the events of its quiet address
+// writes (AddBatch's creates, OmitOwnAddrWrites) are dropped by the
+// kernel, as routeSubscribe does for routes (ownEchoFilter).
+// Equivalent to: ip monitor address.
+func addrSubscribe(ns netns.NsHandle, ch chan<- addrUpdate, done <-chan struct{}, errcb func(error), size int, force bool, quietPid uint32) error {
+	r, err := openEvents(ns, size, force, "netlink-addrs", done, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR)
 	if err != nil {
 		return err
 	}
-	go func() {
-		<-done
-		s.Close()
-	}()
+	if quietPid != 0 {
+		if err := r.attachFilter(ownEchoFilter(quietPid)); err != nil {
+			r.f.Close()
+			return fmt.Errorf("attach the own-writes filter: %w", err)
+		}
+	}
 	go func() {
 		defer close(ch)
-		for {
-			msgs, from, err := s.Receive()
-			if err != nil {
-				errcb(fmt.Errorf("receive failed: %w", err))
+		r.each(done, errcb, func(t, _ uint16, data []byte) {
+			if t != unix.RTM_NEWADDR && t != unix.RTM_DELADDR {
 				return
 			}
-			if from.Pid != nl.PidKernel {
-				continue
+			if a, ok := parseAddrMsg(data); ok {
+				ch <- addrUpdate{rawAddr: a, deleted: t == unix.RTM_DELADDR}
 			}
-			for _, m := range msgs {
-				t := m.Header.Type
-				if t != unix.RTM_NEWADDR && t != unix.RTM_DELADDR {
-					continue
-				}
-				if a, ok := parseAddrMsg(m.Data); ok {
-					ch <- addrUpdate{rawAddr: a, deleted: t == unix.RTM_DELADDR}
-				}
-			}
-		}
+		})
 	}()
 	return nil
 }

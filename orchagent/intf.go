@@ -25,9 +25,11 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 		if err != nil {
 			return errorOut(err, nil)
 		}
-		refs := []string{resLink(in.Name)}
+		// Room for every ref below (link, address, a VLAN or PortChannel
+		// key, a binding): one allocation per key in a bulk load.
+		refs := append(make([]string, 0, 4), resLink(in.Name))
 		if !in.IsBare() {
-			refs = append(refs, resAddr(in.Name, normPrefix(in.Addr).String()))
+			refs = append(refs, addrRef(in.Name, in.Addr))
 		}
 		if table == schema.TableVlanInterface {
 			vk := schema.ConfigKey(schema.TableVlan, in.Name)
@@ -71,6 +73,16 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 		o.flushBatch() // as act does: earlier deferred writes go first
 		return o.addrWritten(table, key, a, refs, o.k.Addrs().Add(a))
 	}
+}
+
+// addrRef is resAddr(link, normPrefix(p).String()) built in one
+// allocation.
+func addrRef(link string, p netip.Prefix) string {
+	var buf [80]byte
+	b := append(buf[:0], "addr:"...)
+	b = append(b, link...)
+	b = append(b, schema.ConfigSep...)
+	return string(normPrefix(p).AppendTo(b))
 }
 
 // addrWritten is the outcome of the create-only add of a (proto 201) for

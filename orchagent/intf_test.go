@@ -38,3 +38,12 @@ func TestAddrBehindViewNoWarning(t *testing.T) {
 		}
 	}
 }
+
+func TestAddrRef(t *testing.T) {
+	for _, s := range []string{"10.0.0.1/24", "2001:db8::1/64", "::ffff:10.1.2.3/120"} {
+		p := netip.MustParsePrefix(s)
+		if got, want := addrRef("Ethernet0", p), resAddr("Ethernet0", normPrefix(p).String()); got != want {
+			t.Errorf("addrRef(%s) = %q, want %q", s, got, want)
+		}
+	}
+}
