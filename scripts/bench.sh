@@ -20,7 +20,7 @@
 #
 #   BENCHTIME=1x BENCHCOUNT=3 scripts/bench.sh
 #   BENCH='Bulk|SingleChange' scripts/bench.sh     # a subset
-#   BENCH='100k$' scripts/bench.sh                 # the 100k rows
+#   BENCH='Bulk.*100k$' scripts/bench.sh            # the bulk 100k rows
 set -u
 export PATH="/usr/local/go/bin:$PATH"
 cd "$(dirname "$0")/.."
