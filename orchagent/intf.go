@@ -2,6 +2,7 @@ package orchagent
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -108,7 +109,11 @@ func (o *Orch) addrWritten(table, key string, a netlinkmgr.AddrInfo, refs []stri
 		return kernelOut(err, refs)
 	}
 	o.logAct(table, key, func() string { return describeAddr(&a) }, nil)
-	o.view.notedAddr(a.Link, a.Prefix, true)
+	if !o.view.notedAddrWritten(a.Link, a.Prefix) {
+		// Removed by someone right after the kernel added it (its echo
+		// is not heard, its delete was): add it again.
+		return kernelOut(fmt.Errorf("%s|%s: address %s on %s was deleted while being added", table, key, a.Prefix, a.Link), refs)
+	}
 	// The echo will match the view: tell routes waiting for a
 	// reachable gateway ourselves.
 	o.enqueueRefs(resReach)
