@@ -85,29 +85,30 @@ type rawAddr struct {
 
 // parseAddrMsg decodes an ifaddrmsg and its attributes: the local address
 // (IFA_LOCAL, else IFA_ADDRESS, as the library and iproute2 do) and
-// IFA_PROTO.
+// IFA_PROTO. Attributes are walked by eachAttr: the library's
+// ParseRouteAttr panics on a truncated one (FuzzParseAddrMsg).
 func parseAddrMsg(b []byte) (rawAddr, bool) {
 	if len(b) < unix.SizeofIfAddrmsg {
 		return rawAddr{}, false
 	}
-	msg := nl.DeserializeIfAddrmsg(b)
-	attrs, err := nl.ParseRouteAttr(b[unix.SizeofIfAddrmsg:])
-	if err != nil {
-		return rawAddr{}, false
-	}
+	// struct ifaddrmsg: family, prefixlen, flags, scope, index (u32).
+	out := rawAddr{index: int(native.Uint32(b[4:8]))}
 	var local, addr []byte
-	out := rawAddr{index: int(msg.Index)}
-	for _, at := range attrs {
-		switch at.Attr.Type {
+	ok := eachAttr(b[unix.SizeofIfAddrmsg:], func(typ uint16, v []byte) bool {
+		switch typ {
 		case unix.IFA_LOCAL:
-			local = at.Value
+			local = v
 		case unix.IFA_ADDRESS:
-			addr = at.Value
+			addr = v
 		case ifaProto:
-			if len(at.Value) > 0 {
-				out.protocol = int(at.Value[0])
+			if len(v) > 0 {
+				out.protocol = int(v[0])
 			}
 		}
+		return true
+	})
+	if !ok {
+		return rawAddr{}, false
 	}
 	if local == nil {
 		local = addr
@@ -116,7 +117,7 @@ func parseAddrMsg(b []byte) (rawAddr, bool) {
 	if !ok {
 		return rawAddr{}, false
 	}
-	out.prefix = netip.PrefixFrom(ip.Unmap(), int(msg.Prefixlen))
+	out.prefix = netip.PrefixFrom(ip.Unmap(), int(b[1]))
 	return out, true
 }
 
