@@ -85,29 +85,30 @@ type rawAddr struct {
 
 // parseAddrMsg decodes an ifaddrmsg and its attributes: the local address
 // (IFA_LOCAL, else IFA_ADDRESS, as the library and iproute2 do) and
-// IFA_PROTO.
+// IFA_PROTO. Attributes are walked by eachAttr: the library's
+// ParseRouteAttr panics on a truncated one (FuzzParseAddrMsg).
 func parseAddrMsg(b []byte) (rawAddr, bool) {
 	if len(b) < unix.SizeofIfAddrmsg {
 		return rawAddr{}, false
 	}
-	msg := nl.DeserializeIfAddrmsg(b)
-	attrs, err := nl.ParseRouteAttr(b[unix.SizeofIfAddrmsg:])
-	if err != nil {
-		return rawAddr{}, false
-	}
+	// struct ifaddrmsg: family, prefixlen, flags, scope, index (u32).
+	out := rawAddr{index: int(native.Uint32(b[4:8]))}
 	var local, addr []byte
-	out := rawAddr{index: int(msg.Index)}
-	for _, at := range attrs {
-		switch at.Attr.Type {
+	ok := eachAttr(b[unix.SizeofIfAddrmsg:], func(typ uint16, v []byte) bool {
+		switch typ {
 		case unix.IFA_LOCAL:
-			local = at.Value
+			local = v
 		case unix.IFA_ADDRESS:
-			addr = at.Value
+			addr = v
 		case ifaProto:
-			if len(at.Value) > 0 {
-				out.protocol = int(at.Value[0])
+			if len(v) > 0 {
+				out.protocol = int(v[0])
 			}
 		}
+		return true
+	})
+	if !ok {
+		return rawAddr{}, false
 	}
 	if local == nil {
 		local = addr
@@ -116,7 +117,7 @@ func parseAddrMsg(b []byte) (rawAddr, bool) {
 	if !ok {
 		return rawAddr{}, false
 	}
-	out.prefix = netip.PrefixFrom(ip.Unmap(), int(msg.Prefixlen))
+	out.prefix = netip.PrefixFrom(ip.Unmap(), int(b[1]))
 	return out, true
 }
 
@@ -161,39 +162,34 @@ func subscribeGroups(ns netns.NsHandle, size int, force bool, groups ...uint) (*
 }
 
 // addrSubscribe reads the IPv4 and IPv6 address groups of ns into ch as
-// the library's AddrSubscribeWithOptions does, keeping IFA_PROTO. ch is
-// closed when the socket fails (ENOBUFS above all; errcb hears why) or
-// done closes.
-func addrSubscribe(ns netns.NsHandle, ch chan<- addrUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
-	s, err := subscribeGroups(ns, size, force, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR)
+// the library's AddrSubscribeWithOptions does (messages from the kernel
+// only), keeping IFA_PROTO. ch is closed when the socket fails (ENOBUFS
+// above all; errcb hears why) or done closes. quietPid, when not 0, is
+// the port id of our write socket: the events of its quiet address
+// writes (AddBatch's creates, OmitOwnAddrWrites) are dropped by the
+// kernel, as routeSubscribe does for routes (ownEchoFilter).
+// Equivalent to: ip monitor address.
+func addrSubscribe(ns netns.NsHandle, ch chan<- addrUpdate, done <-chan struct{}, errcb func(error), size int, force bool, quietPid uint32) error {
+	r, err := openEvents(ns, size, force, "netlink-addrs", done, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR)
 	if err != nil {
 		return err
 	}
-	go func() {
-		<-done
-		s.Close()
-	}()
+	if quietPid != 0 {
+		if err := r.attachFilter(ownEchoFilter(quietPid)); err != nil {
+			r.f.Close()
+			return fmt.Errorf("attach the own-writes filter: %w", err)
+		}
+	}
 	go func() {
 		defer close(ch)
-		for {
-			msgs, from, err := s.Receive()
-			if err != nil {
-				errcb(fmt.Errorf("receive failed: %w", err))
+		r.each(done, errcb, func(t, _ uint16, data []byte) {
+			if t != unix.RTM_NEWADDR && t != unix.RTM_DELADDR {
 				return
 			}
-			if from.Pid != nl.PidKernel {
-				continue
+			if a, ok := parseAddrMsg(data); ok {
+				ch <- addrUpdate{rawAddr: a, deleted: t == unix.RTM_DELADDR}
 			}
-			for _, m := range msgs {
-				t := m.Header.Type
-				if t != unix.RTM_NEWADDR && t != unix.RTM_DELADDR {
-					continue
-				}
-				if a, ok := parseAddrMsg(m.Data); ok {
-					ch <- addrUpdate{rawAddr: a, deleted: t == unix.RTM_DELADDR}
-				}
-			}
-		}
+		})
 	}()
 	return nil
 }

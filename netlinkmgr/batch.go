@@ -170,6 +170,7 @@ func recvDontWait(fd int, buf []byte) (int, error) {
 
 // AddBatch adds every address as Add does (replace, or with Create only
 // create), sending the requests many per netlink message (execBatch).
+// A watch with OmitOwnAddrWrites does not hear the creates.
 // Equivalent to ip -batch of address {replace|add} PREFIX dev LINK proto P.
 func (x realAddrs) AddBatch(as []AddrInfo) []error {
 	k := x.k
@@ -195,7 +196,7 @@ func (x realAddrs) AddBatch(as []AddrInfo) []error {
 	res := k.rt.execEncoded(len(idx), func(j int, b []byte, seq uint32) []byte {
 		a := &as[idx[j]]
 		return appendAddrMsg(b, seq, lis[j], a, a.Create)
-	}, nil)
+	}, func(j int) bool { return as[idx[j]].Create }) // OmitOwnAddrWrites
 	for j, err := range res {
 		i := idx[j]
 		a := as[i]

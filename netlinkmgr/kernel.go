@@ -148,6 +148,15 @@ type WatchOptions struct {
 	// deletions, and everyone else's changes are delivered as always. The
 	// Fake ignores it (delivers every event: a superset).
 	OmitOwnRouteWrites bool
+	// OmitOwnAddrWrites leaves out the address events of this Kernel's
+	// own successful address creates in Addrs().AddBatch (ip address
+	// add: NLM_F_EXCL, so success means the address is there exactly as
+	// asked), the same way. Replaces, single Adds, deletions and
+	// everyone else's changes are delivered as always; so are the
+	// kernel's own routes that come with an address (local and prefix
+	// routes). A caller setting it records its successful creates itself.
+	// The Fake ignores it.
+	OmitOwnAddrWrites bool
 }
 
 // EventKind says which field of an Event is set.

@@ -98,7 +98,11 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 	err := linkSubscribe(*ns, s.links, s.done, ignore, size, force)
 	if err == nil {
 		// Our own reader: the library's drops IFA_PROTO.
-		err = addrSubscribe(*ns, s.addrs, s.done, ignore, size, force)
+		var quiet uint32
+		if w.opts.OmitOwnAddrWrites {
+			quiet = w.k.rt.pid
+		}
+		err = addrSubscribe(*ns, s.addrs, s.done, ignore, size, force, quiet)
 	}
 	if err == nil {
 		// Our own reader too: the library's allocates per message and

@@ -249,6 +249,58 @@ func TestRealWatchOmitOwnRouteWrites(t *testing.T) {
 	}
 }
 
+// TestRealWatchOmitOwnAddrWrites: with OmitOwnAddrWrites the events of
+// AddBatch's IPv4 creates never arrive; a replace's, our delete's and
+// everyone else's do, in kernel order; the quiet addresses are in the
+// kernel all the same.
+func TestRealWatchOmitOwnAddrWrites(t *testing.T) {
+	env, k := routedNS(t)
+	ns := env.ns.(interface{ IP(...string) string })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := k.Watch(ctx, WatchOptions{OmitOwnAddrWrites: true})
+	must(t, err)
+	quiet := []AddrInfo{
+		{Link: "Ethernet1", Prefix: pfx("10.60.0.1/24"), Protocol: ProtoSwitchyard, Create: true},
+		{Link: "Ethernet2", Prefix: pfx("10.61.0.1/24"), Protocol: ProtoSwitchyard, Create: true},
+	}
+	heard := AddrInfo{Link: "Ethernet1", Prefix: pfx("10.62.0.1/24"), Protocol: ProtoSwitchyard}
+	for _, err := range k.Addrs().AddBatch(append(quiet, heard)) {
+		must(t, err)
+	}
+	ns.IP("addr", "add", "10.63.0.1/24", "dev", "Ethernet2")
+	must(t, k.Addrs().Del(quiet[0]))
+	var got []string
+	for len(got) < 3 {
+		select {
+		case ev := <-ch:
+			if ev.Kind != EventAddr || !ev.Addr.Prefix.Addr().Is4() {
+				continue
+			}
+			s := ev.Addr.Prefix.String() + " dev " + ev.Addr.Link
+			if ev.Deleted {
+				s = "del " + s
+			}
+			got = append(got, s)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("address events %v, still waiting", got)
+		}
+	}
+	want := []string{"10.62.0.1/24 dev Ethernet1", "10.63.0.1/24 dev Ethernet2", "del 10.60.0.1/24 dev Ethernet1"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("address events %v, want %v", got, want)
+	}
+	as, err := k.Addrs().List("Ethernet2")
+	must(t, err)
+	found := false
+	for _, a := range as {
+		found = found || (a.Prefix == quiet[1].Prefix && a.Protocol == ProtoSwitchyard)
+	}
+	if !found {
+		t.Errorf("%s (proto 201) not in the kernel: %v", quiet[1].Prefix, as)
+	}
+}
+
 // TestRealWatchEndsQuietly: cancelling a watch closes its sockets; the
 // readers' last error (the library's EAGAIN of a closed socket) is the
 // end of the subscription and does not reach ErrorCallback.

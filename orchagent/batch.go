@@ -214,11 +214,13 @@ func (o *Orch) flushAddrs(b *writeBatch) {
 	for i := range b.addrs {
 		wants[i] = b.addrs[i].want
 	}
+	o.view.writingAddrs(wants)
 	res := o.k.Addrs().AddBatch(wants)
 	for i := range b.addrs {
 		d := &b.addrs[i]
 		o.finishDeferred(b, &d.deferred, o.addrWritten(d.table, d.key, d.want, d.refs, res[i]))
 	}
+	o.view.addrsWritten()
 }
 
 func describeAddr(a *netlinkmgr.AddrInfo) string {

@@ -91,3 +91,65 @@ func BenchmarkReconcileRouteBatch(b *testing.B) {
 		}
 	}
 }
+
+// nullAddrs accepts every address write at once (orchagent's cost, not
+// the Fake's).
+type nullAddrs struct{ netlinkmgr.Addrs }
+
+func (nullAddrs) Add(netlinkmgr.AddrInfo) error { return nil }
+func (nullAddrs) AddBatch(as []netlinkmgr.AddrInfo) []error {
+	return make([]error, len(as))
+}
+
+type nullAddrKernel struct{ netlinkmgr.Kernel }
+
+func (k nullAddrKernel) Addrs() netlinkmgr.Addrs { return nullAddrs{k.Kernel.Addrs()} }
+
+// BenchmarkReconcileAddrBatch is orchagent's own work per INTERFACE
+// address key in a burst, as BenchmarkReconcileRouteBatch for routes:
+// ReconcileBatch in passes of maxBatch, then the events the daemon hears
+// for each IPv4 address: its local route in table local and its prefix
+// route in main (the address's own echo is dropped by the kernel,
+// OmitOwnAddrWrites): go test -run '^$' -bench ReconcileAddrBatch
+// -benchmem ./orchagent
+func BenchmarkReconcileAddrBatch(b *testing.B) {
+	f := netlinkmgr.NewFake().AddPort("Ethernet0")
+	on := true
+	if err := f.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet0", AdminUp: &on}); err != nil {
+		b.Fatal(err)
+	}
+	o := New(Options{Kernel: nullAddrKernel{f}, Enqueue: func(string) {}})
+	if err := o.Prime(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	keys := make([]string, b.N)
+	type echo struct{ local, prefix netlinkmgr.RouteInfo }
+	echoes := make([]echo, b.N)
+	for i := range keys {
+		a := netip.MustParsePrefix(fmt.Sprintf("%d.%d.%d.1/24", 11+i/65536, i/256%256, i%256))
+		k := "Ethernet0|" + a.String()
+		o.cfg.Set("INTERFACE", k, fields("NULL", "NULL"))
+		keys[i] = "INTERFACE|" + k
+		nh := []netlinkmgr.NextHop{{Link: "Ethernet0", Weight: 1}}
+		echoes[i] = echo{
+			local:  netlinkmgr.RouteInfo{Dst: netip.PrefixFrom(a.Addr(), 32), Table: 255, Protocol: 2, NextHops: nh},
+			prefix: netlinkmgr.RouteInfo{Dst: a.Masked(), Table: netlinkmgr.MainTable, Protocol: 2, NextHops: nh},
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for start := 0; start < len(keys); start += maxBatch {
+		end := min(start+maxBatch, len(keys))
+		for _, err := range o.ReconcileBatch(ctx, keys[start:end]) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := start; i < end; i++ {
+			e := &echoes[i]
+			o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &e.local})
+			o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &e.prefix})
+		}
+	}
+}

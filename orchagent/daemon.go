@@ -85,8 +85,10 @@ func (c *controller) Start(ctx context.Context) error {
 	// Our own route writes are noted in the view when the kernel accepts
 	// them (notedRoute): their events would only be heard back, 100k of
 	// them in a bulk load, so the kernel drops them (those of gateway-only
-	// next hops still come: they name the link the kernel chose).
+	// next hops still come: they name the link the kernel chose). The
+	// same for our address creates (addrWritten notes them).
 	kev, err := c.k.Watch(ctx, netlinkmgr.WatchOptions{RecvBuffer: netlinkRecvBuffer, OmitOwnRouteWrites: true,
+		OmitOwnAddrWrites: true,
 		ErrorCallback: func(err error) {
 			m.errors.Inc()
 			c.h.Log.WithError(err).Warn("netlink subscription")

@@ -2,6 +2,7 @@ package orchagent
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -25,9 +26,11 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 		if err != nil {
 			return errorOut(err, nil)
 		}
-		refs := []string{resLink(in.Name)}
+		// Room for every ref below (link, address, a VLAN or PortChannel
+		// key, a binding): one allocation per key in a bulk load.
+		refs := append(make([]string, 0, 4), resLink(in.Name))
 		if !in.IsBare() {
-			refs = append(refs, resAddr(in.Name, normPrefix(in.Addr).String()))
+			refs = append(refs, addrRef(in.Name, in.Addr))
 		}
 		if table == schema.TableVlanInterface {
 			vk := schema.ConfigKey(schema.TableVlan, in.Name)
@@ -73,6 +76,16 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 	}
 }
 
+// addrRef is resAddr(link, normPrefix(p).String()) built in one
+// allocation.
+func addrRef(link string, p netip.Prefix) string {
+	var buf [80]byte
+	b := append(buf[:0], "addr:"...)
+	b = append(b, link...)
+	b = append(b, schema.ConfigSep...)
+	return string(normPrefix(p).AppendTo(b))
+}
+
 // addrWritten is the outcome of the create-only add of a (proto 201) for
 // table|key, and logs it: an equal address someone else added is a
 // conflict; one of ours the view had not seen yet (EEXIST, then read) is
@@ -96,7 +109,11 @@ func (o *Orch) addrWritten(table, key string, a netlinkmgr.AddrInfo, refs []stri
 		return kernelOut(err, refs)
 	}
 	o.logAct(table, key, func() string { return describeAddr(&a) }, nil)
-	o.view.notedAddr(a.Link, a.Prefix, true)
+	if !o.view.notedAddrWritten(a.Link, a.Prefix) {
+		// Removed by someone right after the kernel added it (its echo
+		// is not heard, its delete was): add it again.
+		return kernelOut(fmt.Errorf("%s|%s: address %s on %s was deleted while being added", table, key, a.Prefix, a.Link), refs)
+	}
 	// The echo will match the view: tell routes waiting for a
 	// reachable gateway ourselves.
 	o.enqueueRefs(resReach)

@@ -45,6 +45,9 @@ type kernelView struct {
 	vidsEpoch map[string]uint64
 	// peak is the high-water mark of fdbs (compact).
 	peak int
+
+	// addrWriting are the addresses being created (addrview.go).
+	addrWriting map[addrWrite]bool
 }
 
 // compact gives back the memory of maps that shrank after a burst of
@@ -480,7 +483,7 @@ func (v *kernelView) onAddr(a *netlinkmgr.AddrInfo, deleted bool) []string {
 	p := normPrefix(a.Prefix)
 	if deleted {
 		if !v.delAddrLocked(a.Link, p) {
-			return nil
+			return v.deletedWhileWritingLocked(a.Link, p)
 		}
 		res := []string{resAddr(a.Link, p.String()), resReach}
 		// IPv4 routes via a gateway in the removed subnet vanish silently.

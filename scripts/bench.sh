@@ -13,8 +13,14 @@
 # BENCHCOUNT=N every benchmark runs N times and the table shows the
 # median with (min-max).
 #
+# The host bulk rows (tests/orchagente2e) run at 10k and 100k objects:
+# BulkStaticRoutes10k/100k, BulkInterfaces1k/10k (one port) and
+# BulkInterfaces100k (1,000 ports), each against ip -batch of the same
+# objects, goal >= 1; the 100k rows take a minute or more each.
+#
 #   BENCHTIME=1x BENCHCOUNT=3 scripts/bench.sh
 #   BENCH='Bulk|SingleChange' scripts/bench.sh     # a subset
+#   BENCH='Bulk.*100k$' scripts/bench.sh            # the bulk 100k rows
 set -u
 export PATH="/usr/local/go/bin:$PATH"
 cd "$(dirname "$0")/.."

@@ -1,0 +1,65 @@
+package orchagent
+
+import (
+	"net/netip"
+
+	"github.com/switchyard-net/switchyard/netlinkmgr"
+)
+
+// The kernel does not send us back the addresses we create in a batch
+// (OmitOwnAddrWrites): addrWritten notes each in the view once its
+// request is answered. A delete of one of them that the event reader
+// hands over before that note (someone removed it right after the kernel
+// added it) finds nothing to delete in the view. addrWriting remembers
+// such a delete so the note does not record an address the kernel no
+// longer has: the key is retried instead (addrWritten).
+
+// addrWrite names an address being created (normPrefix'd).
+type addrWrite struct {
+	link string
+	p    netip.Prefix
+}
+
+// writingAddrs records the addresses a batch is about to create.
+func (v *kernelView) writingAddrs(as []netlinkmgr.AddrInfo) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.addrWriting == nil {
+		v.addrWriting = map[addrWrite]bool{}
+	}
+	for i := range as {
+		v.addrWriting[addrWrite{as[i].Link, normPrefix(as[i].Prefix)}] = false
+	}
+}
+
+// addrsWritten forgets what writingAddrs recorded, once the writes are
+// noted.
+func (v *kernelView) addrsWritten() {
+	v.mu.Lock()
+	clear(v.addrWriting)
+	v.mu.Unlock()
+}
+
+// deletedWhileWritingLocked handles the delete event of an address the
+// view does not hold (p normPrefix'd): one being created is marked gone,
+// and its dependants are told. v.mu held.
+func (v *kernelView) deletedWhileWritingLocked(link string, p netip.Prefix) []string {
+	k := addrWrite{link, p}
+	if _, ok := v.addrWriting[k]; !ok {
+		return nil
+	}
+	v.addrWriting[k] = true
+	return []string{resAddr(link, p.String()), resReach}
+}
+
+// notedAddrWritten notes an address we created (proto 201), unless its
+// delete was heard while it was being written: then it reports false.
+func (v *kernelView) notedAddrWritten(link string, p netip.Prefix) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.addrWriting[addrWrite{link, normPrefix(p)}] {
+		return false
+	}
+	v.putAddrLocked(link, p, netlinkmgr.ProtoSwitchyard)
+	return true
+}
