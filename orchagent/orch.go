@@ -312,6 +312,7 @@ func (o *Orch) enqueueRefs(resources ...string) {
 			o.enqueue(k)
 		}
 		o.enqueueRouteKeys(r)
+		o.enqueueFdbKey(r) // fdb.go
 	}
 }
 
