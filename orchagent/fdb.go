@@ -19,10 +19,8 @@ func (o *Orch) applyFdb(key string, f schema.Fields) outcome {
 	vid, mac := uint16(e.VID), e.MAC.String()
 	mk := schema.ConfigKey(schema.TableVlanMember, e.Vlan+schema.ConfigSep+e.Port)
 	// The port's resource name interned (linkRes): 10k entries on a port
-	// do not hold 10k copies of "link:PORT" in the dependency index. The
-	// entry's own resource (resFdb) is not in the index: enqueueFdbKey
-	// derives the key from it, as enqueueRouteKeys does for routes.
-	refs := []string{mk, o.linkRes.of(e.Port)}
+	// do not hold 10k copies of "link:PORT" in the dependency index.
+	refs := []string{mk, resFdb(vid, mac), o.linkRes.of(e.Port)}
 	cur, have := o.view.fdb(vid, mac)
 	ours := have && cur.Static && !cur.Local
 	if !o.resultOK(mk) {
@@ -43,24 +41,6 @@ func (o *Orch) applyFdb(key string, f schema.Fields) outcome {
 	}
 	err = o.act(schema.TableFDB, key, describeFdb(&want), func() error { return o.k.Fdbs().Add(want) })
 	return o.fdbWritten(want, refs, err)
-}
-
-// enqueueFdbKey enqueues the configured FDB key of an FDB resource
-// ("fdb:VID|MAC", from a neighbour event): such keys are not in the
-// index under it (applyFdb). FDB keys are canonical (ParseFDB), so the
-// key is "VlanVID|MAC" exactly.
-func (o *Orch) enqueueFdbKey(res string) {
-	rest, ok := strings.CutPrefix(res, "fdb:")
-	if !ok {
-		return
-	}
-	vid, mac, ok := strings.Cut(rest, schema.ConfigSep)
-	if !ok {
-		return
-	}
-	if k := "Vlan" + vid + schema.ConfigSep + mac; o.cfg.Has(schema.TableFDB, k) {
-		o.enqueue(schema.ConfigKey(schema.TableFDB, k))
-	}
 }
 
 func describeFdb(f *netlinkmgr.FdbInfo) string {

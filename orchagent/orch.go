@@ -312,7 +312,6 @@ func (o *Orch) enqueueRefs(resources ...string) {
 			o.enqueue(k)
 		}
 		o.enqueueRouteKeys(r)
-		o.enqueueFdbKey(r) // fdb.go
 	}
 }
 
