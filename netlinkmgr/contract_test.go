@@ -103,6 +103,31 @@ func bridgeWithPort(t *testing.T, e env) {
 }
 
 var contractScenarios = []scenario{
+	{"set follows a master and a link recreated under their names", func(t *testing.T, e env) {
+		// Set sends by cached index (linkset.go): a stale index must
+		// not fail nor reach another link.
+		bridgeWithPort(t, e)
+		L := e.k.Links()
+		must(t, L.Set(LinkInfo{Name: "Ethernet0", Master: ptr("")}))
+		old := getLink(t, e.k, "Bridge").Index
+		must(t, L.Del("Bridge"))
+		must(t, L.Add(LinkInfo{Name: "Bridge", Kind: "bridge"}))
+		must(t, L.Set(LinkInfo{Name: "Ethernet0", AdminUp: ptr(false), Master: ptr("Bridge")}))
+		br, p := getLink(t, e.k, "Bridge"), getLink(t, e.k, "Ethernet0")
+		if br.Index == old {
+			t.Logf("the new Bridge has the old one's index %d", old)
+		}
+		if *p.Master != "Bridge" || p.MasterIdx != br.Index || *p.AdminUp {
+			t.Fatalf("Ethernet0: master %q (%d, Bridge is %d), up %v", *p.Master, p.MasterIdx, br.Index, *p.AdminUp)
+		}
+		must(t, L.Set(LinkInfo{Name: "Ethernet0", Master: ptr("")}))
+		must(t, L.Del("Ethernet0"))
+		e.port("Ethernet0")
+		must(t, L.Set(LinkInfo{Name: "Ethernet0", Alias: ptr("x"), MAC: mac("02:00:00:00:00:42"), AdminUp: ptr(true)}))
+		if p := getLink(t, e.k, "Ethernet0"); *p.Alias != "x" || p.MAC.String() != "02:00:00:00:00:42" || !*p.AdminUp {
+			t.Fatalf("Ethernet0 after set: %+v", p)
+		}
+	}},
 	{"set touches only set fields", func(t *testing.T, e env) {
 		e.port("Ethernet0")
 		L := e.k.Links()

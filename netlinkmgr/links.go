@@ -30,6 +30,9 @@ func (x realLinks) Add(l LinkInfo) error {
 	if plainVlan(&l) {
 		return k.addVlans([]LinkInfo{l})[0] // one request, the parent's index cached
 	}
+	if plainBond(&l) {
+		return k.addBond(l) // linkset.go: no lookups
+	}
 	k.writes.Add(1)
 	obj := "link " + l.Name
 	if l.Kind != "" {
@@ -136,6 +139,9 @@ func (x realLinks) Set(l LinkInfo) error {
 		return nil
 	}
 	k.writes.Add(1)
+	if simpleSet(&l) {
+		return k.setSimple(l) // linkset.go: no lookups
+	}
 	link, err := k.link(l.Name)
 	if err != nil {
 		return opErr("set", "link "+l.Name, err)

@@ -18,7 +18,9 @@ func (o *Orch) applyFdb(key string, f schema.Fields) outcome {
 	}
 	vid, mac := uint16(e.VID), e.MAC.String()
 	mk := schema.ConfigKey(schema.TableVlanMember, e.Vlan+schema.ConfigSep+e.Port)
-	refs := []string{mk, resFdb(vid, mac), resLink(e.Port)}
+	// The port's resource name interned (linkRes): 10k entries on a port
+	// do not hold 10k copies of "link:PORT" in the dependency index.
+	refs := []string{mk, resFdb(vid, mac), o.linkRes.of(e.Port)}
 	cur, have := o.view.fdb(vid, mac)
 	ours := have && cur.Static && !cur.Local
 	if !o.resultOK(mk) {

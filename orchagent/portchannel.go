@@ -1,11 +1,13 @@
 package orchagent
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
+	"golang.org/x/sys/unix"
 )
 
 // PORTCHANNEL is a Linux bond in 802.3ad mode: LACP with real LACPDUs,
@@ -27,9 +29,15 @@ func (o *Orch) applyPortChannel(key string, f schema.Fields) outcome {
 	if err != nil {
 		return errorOut(err, refs)
 	}
-	cur, ok, err := o.getLink(pc.Name)
-	if err != nil {
-		return kernelOut(err, refs)
+	// A bond the view does not know is created without a read first
+	// (the read is a round trip whose answer, a bond's, is parsed in
+	// full): EEXIST, the view behind the kernel, reads it then.
+	var cur netlinkmgr.LinkInfo
+	ok := false
+	if _, known := o.view.viewLink(pc.Name); known {
+		if cur, ok, err = o.getLink(pc.Name); err != nil {
+			return kernelOut(err, refs)
+		}
 	}
 	if !ok {
 		up, alias, mii, minLinks, rate := true, ownerAlias, bondMiimon, 1, "slow"
@@ -45,10 +53,17 @@ func (o *Orch) applyPortChannel(key string, f schema.Fields) outcome {
 		l := netlinkmgr.LinkInfo{Name: pc.Name, Kind: "bond", AdminUp: &up, MTU: pc.MTU, Alias: &alias,
 			Bond: &netlinkmgr.BondOptions{Mode: "802.3ad", Miimon: &mii, MinLinks: &minLinks, LacpRate: &rate}}
 		if err := o.act(schema.TablePortChannel, key, fmt.Sprintf("create bond %s mode 802.3ad miimon %d min_links %d lacp_rate %s",
-			pc.Name, mii, minLinks, rate), func() error { return o.k.Links().Add(l) }); err != nil {
+			pc.Name, mii, minLinks, rate), func() error { return o.k.Links().Add(l) }); err == nil {
+			return okOut(refs)
+		} else if !errors.Is(err, unix.EEXIST) {
 			return kernelOut(err, refs)
 		}
-		return okOut(refs)
+		if cur, ok, err = o.getLink(pc.Name); err != nil {
+			return kernelOut(err, refs)
+		}
+		if !ok { // gone again since: the next event retries
+			return kernelOut(fmt.Errorf("PORTCHANNEL|%s: create bond %s: it existed, then vanished: %w", key, pc.Name, unix.EEXIST), refs)
+		}
 	}
 	if !ownedDev(cur, "bond") || cur.Bond == nil {
 		return errorOut(devConflict(schema.TablePortChannel, key, cur, "bond"), refs)
@@ -128,6 +143,15 @@ func (o *Orch) applyPcMember(key string, f schema.Fields) outcome {
 	refs := []string{resLink(m.Port), pk, resLink(m.PortChannel)}
 	if !o.resultOK(pk) {
 		return pendingOut("waiting for "+pk, refs)
+	}
+	// Already enslaved, says the view: done, without reading the kernel
+	// (the events of the enslave re-enqueue the key several times). A
+	// change behind our back is a link event on the port, which
+	// re-enqueues the key. Before a write the kernel is read: the
+	// kernel would move a port from another master, which we must not.
+	bond, bok := o.view.viewLink(m.PortChannel)
+	if p, ok := o.view.viewLink(m.Port); ok && bok && bond.Index != 0 && p.MasterIdx == bond.Index {
+		return okOut(refs)
 	}
 	cur, ok, err := o.getLink(m.Port)
 	if err != nil {

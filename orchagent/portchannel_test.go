@@ -156,3 +156,20 @@ func TestPortChannelRestartAndSweep(t *testing.T) {
 		t.Fatal("sweep: wrong members")
 	}
 }
+
+// The view behind the kernel: a bond the view has not heard of is created
+// without a read; the kernel's EEXIST makes the key read it and report
+// the conflict, and the member key reads the kernel before enslaving.
+func TestPortChannelViewBehind(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0")
+	r := newRig(t, k)
+	if err := k.Links().Add(netlinkmgr.LinkInfo{Name: "PortChannel07", Kind: "bond"}); err != nil {
+		t.Fatal(err)
+	}
+	r.set("PORTCHANNEL", "PortChannel07", "admin_status", "up")
+	r.reconcile([]string{"PORTCHANNEL|PortChannel07"})
+	r.want("PORTCHANNEL|PortChannel07", schema.StateError, "netdev PortChannel07 exists (kind bond) and is not a bond device created by switchyard")
+	if b := r.link("PortChannel07"); b.Alias != nil && *b.Alias == ownerAlias {
+		t.Fatal("a foreign bond was marked ours")
+	}
+}

@@ -43,7 +43,7 @@ func benchVrfRoutes(b *testing.B, n int) {
 	for i := 0; i < b.N; i++ {
 		e := e2eutil.NewSwitch(b)
 		e.NS.Veth("Ethernet0", testns.New(b), "eth1")
-		e.Start("orchagent", "--log-level", "warn")
+		vmOrch(b, e)
 		e.SetInitialized()
 		var keys []string
 		for _, s := range setup {
@@ -51,7 +51,7 @@ func benchVrfRoutes(b *testing.B, n int) {
 			keys = append(keys, s.key)
 		}
 		e.WaitOK(keys...)
-		orch := bulkAllOK(b, e, entries)
+		orch := vmBurst(b, e, entries)
 		e.Procs["orchagent"].Stop()
 
 		ns := testns.New(b)
@@ -100,9 +100,9 @@ func BenchmarkVMPortChannelMembers(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		e := e2eutil.NewSwitch(b)
 		ports(e.NS)
-		e.Start("orchagent", "--log-level", "warn")
+		vmOrch(b, e)
 		e.SetInitialized()
-		orch := bulkAllOK(b, e, entries)
+		orch := vmBurst(b, e, entries)
 		e.Procs["orchagent"].Stop()
 
 		ns := testns.New(b)
