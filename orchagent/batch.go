@@ -61,6 +61,9 @@ type writeBatch struct {
 	vlans []deferredVlan // vlanbatch.go
 	// vlanAt is the index in vlans of each VLAN name deferred there.
 	vlanAt map[string]int
+	// fields holds the hash of the route being reconciled (Reconcile's
+	// Cache.GetInto), kept across batches.
+	fields schema.Fields
 }
 
 // deferred is the key a deferred write belongs to.
@@ -165,7 +168,7 @@ func (o *Orch) flushBatch() {
 	clear(b.vlans)
 	clear(b.vlanAt)
 	*b = writeBatch{items: b.items[:0], wants: b.wants, fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0],
-		vlans: b.vlans[:0], vlanAt: b.vlanAt}
+		vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
 	o.spare = b
 }
 

@@ -343,10 +343,24 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 	if !found || !ok {
 		return nil
 	}
-	ent, present := o.cfg.Get(table, k)
+	var ent engine.Entry
+	var present bool
+	if o.batch != nil && table == schema.TableStaticRoute {
+		// ReconcileBatch (never concurrent): the route's hash in the
+		// batch's map, reused key after key; applyRoute keeps none of
+		// it but its strings.
+		if o.batch.fields == nil {
+			o.batch.fields = schema.Fields{}
+		}
+		ent, present = o.cfg.GetInto(table, k, o.batch.fields)
+	} else {
+		ent, present = o.cfg.Get(table, k)
+	}
 	gen := o.view.gen.Load()
 	if o.batch != nil {
-		o.batch.cur = deferred{pos: o.batch.pos, table: table, key: k, full: key, ent: ent, gen: gen}
+		stamp := ent
+		stamp.Fields = nil // finishDeferred stamps with Gen and Warning only
+		o.batch.cur = deferred{pos: o.batch.pos, table: table, key: k, full: key, ent: stamp, gen: gen}
 	}
 	var out outcome
 	if present {

@@ -51,9 +51,12 @@ type Cache struct {
 	// warnings of the keys that have one (rare: unknown fields), by
 	// table then key, so an entry without one costs nothing for it
 	warnings map[string]map[string]string
-	// recent hashes set, whose strings a new equal one shares (shared)
-	recent     [8]cached
-	recentNext int
+	// recent hashes set, whose strings, generation and warning a new
+	// equal one of the same table shares (recentLocked)
+	recent        [8]cached
+	recentTable   [8]string
+	recentWarning [8]string
+	recentNext    int
 }
 
 // cached is an entry as the cache keeps it: the hash packed into one
@@ -84,6 +87,11 @@ func (c *Cache) Index(table string, fn IndexFunc) {
 
 // Set records the current hash of table|key (copied, NULL removed) and
 // ends a hold of it. It reports whether the generation changed.
+//
+// A hash equal to one set recently (a burst of routes through one next
+// hop) takes that one's strings, generation and warning: no SHA-256 and
+// no unknown-field check per key, once per distinct hash. The key is
+// looked up once.
 func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	cp := f
 	if _, null := f[schema.NullField]; null {
@@ -93,28 +101,16 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	var buf [256]byte
 	packed := shrink.AppendPacked(buf[:0], cp)
 	c.mu.Lock()
-	// A hash equal to one set recently has its generation: no SHA-256.
-	gen, known := c.recentGen(packed)
+	e, warning, known := c.recentLocked(table, packed)
 	c.mu.Unlock()
 	if !known {
-		gen = schema.Generation(cp)
-	}
-	c.mu.Lock()
-	if old, had := c.tables[table][key]; had && old.gen == gen {
-		c.unholdLocked(table, key)
-		c.mu.Unlock()
-		return false // same hash: nothing new to keep
-	}
-	c.mu.Unlock()
-	var warning string
-	if c.warn != nil {
-		warning = c.warn(table, cp)
+		e = cached{fields: string(packed), gen: schema.Generation(cp)}
+		if c.warn != nil {
+			warning = c.warn(table, cp)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.shared(packed, gen)
-	c.setWarningLocked(table, key, warning)
-	c.unholdLocked(table, key)
 	t := c.tables[table]
 	if t == nil {
 		t = map[string]cached{}
@@ -122,6 +118,15 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 		c.peaks[table] = new(int)
 	}
 	old, had := t[key]
+	if had && old.gen == e.gen {
+		c.unholdLocked(table, key)
+		return false // same hash: nothing new to keep
+	}
+	if !known {
+		c.rememberLocked(table, e, warning)
+	}
+	c.setWarningLocked(table, key, warning)
+	c.unholdLocked(table, key)
 	t[key] = e
 	shrink.Grew(t, c.peaks[table])
 	if ix := c.indexes[table]; ix != nil && !had {
@@ -134,24 +139,29 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 			m[key] = struct{}{}
 		}
 	}
-	return !had || old.gen != e.gen
+	return true
 }
 
-// shared returns the cached form of a packed hash and its generation,
-// sharing the strings of a recently set equal hash: a burst of routes
-// through the same next hop keeps one copy of "nexthop 10.0.0.2 ifname
-// Ethernet0" and of its generation, not 100k. The fields are compared,
-// not only the generations.
-func (c *Cache) shared(packed []byte, gen string) cached {
+// recentLocked returns the cached form (its strings shared) and the
+// warning of a hash of table set recently and packed as packed. The
+// fields are compared, not only generations.
+func (c *Cache) recentLocked(table string, packed []byte) (cached, string, bool) {
 	for i := range c.recent {
-		if r := &c.recent[i]; r.gen == gen && r.fields == string(packed) {
-			return *r
+		if r := &c.recent[i]; r.gen != "" && r.fields == string(packed) && c.recentTable[i] == table {
+			return *r, c.recentWarning[i], true
 		}
 	}
-	e := cached{fields: string(packed), gen: gen}
-	c.recent[c.recentNext%len(c.recent)] = e
+	return cached{}, "", false
+}
+
+// rememberLocked makes e (a hash of table, with its warning) one of the
+// recent hashes an equal one shares: a burst of routes through the same
+// next hop keeps one copy of "nexthop 10.0.0.2 ifname Ethernet0" and of
+// its generation, not 100k.
+func (c *Cache) rememberLocked(table string, e cached, warning string) {
+	i := c.recentNext % len(c.recent)
+	c.recent[i], c.recentTable[i], c.recentWarning[i] = e, table, warning
 	c.recentNext++
-	return e
 }
 
 // setWarningLocked records table|key's warning ("" = none).
@@ -173,17 +183,6 @@ func (c *Cache) setWarningLocked(table, key, warning string) {
 			delete(c.warnings, table) // its buckets go with it
 		}
 	}
-}
-
-// recentGen returns the generation of a recently set hash packed as
-// packed.
-func (c *Cache) recentGen(packed []byte) (string, bool) {
-	for i := range c.recent {
-		if r := &c.recent[i]; r.gen != "" && r.fields == string(packed) {
-			return r.gen, true
-		}
-	}
-	return "", false
 }
 
 // Delete forgets table|key; false when it was not there.
@@ -270,6 +269,34 @@ func (c *Cache) Get(table, key string) (Entry, bool) {
 		f = schema.Fields{}
 	}
 	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: c.warnings[table][key]}, true
+}
+
+// GetInto is Get with the fields put in into (cleared first) instead of a
+// new map: Entry.Fields is into, valid until into's next use. A
+// controller that reads each key's hash once and keeps none of it (the
+// values are the cache's own strings, safe to keep) saves a map per
+// reconcile — 100k routes, 100k maps for the collector.
+func (c *Cache) GetInto(table, key string, into schema.Fields) (Entry, bool) {
+	clear(into)
+	c.mu.RLock()
+	e, ok := c.tables[table][key]
+	var warning string
+	if ok && len(c.warnings) > 0 {
+		warning = c.warnings[table][key]
+	}
+	c.mu.RUnlock()
+	if !ok {
+		return Entry{}, false
+	}
+	for s := e.fields; s != ""; {
+		k, v, rest, ok := shrink.Next(s)
+		if !ok {
+			break
+		}
+		into[k] = v
+		s = rest
+	}
+	return Entry{Table: table, Key: key, Fields: into, Gen: e.gen, Warning: warning}, true
 }
 
 // Has reports whether table|key is cached.
