@@ -78,6 +78,9 @@ func newController(h *engine.Handle, netns, stateDir string) (*controller, error
 // Item is the CONFIG_DB key itself.
 func (c *controller) Item(table, key string) string { return schema.ConfigKey(table, key) }
 
+// ItemsAreKeys: an item is its key, "TABLE|key" (engine.KeyItems).
+func (c *controller) ItemsAreKeys() {}
+
 // Start subscribes to netlink events before the kernel is listed (so no
 // change between the two is missed) and feeds them to the view.
 func (c *controller) Start(ctx context.Context) error {
@@ -140,6 +143,10 @@ func openTuning(netns, stateDir string) (*Tuning, error) {
 type sink struct{ h *engine.Handle }
 
 func (s sink) SetResult(table, key string, r schema.Result) { s.h.SetResult(table, key, r, nil) }
+
+// SetResultOf is SetResult naming the key by ck, its "TABLE|key" (the
+// item reconciled): the engine keeps that string, builds none.
+func (s sink) SetResultOf(ck, table, key string, r schema.Result) { s.h.SetResultOf(ck, table, key, r, nil) }
 func (s sink) DeleteResult(table, key string)               { s.h.DeleteResult(table, key) }
 
 // OwnsResult: INTERFACE_TABLE|VlanN|prefix and INTERFACE_TABLE|LoopbackN|

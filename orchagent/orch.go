@@ -23,6 +23,12 @@ type ResultSink interface {
 	DeleteResult(table, key string)
 }
 
+// keyedSink is a ResultSink that takes the key's "TABLE|key" string too
+// (the daemon's: the engine keeps that string instead of building one).
+type keyedSink interface {
+	SetResultOf(ck, table, key string, r schema.Result)
+}
+
 // Options configures an Orch.
 type Options struct {
 	Kernel netlinkmgr.Kernel
@@ -423,7 +429,9 @@ func (o *Orch) record(ck, table, key string, present bool, out outcome) {
 		return
 	}
 	if o.sink != nil {
-		if present {
+		if ks, ok := o.sink.(keyedSink); ok && present {
+			ks.SetResultOf(ck, table, key, out.res)
+		} else if present {
 			o.sink.SetResult(table, key, out.res)
 		} else {
 			o.sink.DeleteResult(table, key)

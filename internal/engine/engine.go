@@ -51,6 +51,14 @@ type ResultOwner interface {
 	OwnsResult(table, key string) bool
 }
 
+// KeyItems is a controller whose work item of every key is the key
+// itself, "TABLE|key" (schema.ConfigKey; orchagent's): it may report a
+// result with Handle.SetResultOf, naming it by that string, and the
+// engine builds no item string per result.
+type KeyItems interface {
+	ItemsAreKeys()
+}
+
 // Starter is a controller with work of its own (kernel event watches,
 // counters): Start runs once before the first scan; goroutines it starts
 // through Handle.Go end with ctx.
@@ -137,6 +145,13 @@ func (h *Handle) RequestSweep() { h.e.requestSweep() }
 // written. Results of keys not in the Cache are ignored.
 func (h *Handle) SetResult(table, key string, r schema.Result, extra schema.Fields) {
 	h.e.res.set(table, key, r, extra)
+}
+
+// SetResultOf is SetResult with ck, the key's "TABLE|key" (a KeyItems
+// controller's item of it, e.g. the string it reconciled): the result is
+// kept under that string instead of a new one built per result.
+func (h *Handle) SetResultOf(ck, table, key string, r schema.Result, extra schema.Fields) {
+	h.e.res.setOf(ck, table, key, r, extra)
 }
 
 // DeleteResult removes the result of table|key.

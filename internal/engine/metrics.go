@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	smetrics "github.com/switchyard-net/switchyard/internal/metrics"
@@ -20,6 +22,9 @@ type metrics struct {
 	batchKeys  prometheus.Counter
 	sweeps     *prometheus.CounterVec // by outcome
 	cachedKeys *prometheus.GaugeVec   // by table
+
+	childMu  sync.Mutex
+	children map[[2]string]reconcileMetrics // by table, outcome (reconcileChild)
 }
 
 func newMetrics(reg prometheus.Registerer, depth func() float64) *metrics {
@@ -60,11 +65,37 @@ func (m *metrics) reconciled(table, outcome string, seconds float64) {
 	if m == nil {
 		return
 	}
-	m.reconciles.WithLabelValues(table, outcome).Inc()
-	m.latency.WithLabelValues(table).Observe(seconds)
+	c := m.reconcileChild(table, outcome)
+	c.count.Inc()
+	c.latency.Observe(seconds)
 	if outcome == "retry" {
 		m.retries.Inc()
 	}
+}
+
+// reconcileMetrics are the children of reconciles and latency for one
+// table and outcome.
+type reconcileMetrics struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
+}
+
+// reconcileChild returns (and keeps) the children for table and outcome:
+// WithLabelValues hashes the labels and looks them up on every call, two
+// per reconciled key of a burst. table is one of a few.
+func (m *metrics) reconcileChild(table, outcome string) reconcileMetrics {
+	k := [2]string{table, outcome}
+	m.childMu.Lock()
+	defer m.childMu.Unlock()
+	c, ok := m.children[k]
+	if !ok {
+		c = reconcileMetrics{m.reconciles.WithLabelValues(table, outcome), m.latency.WithLabelValues(table)}
+		if m.children == nil {
+			m.children = map[[2]string]reconcileMetrics{}
+		}
+		m.children[k] = c
+	}
+	return c
 }
 
 func (m *metrics) resultBatch(keys int, err error) {

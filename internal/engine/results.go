@@ -119,7 +119,9 @@ type results struct {
 	tables []string
 	item   func(table, key string) string
 	owns   func(table, key string) bool // nil: every result key of tables
-	m      *metrics
+	// keyItems: the controller's item of a key is "TABLE|key" (KeyItems)
+	keyItems bool
+	m        *metrics
 
 	mu      sync.Mutex
 	peaks   [3]int                         // high-water marks of current, bad, byItem (shrink)
@@ -152,6 +154,13 @@ func clipReason(s string) string {
 // bad keeps the engine's error; a key no longer cached is ignored (its
 // deletion is on the way); a held key's result is remembered, not written.
 func (r *results) set(table, key string, res schema.Result, extra schema.Fields) {
+	r.setOf("", table, key, res, extra)
+}
+
+// setOf is set with ck, "TABLE|key" when the caller has that string ("" =
+// none): with a KeyItems controller it is the key's item too, so no
+// string is built for either.
+func (r *results) setOf(ck, table, key string, res schema.Result, extra schema.Fields) {
 	res.Reason = clipReason(res.Reason)
 	res.Warning = clipReason(res.Warning)
 	if res.State == schema.StateOK {
@@ -162,11 +171,16 @@ func (r *results) set(table, key string, res schema.Result, extra schema.Fields)
 		return
 	}
 	// An item that is the key itself (orchagent) is the key's name here
-	// too: one string, not two.
-	it := r.item(table, key)
-	ck := it
-	if !isConfigKey(it, table, key) {
-		ck = table + schema.ConfigSep + key
+	// too: one string, not two (none when the caller gave it).
+	var it string
+	if r.keyItems && ck != "" && isConfigKey(ck, table, key) {
+		it = ck
+	} else {
+		it = r.item(table, key)
+		ck = it
+		if !isConfigKey(it, table, key) {
+			ck = table + schema.ConfigSep + key
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

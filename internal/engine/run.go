@@ -89,6 +89,7 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 	if o, ok := ctrl.(ResultOwner); ok {
 		e.res.owns = o.OwnsResult
 	}
+	_, e.res.keyItems = ctrl.(KeyItems)
 	defer e.wg.Wait()
 	defer cancel()
 	if s, ok := ctrl.(Starter); ok {
