@@ -146,8 +146,10 @@ func (s sink) SetResult(table, key string, r schema.Result) { s.h.SetResult(tabl
 
 // SetResultOf is SetResult naming the key by ck, its "TABLE|key" (the
 // item reconciled): the engine keeps that string, builds none.
-func (s sink) SetResultOf(ck, table, key string, r schema.Result) { s.h.SetResultOf(ck, table, key, r, nil) }
-func (s sink) DeleteResult(table, key string)               { s.h.DeleteResult(table, key) }
+func (s sink) SetResultOf(ck, table, key string, r schema.Result) {
+	s.h.SetResultOf(ck, table, key, r, nil)
+}
+func (s sink) DeleteResult(table, key string) { s.h.DeleteResult(table, key) }
 
 // OwnsResult: INTERFACE_TABLE|VlanN|prefix and INTERFACE_TABLE|LoopbackN|
 // prefix are syncd's mirror of VLAN and loopback interface addresses
