@@ -44,7 +44,8 @@ func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 		}
 		return StaticRoute{}, keyError(t, key, problem, allowed)
 	}
-	hops, err := parseHops(key, vrf, p, f)
+	var buf [2]hop // most routes have one or two next hops: no heap
+	hops, err := parseHops(key, vrf, p, f, buf[:0])
 	if err != nil {
 		return StaticRoute{}, err
 	}
@@ -57,6 +58,9 @@ func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 	if _, ok := f[FieldDistance]; ok {
 		d := best[0].distance
 		r.Distance = &d
+	}
+	if !best[0].blackhole {
+		r.NextHops = make([]NextHop, 0, len(best))
 	}
 	for _, h := range best {
 		if h.blackhole != best[0].blackhole {
@@ -120,8 +124,9 @@ func splitList(v string, one *[1]string) []string {
 // (`config route add … nexthop dev null`).
 const nullIfname = "null"
 
-// parseHops zips the parallel lists of route key into validated hops.
-func parseHops(key, vrf string, p netip.Prefix, f Fields) ([]hop, error) {
+// parseHops zips the parallel lists of route key into validated hops,
+// appended to hops (the caller's array when it holds them).
+func parseHops(key, vrf string, p netip.Prefix, f Fields, hops []hop) ([]hop, error) {
 	const t = TableStaticRoute
 	var one [5][1]string // splitList's single entries
 	gws, ifs := splitList(f[FieldNexthop], &one[0]), splitList(f[FieldIfname], &one[1])
@@ -155,7 +160,9 @@ func parseHops(key, vrf string, p netip.Prefix, f Fields) ([]hop, error) {
 		}
 		return l[i]
 	}
-	hops := make([]hop, 0, n)
+	if cap(hops) < n {
+		hops = make([]hop, 0, n)
+	}
 	for i := 0; i < n; i++ {
 		h := hop{index: i}
 		switch v := at(bhs, i); v {

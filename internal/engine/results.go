@@ -291,10 +291,13 @@ func (r *results) isBad(table, key string) bool {
 func (r *results) reconciled(item string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.current[item]; ok { // an item that is its key
-		t, k := splitConfigKey(item)
-		if _, bad := r.bad[item]; !bad && !r.cache.Has(t, k) && r.item(t, k) == item {
-			r.removeLocked(t, k)
+	// An item that is its key: the cache is asked first, as a key still
+	// configured (every key of a burst) is then one lookup, not two.
+	if t, k := splitConfigKey(item); !r.cache.Has(t, k) {
+		if _, ok := r.current[item]; ok {
+			if _, bad := r.bad[item]; !bad && r.item(t, k) == item {
+				r.removeLocked(t, k)
+			}
 		}
 	}
 	for ck := range r.byItem[item] {
