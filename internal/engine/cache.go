@@ -90,8 +90,8 @@ func (c *Cache) Index(table string, fn IndexFunc) {
 //
 // A hash equal to one set recently (a burst of routes through one next
 // hop) takes that one's strings, generation and warning: no SHA-256 and
-// no unknown-field check per key, once per distinct hash. The key is
-// looked up once.
+// no unknown-field check per key, once per distinct hash; the key is
+// looked up once, under one lock.
 func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	cp := f
 	if _, null := f[schema.NullField]; null {
@@ -101,16 +101,17 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	var buf [256]byte
 	packed := shrink.AppendPacked(buf[:0], cp)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	e, warning, known := c.recentLocked(table, packed)
-	c.mu.Unlock()
 	if !known {
+		// Worked out unlocked: readers wait for no SHA-256.
+		c.mu.Unlock()
 		e = cached{fields: string(packed), gen: schema.Generation(cp)}
 		if c.warn != nil {
 			warning = c.warn(table, cp)
 		}
+		c.mu.Lock()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	t := c.tables[table]
 	if t == nil {
 		t = map[string]cached{}
