@@ -175,6 +175,7 @@ func (o *Orch) flushBatch() {
 // finishDeferred records the outcome of d's key once its write is answered.
 func (o *Orch) finishDeferred(b *writeBatch, d *deferred, out outcome) {
 	out.res = d.ent.Stamp(out.res)
+	out.ent = d.ent
 	o.finish(d.full, d.table, d.key, true, out, d.gen)
 	b.errs[d.pos] = out.err
 }

@@ -144,10 +144,11 @@ type sink struct{ h *engine.Handle }
 
 func (s sink) SetResult(table, key string, r schema.Result) { s.h.SetResult(table, key, r, nil) }
 
-// SetResultOf is SetResult naming the key by ck, its "TABLE|key" (the
-// item reconciled): the engine keeps that string, builds none.
-func (s sink) SetResultOf(ck, table, key string, r schema.Result) {
-	s.h.SetResultOf(ck, table, key, r, nil)
+// SetResultOf is SetResult of e's key naming it by ck, its "TABLE|key"
+// (the item reconciled): the engine keeps that string, builds none, and
+// knows from e that the key is still cached.
+func (s sink) SetResultOf(ck string, e engine.Entry, r schema.Result) {
+	s.h.SetResultOf(ck, e, r, nil)
 }
 func (s sink) DeleteResult(table, key string) { s.h.DeleteResult(table, key) }
 

@@ -26,7 +26,7 @@ type ResultSink interface {
 // keyedSink is a ResultSink that takes the key's "TABLE|key" string too
 // (the daemon's: the engine keeps that string instead of building one).
 type keyedSink interface {
-	SetResultOf(ck, table, key string, r schema.Result)
+	SetResultOf(ck string, e engine.Entry, r schema.Result)
 }
 
 // Options configures an Orch.
@@ -139,6 +139,9 @@ type outcome struct {
 	// deferred: the kernel write waits in Orch.batch; the key is finished
 	// when the batch is sent.
 	deferred bool
+	// ent is the config version the result is of (set by Reconcile and
+	// finishDeferred; the engine's sink takes it with the result).
+	ent engine.Entry
 }
 
 func okOut(refs []string) outcome { return outcome{res: schema.OK(), refs: refs} }
@@ -379,6 +382,7 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 	}
 	own := out.res.Warning // the controller's (PORT_TUNING's IRQs)
 	out.res = ent.Stamp(out.res)
+	out.ent = ent
 	out.res.Warning = joinWarnings(out.res.Warning, own)
 	o.finish(key, table, k, present, out, gen)
 	return out.err
@@ -429,8 +433,8 @@ func (o *Orch) record(ck, table, key string, present bool, out outcome) {
 		return
 	}
 	if o.sink != nil {
-		if ks, ok := o.sink.(keyedSink); ok && present {
-			ks.SetResultOf(ck, table, key, out.res)
+		if ks, ok := o.sink.(keyedSink); ok && present && out.ent.Table == table && out.ent.Key == key {
+			ks.SetResultOf(ck, out.ent, out.res)
 		} else if present {
 			o.sink.SetResult(table, key, out.res)
 		} else {

@@ -20,6 +20,10 @@ type Entry struct {
 	// Warning names fields the table does not define (see Config.Warn);
 	// results of this entry carry it.
 	Warning string
+	// dels is the cache's count of deletions when the entry was read: a
+	// result set with it (Handle.SetResultOf) needs no look-up to know
+	// the key is still cached while no key was deleted since.
+	dels uint64
 }
 
 // Stamp returns r marked as the result of this version of the entry: its
@@ -48,6 +52,8 @@ type Cache struct {
 	// nheld is len(held), written under mu: Held asks it first, so a
 	// result (a Held per key) takes no lock while nothing is held
 	nheld atomic.Int64
+	// dels counts keys deleted, written under mu (Entry.dels, cachedSince)
+	dels atomic.Uint64
 	// warnings of the keys that have one (rare: unknown fields), by
 	// table then key, so an entry without one costs nothing for it
 	warnings map[string]map[string]string
@@ -195,6 +201,7 @@ func (c *Cache) Delete(table, key string) bool {
 		return false
 	}
 	delete(c.tables[table], key)
+	c.dels.Add(1)
 	c.tables[table] = shrink.Map(c.tables[table], c.peaks[table])
 	c.setWarningLocked(table, key, "")
 	if ix := c.indexes[table]; ix != nil {
@@ -269,7 +276,7 @@ func (c *Cache) Get(table, key string) (Entry, bool) {
 	if f == nil {
 		f = schema.Fields{}
 	}
-	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: c.warnings[table][key]}, true
+	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: c.warnings[table][key], dels: c.dels.Load()}, true
 }
 
 // GetInto is Get with the fields put in into (cleared first) instead of a
@@ -285,6 +292,7 @@ func (c *Cache) GetInto(table, key string, into schema.Fields) (Entry, bool) {
 	if ok && len(c.warnings) > 0 {
 		warning = c.warnings[table][key]
 	}
+	dels := c.dels.Load()
 	c.mu.RUnlock()
 	if !ok {
 		return Entry{}, false
@@ -297,7 +305,14 @@ func (c *Cache) GetInto(table, key string, into schema.Fields) (Entry, bool) {
 		into[k] = v
 		s = rest
 	}
-	return Entry{Table: table, Key: key, Fields: into, Gen: e.gen, Warning: warning}, true
+	return Entry{Table: table, Key: key, Fields: into, Gen: e.gen, Warning: warning, dels: dels}, true
+}
+
+// cachedSince reports whether e's key is still cached: without a look-up
+// while no key was deleted since e was read (a burst of new keys).
+func (c *Cache) cachedSince(e *Entry) bool {
+	// Gen: e was read from the cache (every cached hash has one).
+	return e.Gen != "" && c.dels.Load() == e.dels || c.Has(e.Table, e.Key)
 }
 
 // Has reports whether table|key is cached.

@@ -147,11 +147,14 @@ func (h *Handle) SetResult(table, key string, r schema.Result, extra schema.Fiel
 	h.e.res.set(table, key, r, extra)
 }
 
-// SetResultOf is SetResult with ck, the key's "TABLE|key" (a KeyItems
-// controller's item of it, e.g. the string it reconciled): the result is
-// kept under that string instead of a new one built per result.
-func (h *Handle) SetResultOf(ck, table, key string, r schema.Result, extra schema.Fields) {
-	h.e.res.setOf(ck, table, key, r, extra)
+// SetResultOf is SetResult of the key of e (as Cache.Get or GetInto
+// returned it; stamp r with e.Stamp) with ck, the key's "TABLE|key" (a
+// KeyItems controller's item of it, e.g. the string it reconciled): the
+// result is kept under that string instead of a new one built per result,
+// and while no key was deleted since e was read, the key is known to be
+// cached without a look-up.
+func (h *Handle) SetResultOf(ck string, e Entry, r schema.Result, extra schema.Fields) {
+	h.e.res.setOf(ck, &e, e.Table, e.Key, r, extra)
 }
 
 // DeleteResult removes the result of table|key.

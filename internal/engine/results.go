@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -127,6 +128,7 @@ type results struct {
 	peaks   [3]int                         // high-water marks of current, bad, byItem (shrink)
 	current map[string]kept                // "T|k" -> result
 	bad     map[string]schema.Result       // "T|k" -> engine-made error
+	nbad    atomic.Int64                   // len(bad), written under mu: clearBad asks it first
 	byItem  map[string]map[string]struct{} // item -> "T|k" with a result
 	pending map[string]write               // STATE_DB key -> write
 	spare   map[string]write               // the last batch's map, emptied, for the next
@@ -154,20 +156,25 @@ func clipReason(s string) string {
 // bad keeps the engine's error; a key no longer cached is ignored (its
 // deletion is on the way); a held key's result is remembered, not written.
 func (r *results) set(table, key string, res schema.Result, extra schema.Fields) {
-	r.setOf("", table, key, res, extra)
+	r.setOf("", nil, table, key, res, extra)
 }
 
 // setOf is set with ck, "TABLE|key" when the caller has that string ("" =
 // none): with a KeyItems controller it is the key's item too, so no
-// string is built for either.
-func (r *results) setOf(ck, table, key string, res schema.Result, extra schema.Fields) {
+// string is built for either; and with e (nil = none), the cache entry
+// the result is of (Cache.cachedSince).
+func (r *results) setOf(ck string, e *Entry, table, key string, res schema.Result, extra schema.Fields) {
 	res.Reason = clipReason(res.Reason)
 	res.Warning = clipReason(res.Warning)
 	if res.State == schema.StateOK {
 		res.Reason = ""
 	}
 	rec := record{res: res, extra: maps.Clone(extra)}
-	if !r.cache.Has(table, key) {
+	if e != nil && e.Table == table && e.Key == key {
+		if !r.cache.cachedSince(e) {
+			return
+		}
+	} else if !r.cache.Has(table, key) {
 		return
 	}
 	// An item that is the key itself (orchagent) is the key's name here
@@ -259,6 +266,7 @@ func (r *results) setBad(table, key string, res schema.Result) {
 		return
 	}
 	r.bad[ck] = res
+	r.nbad.Store(int64(len(r.bad)))
 	shrink.Grew(r.bad, &r.peaks[1])
 	r.putLocked(schema.ResultKey(table, key), write{k: keep(record{res: res})})
 }
@@ -266,6 +274,9 @@ func (r *results) setBad(table, key string, res schema.Result) {
 // clearBad ends the engine's error of table|key: its result is removed
 // (the controller writes a new one when it reconciles the key).
 func (r *results) clearBad(table, key string) bool {
+	if r.nbad.Load() == 0 {
+		return false // every set of a burst: no lock, no "T|k"
+	}
 	ck := table + schema.ConfigSep + key
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -273,6 +284,7 @@ func (r *results) clearBad(table, key string) bool {
 		return false
 	}
 	delete(r.bad, ck)
+	r.nbad.Store(int64(len(r.bad)))
 	r.bad = shrink.Map(r.bad, &r.peaks[1])
 	r.removeLocked(table, key)
 	return true

@@ -45,7 +45,7 @@ func TestResultsSetOfKeepsCallersKey(t *testing.T) {
 	r := newResults(nil, nil, c, []string{"ROUTE"}, func(t, k string) string { items++; return t + "|" + k }, nil)
 	r.keyItems = true
 	ck := string([]byte("ROUTE|10.0.0.0/24"))
-	r.setOf(ck, "ROUTE", "10.0.0.0/24", schema.OK(), nil)
+	r.setOf(ck, nil, "ROUTE", "10.0.0.0/24", schema.OK(), nil)
 	for k := range r.current {
 		if unsafe.StringData(k) != unsafe.StringData(ck) {
 			t.Fatal("result kept under a new string, not the caller's")
@@ -54,10 +54,37 @@ func TestResultsSetOfKeepsCallersKey(t *testing.T) {
 	if items != 0 || len(r.pending) != 1 {
 		t.Fatalf("%d items built, %d writes queued; want 0, 1", items, len(r.pending))
 	}
-	r.setOf("ROUTE|other", "ROUTE", "10.0.0.0/24", schema.Pending("x"), nil)
+	r.setOf("ROUTE|other", nil, "ROUTE", "10.0.0.0/24", schema.Pending("x"), nil)
 	r.keyItems = false
-	r.setOf(ck, "ROUTE", "10.0.0.0/24", schema.OK(), nil)
+	r.setOf(ck, nil, "ROUTE", "10.0.0.0/24", schema.OK(), nil)
 	if items != 2 || len(r.current) != 1 {
 		t.Fatalf("%d items built, %d results; want 2, 1", items, len(r.current))
+	}
+}
+
+// A result set with the entry it is of is written while its key is
+// cached, with or without deletions of other keys since the entry was
+// read, and dropped once the key itself is gone.
+func TestResultsSetOfEntry(t *testing.T) {
+	c := NewCache(nil)
+	c.Set("ROUTE", "a", schema.Fields{"ifname": "eth0"})
+	c.Set("ROUTE", "b", schema.Fields{"ifname": "eth0"})
+	r := newResults(nil, nil, c, []string{"ROUTE"}, func(t, k string) string { return t + "|" + k }, nil)
+	r.keyItems = true
+	ea, _ := c.Get("ROUTE", "a")
+	eb, _ := c.GetInto("ROUTE", "b", schema.Fields{})
+	r.setOf("ROUTE|a", &ea, "ROUTE", "a", ea.Stamp(schema.OK()), nil)
+	c.Delete("ROUTE", "a")
+	r.setOf("ROUTE|b", &eb, "ROUTE", "b", eb.Stamp(schema.OK()), nil) // a deletion since: asked
+	if len(r.current) != 2 {
+		t.Fatalf("%d results, want 2", len(r.current))
+	}
+	r.setOf("ROUTE|a", &ea, "ROUTE", "a", ea.Stamp(schema.Pending("x")), nil) // a itself is gone
+	if got := r.current["ROUTE|a"].record().res.State; got != schema.StateOK {
+		t.Fatalf("result of a deleted key changed to %s", got)
+	}
+	var zero Entry
+	if c.cachedSince(&zero) || !c.cachedSince(&eb) {
+		t.Fatal("cachedSince: a zero entry counts as cached, or a cached one does not")
 	}
 }
