@@ -21,6 +21,24 @@ import (
 // (kind "vlan", IFLA_VLAN_ID, IFLA_VLAN_PROTOCOL 802.1Q); admin up is
 // IFF_UP in the ifinfomsg.
 func vlanLinkRequest(l LinkInfo, parent int) *nl.NetlinkRequest {
+	req := newLinkRequest(&l)
+	req.AddData(nl.NewRtAttr(unix.IFLA_LINK, nl.Uint32Attr(uint32(parent))))
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("vlan"))
+	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+	data.AddRtAttr(nl.IFLA_VLAN_ID, nl.Uint16Attr(uint16(l.Vlan.ID)))
+	proto := make([]byte, 2)
+	binary.BigEndian.PutUint16(proto, unix.ETH_P_8021Q)
+	data.AddRtAttr(nl.IFLA_VLAN_PROTOCOL, proto)
+	req.AddData(info)
+	return req
+}
+
+// newLinkRequest starts the create of l as the library's LinkAdd does:
+// RTM_NEWLINK NLM_F_CREATE|NLM_F_EXCL with IFLA_IFNAME, [IFLA_MTU] and
+// [IFLA_ADDRESS]; admin up is IFF_UP in the ifinfomsg. The caller adds
+// its kind's attributes.
+func newLinkRequest(l *LinkInfo) *nl.NetlinkRequest {
 	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
 	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
 	if l.AdminUp != nil && *l.AdminUp {
@@ -35,15 +53,6 @@ func vlanLinkRequest(l LinkInfo, parent int) *nl.NetlinkRequest {
 	if l.MAC != nil {
 		req.AddData(nl.NewRtAttr(unix.IFLA_ADDRESS, []byte(l.MAC)))
 	}
-	req.AddData(nl.NewRtAttr(unix.IFLA_LINK, nl.Uint32Attr(uint32(parent))))
-	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
-	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("vlan"))
-	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
-	data.AddRtAttr(nl.IFLA_VLAN_ID, nl.Uint16Attr(uint16(l.Vlan.ID)))
-	proto := make([]byte, 2)
-	binary.BigEndian.PutUint16(proto, unix.ETH_P_8021Q)
-	data.AddRtAttr(nl.IFLA_VLAN_PROTOCOL, proto)
-	req.AddData(info)
 	return req
 }
 

@@ -156,20 +156,7 @@ func plainBond(l *LinkInfo) bool {
 // IFLA_BOND_MIIMON, IFLA_BOND_MIN_LINKS, IFLA_BOND_AD_LACP_RATE for the
 // options set); admin up is IFF_UP in the ifinfomsg.
 func bondLinkRequest(l *LinkInfo) (*nl.NetlinkRequest, error) {
-	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
-	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-	if l.AdminUp != nil && *l.AdminUp {
-		msg.Flags |= unix.IFF_UP
-		msg.Change |= unix.IFF_UP
-	}
-	req.AddData(msg)
-	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(l.Name)))
-	if l.MTU != nil {
-		req.AddData(nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(*l.MTU))))
-	}
-	if l.MAC != nil {
-		req.AddData(nl.NewRtAttr(unix.IFLA_ADDRESS, []byte(l.MAC)))
-	}
+	req := newLinkRequest(l)
 	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
 	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("bond"))
 	if o := l.Bond; o != nil {
