@@ -15,7 +15,24 @@ import (
 	"github.com/switchyard-net/switchyard/tests/testns"
 )
 
-// policerBounds checks the bytes a policer passed over a window.
+// policed is what a policer did over a window, for check.
+type policed struct {
+	what        string
+	rate, burst uint64 // bit/s, bytes
+	// startsFull: the window starts with a full bucket (else it starts
+	// and ends drained, sampled in saturation)
+	startsFull      bool
+	passed, offered uint64 // frame bytes: passed by the policer, seen by the program
+	// couldPass: frame bytes a correct policer passes at least, whatever
+	// the pauses (each test says why); the floor of a run that paused
+	couldPass uint64
+	window    time.Duration
+	// smooth: the offered load never paused longer than the bucket's
+	// depth (the test saw no such pause)
+	smooth bool
+}
+
+// check checks the bytes a policer passed over a window.
 //
 // When the window starts with a full bucket (startsFull), a token bucket
 // passes exactly rate x window + burst if the offered load never pauses
@@ -32,26 +49,34 @@ import (
 // and those tokens are lost: correct policing of a bursty load, not a
 // policer error. So -1% is asserted only when smooth is true (the test saw
 // no pause longer than the depth); otherwise the figure is logged and only
-// a generous 50% floor is checked.
-func policerBounds(t *testing.T, what string, rate, burst uint64, startsFull bool, bytes uint64, window time.Duration, smooth bool) {
+// a sanity floor is checked: half of couldPass, which each test derives
+// from the load it actually offered. It was half of rate x window, which
+// a starved host breaks without any policer error: in 3 of 5 runs of the
+// package at load 12-18 (2026-12-01) TestPolicerTwoCPUsOffered's paced
+// threads offered only 0.00-0.52x the rate over the window and the
+// policer passed all of it (policed = offered within 0.5%).
+func (w policed) check(t *testing.T) {
 	t.Helper()
-	perWindow := float64(rate) / 8 * window.Seconds()
-	want, slack := perWindow, float64(burst)
-	if startsFull {
-		want, slack = perWindow+float64(burst), 0
+	perWindow := float64(w.rate) / 8 * w.window.Seconds()
+	want, slack := perWindow, float64(w.burst)
+	if w.startsFull {
+		want, slack = perWindow+float64(w.burst), 0
 	}
-	errPct := 100 * (float64(bytes) - want) / perWindow
-	t.Logf("%s: passed %d bytes in %v for rate %d bit/s burst %d: error %+.3f%% of rate (no pause longer than the bucket depth: %v)",
-		what, bytes, window.Round(time.Millisecond), rate, burst, errPct, smooth)
-	if float64(bytes) > want+slack+perWindow/100 {
-		t.Errorf("%s: passed %.0f bytes, more than %.0f (+1%%)", what, float64(bytes), want+slack)
+	bytes := float64(w.passed)
+	errPct := 100 * (bytes - want) / perWindow
+	t.Logf("%s: passed %d of %d bytes offered (%.2fx the rate; at least %d must pass) in %v for rate %d bit/s burst %d: error %+.3f%% of rate (no pause longer than the bucket depth: %v)",
+		w.what, w.passed, w.offered, float64(w.offered)/perWindow, w.couldPass, w.window.Round(time.Millisecond), w.rate, w.burst, errPct, w.smooth)
+	if bytes > want+slack+perWindow/100 {
+		t.Errorf("%s: passed %.0f bytes, more than %.0f (+1%%)", w.what, bytes, want+slack)
 	}
-	floor := -50.0
-	if smooth {
-		floor = -1
+	if w.smooth {
+		if errPct < -1 {
+			t.Errorf("%s: passed %.3f%% less than expected (floor -1%%)", w.what, -errPct)
+		}
+		return
 	}
-	if errPct < floor {
-		t.Errorf("%s: passed %.3f%% less than expected (floor %.0f%%)", what, -errPct, floor)
+	if floor := min(float64(w.couldPass), want) / 2; bytes < floor {
+		t.Errorf("%s: passed %.0f bytes, less than half of the %d a policer passes at least on the load offered", w.what, bytes, w.couldPass)
 	}
 }
 
@@ -136,7 +161,10 @@ func TestPolicerVeth(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // in-flight datagrams
 	c := counters(t, p, "")
 	checkInvariant(t, "", c)
-	policerBounds(t, "veth", rate, burst, true, passedBytes(c, Counters{}), tEnd.Sub(t0), smooth)
+	// The sender never goes over 3x the rate (no catch-up), so a policer
+	// passes at least a third of what arrived.
+	policed{what: "veth", rate: rate, burst: burst, startsFull: true, passed: passedBytes(c, Counters{}),
+		offered: c.RxBytes, couldPass: c.RxBytes / 3, window: tEnd.Sub(t0), smooth: smooth}.check(t)
 }
 
 // passedBytes is the frame bytes passed between two counter samples: the
@@ -174,13 +202,14 @@ func TestPolicerTwoCPUs(t *testing.T) {
 	var (
 		wg        sync.WaitGroup
 		mu        sync.Mutex
-		pause     time.Duration // longest time a thread spent off CPU in one run while measuring
+		pause     time.Duration    // longest time a thread spent off CPU in one run while measuring
+		paused    [2]time.Duration // each thread's time off CPU while measuring, summed
 		measuring atomic.Bool
 		stop      = make(chan struct{})
 	)
-	for _, cpu := range cpus {
+	for i, cpu := range cpus {
 		wg.Add(1)
-		go func(cpu int) {
+		go func(i, cpu int) {
 			defer wg.Done()
 			// Never unlocked: the thread exits with the goroutine instead
 			// of going back to the pool pinned to one CPU.
@@ -213,10 +242,11 @@ func TestPolicerTwoCPUs(t *testing.T) {
 				if measuring.Load() {
 					mu.Lock()
 					pause = max(pause, off)
+					paused[i] += off
 					mu.Unlock()
 				}
 			}
-		}(cpu)
+		}(i, cpu)
 	}
 	time.Sleep(300 * time.Millisecond) // the initial burst is long gone
 	var fastest time.Duration = math.MaxInt64
@@ -241,7 +271,12 @@ func TestPolicerTwoCPUs(t *testing.T) {
 	t.Logf("2 CPUs: %.0f Mbit/s offered, %d of %d packets passed, %d over rate; longest pause of a thread %v (depth %v)",
 		float64(b.RxBytes-a.RxBytes)*8/window.Seconds()/1e6, b.Passed-a.Passed, b.RxPackets-a.RxPackets,
 		b.DroppedRate-a.DroppedRate, pause.Round(time.Millisecond), depth.Round(time.Millisecond))
-	policerBounds(t, "2 CPUs", rate, burst, false, passedBytes(b, a), window, pause < depth)
+	// While a thread runs, flat out far over the rate, the bucket's
+	// tokens are spent as they come: a policer passes at least the rate
+	// for the time the less paused thread ran.
+	ran := window - min(paused[0], paused[1])
+	policed{what: "2 CPUs", rate: rate, burst: burst, passed: passedBytes(b, a), offered: b.RxBytes - a.RxBytes,
+		couldPass: uint64(max(0, ran.Seconds()) * rate / 8), window: window, smooth: pause < depth}.check(t)
 }
 
 // twoCPUs returns two CPUs the test may run on, or skips.
