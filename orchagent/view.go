@@ -227,6 +227,13 @@ func (v *kernelView) routesFor(table int, dst netip.Prefix) []netlinkmgr.RouteIn
 	return v.routes.at(rdstOf(table, dst), &v.names)
 }
 
+// routeDsts returns the table and destination of every owned route.
+func (v *kernelView) routeDsts() []rdst {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.routes.dsts(make([]rdst, 0, v.routes.len()))
+}
+
 func (v *kernelView) allRoutes() []netlinkmgr.RouteInfo {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -316,6 +316,17 @@ func (t *routeTable) all(out []netlinkmgr.RouteInfo, names *linkNames) []netlink
 	return out
 }
 
+// dsts appends the table and destination of every route to out.
+func (t *routeTable) dsts(out []rdst) []rdst {
+	for d := range t.one {
+		out = append(out, d)
+	}
+	for d := range t.many {
+		out = append(out, d)
+	}
+	return out
+}
+
 // purge forgets the routes drop selects and returns their resources.
 func (t *routeTable) purge(res []string, names *linkNames, drop func(*netlinkmgr.RouteInfo) bool, dropOne func(*vroute) bool) []string {
 	for d, c := range t.one {

@@ -102,6 +102,8 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		orch = e.Start("orchagent", append([]string{"--log-level", "info", "--metrics-addr", "127.0.0.1:" + orchPort}, prof...)...)
 		waitCount(b, e, "STATIC_ROUTE_TABLE|*", n, "ok")
 		restart := time.Since(t1)
+		// heap_sys only grows (released pages stay counted): the restart's peak.
+		restartHeap := metricValue(b, orchPort, "go_memstats_heap_sys_bytes")
 		memStats(b, orchPort, "orchagent-restarted")
 		heapProfile(b, orchPort, "orchagent-restarted")
 		writes := len(mon.seen())
@@ -132,6 +134,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		b.ReportMetric(float64(n)/mirrored.Seconds(), "routes/s-mirrored")
 		b.ReportMetric(restart.Seconds(), "restart-s")
 		b.ReportMetric(float64(writes), "restart-netlink-changes")
+		b.ReportMetric(restartHeap/(1<<20), "restart-heap-sys-MB")
 		for _, d := range []string{"orchagent", "syncd"} {
 			b.ReportMetric(float64(full[d]-idle[d])*1024/n, d+"-B/route")
 			b.ReportMetric(float64(after[d])/float64(idle[d]), d+"-after/idle")
@@ -212,6 +215,27 @@ func memStats(b *testing.B, port, name string) {
 	if err := os.WriteFile(filepath.Join(dir, name+".metrics"), []byte(strings.Join(keep, "\n")+"\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// metricValue reads one unlabelled gauge from the daemon's /metrics.
+func metricValue(b *testing.B, port, name string) float64 {
+	resp, err := http.Get("http://127.0.0.1:" + port + "/metrics")
+	if err != nil {
+		b.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("metric %s: %v", name, err)
+			}
+			return f
+		}
+	}
+	b.Fatalf("metric %s: not in /metrics", name)
+	return 0
 }
 
 // heapProfile saves the daemon's heap profile as $SWITCHYARD_HEAP_DIR/name.pb.gz
