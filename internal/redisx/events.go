@@ -81,6 +81,7 @@ func (w *Watcher) EventBatches(ctx context.Context) <-chan []Event {
 // done (which closes the consumer's channel).
 func (w *Watcher) start(ctx context.Context, send func(context.Context, []Event) bool, done func()) {
 	co := newCoalescer()
+	w.pace = func(ctx context.Context) { co.waitRoom(ctx, scanBacklog) }
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -239,19 +240,67 @@ type item struct {
 	sync bool
 }
 
+// scanBacklog is how many dirty keys a scan may leave queued before it
+// waits for the deliverer (Watcher.pace): a restart's scan of 100k keys
+// otherwise queued every one of them at once — a dirty set and a FIFO of
+// 100k entries at the moment the process's heap peaks (docs/performance.md).
+const scanBacklog = 4 * readBatch
+
+// queueBlock is the size of the FIFO's blocks.
+const queueBlock = 256
+
+// itemQueue is a FIFO in fixed blocks: a burst does not grow (and copy) one
+// array to the burst's size, and each block goes as soon as it is read.
+type itemQueue struct {
+	blocks [][]item // blocks[0][head:] is the front
+	head   int
+	n      int
+}
+
+func (q *itemQueue) push(it item) {
+	if k := len(q.blocks); k == 0 || len(q.blocks[k-1]) == queueBlock {
+		q.blocks = append(q.blocks, make([]item, 0, queueBlock))
+	}
+	last := &q.blocks[len(q.blocks)-1]
+	*last = append(*last, it)
+	q.n++
+}
+
+// pop appends up to max items from the front to out.
+func (q *itemQueue) pop(out []item, max int) []item {
+	for len(out) < max && q.n > 0 {
+		b := q.blocks[0]
+		k := min(max-len(out), len(b)-q.head)
+		out = append(out, b[q.head:q.head+k]...)
+		clear(b[q.head : q.head+k]) // the block may stay: drop its strings
+		q.head += k
+		q.n -= k
+		if q.head == len(b) {
+			q.blocks[0] = nil
+			q.blocks = q.blocks[1:]
+			q.head = 0
+		}
+	}
+	if q.n == 0 {
+		q.blocks, q.head = nil, 0
+	}
+	return out
+}
+
 // coalescer is a dirty set plus FIFO: a key is queued once however often
 // it is marked until it is taken.
 type coalescer struct {
 	mu     sync.Mutex
-	fifo   []item
+	fifo   itemQueue
 	dirty  map[Change]struct{}
 	peak   int           // high-water mark of dirty (shrink)
-	wake   chan struct{} // cap 1
+	wake   chan struct{} // cap 1: something was queued
+	room   chan struct{} // cap 1: something was taken
 	closed bool
 }
 
 func newCoalescer() *coalescer {
-	return &coalescer{dirty: map[Change]struct{}{}, wake: make(chan struct{}, 1)}
+	return &coalescer{dirty: map[Change]struct{}{}, wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 }
 
 func (c *coalescer) mark(ch Change, full string) {
@@ -262,7 +311,7 @@ func (c *coalescer) mark(ch Change, full string) {
 	}
 	c.dirty[ch] = struct{}{}
 	shrink.Grew(c.dirty, &c.peak)
-	c.fifo = append(c.fifo, item{ch: ch, full: full})
+	c.fifo.push(item{ch: ch, full: full})
 	c.signal()
 }
 
@@ -270,7 +319,7 @@ func (c *coalescer) mark(ch Change, full string) {
 func (c *coalescer) barrier() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.fifo = append(c.fifo, item{sync: true})
+	c.fifo.push(item{sync: true})
 	c.signal()
 }
 
@@ -289,14 +338,16 @@ func (c *coalescer) requeue(items []item) {
 			c.dirty[it.ch] = struct{}{}
 		}
 	}
-	fifo := append([]item(nil), items...)
-	for _, it := range c.fifo {
+	rest := c.fifo.pop(nil, c.fifo.n)
+	for _, it := range items {
+		c.fifo.push(it)
+	}
+	for _, it := range rest {
 		if !it.sync && again[it.ch] {
 			continue
 		}
-		fifo = append(fifo, it)
+		c.fifo.push(it)
 	}
-	c.fifo = fifo
 	c.signal()
 }
 
@@ -312,6 +363,10 @@ func (c *coalescer) close() {
 	defer c.mu.Unlock()
 	c.closed = true
 	c.signal()
+	select {
+	case c.room <- struct{}{}:
+	default:
+	}
 }
 
 // take waits for up to max items; ok=false when ctx is done or closed.
@@ -322,16 +377,8 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 			c.mu.Unlock()
 			return nil, false
 		}
-		if n := len(c.fifo); n > 0 {
-			if n > max {
-				n = max
-			}
-			items := make([]item, n)
-			copy(items, c.fifo)
-			c.fifo = c.fifo[n:]
-			if len(c.fifo) == 0 {
-				c.fifo = nil
-			}
+		if c.fifo.n > 0 {
+			items := c.fifo.pop(make([]item, 0, min(max, c.fifo.n)), max)
 			for _, it := range items {
 				if !it.sync {
 					delete(c.dirty, it.ch)
@@ -339,6 +386,10 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 			}
 			c.dirty = shrink.Map(c.dirty, &c.peak)
 			c.mu.Unlock()
+			select {
+			case c.room <- struct{}{}:
+			default:
+			}
 			return items, true
 		}
 		c.mu.Unlock()
@@ -346,6 +397,24 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 		case <-ctx.Done():
 			return nil, false
 		case <-c.wake:
+		}
+	}
+}
+
+// waitRoom waits until fewer than limit items are queued (or the
+// coalescer is closed, or ctx done).
+func (c *coalescer) waitRoom(ctx context.Context, limit int) {
+	for {
+		c.mu.Lock()
+		n, closed := c.fifo.n, c.closed
+		c.mu.Unlock()
+		if n < limit || closed {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.room:
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -157,4 +158,108 @@ func TestEventBatchesSyncFollowsScan(t *testing.T) {
 			t.Fatalf("timeout: synced %v, %d keys", synced, len(seen))
 		}
 	}
+}
+
+// The FIFO keeps its order across blocks and gives each block back once
+// read.
+func TestItemQueueBlocks(t *testing.T) {
+	var q itemQueue
+	var got []item
+	for i := 0; i < 3*queueBlock+7; i++ {
+		q.push(item{ch: Change{"T", fmt.Sprint(i)}})
+		if i%100 == 99 {
+			got = q.pop(got, len(got)+37)
+		}
+	}
+	for q.n > 0 {
+		got = q.pop(got, len(got)+queueBlock/3)
+	}
+	if len(got) != 3*queueBlock+7 || q.blocks != nil {
+		t.Fatalf("popped %d, %d blocks left", len(got), len(q.blocks))
+	}
+	for i, it := range got {
+		if it.ch.Key != fmt.Sprint(i) {
+			t.Fatalf("item %d is %q", i, it.ch.Key)
+		}
+	}
+}
+
+// waitRoom returns once a take leaves fewer than limit items.
+func TestCoalescerWaitRoom(t *testing.T) {
+	co := newCoalescer()
+	for i := 0; i < 10; i++ {
+		co.mark(Change{"T", fmt.Sprint(i)}, "")
+	}
+	done := make(chan struct{})
+	go func() { co.waitRoom(context.Background(), 5); close(done) }()
+	if _, ok := co.take(context.Background(), 3); !ok {
+		t.Fatal("take: nothing")
+	}
+	select {
+	case <-done:
+		t.Fatal("waitRoom returned with 7 queued, limit 5")
+	case <-time.After(20 * time.Millisecond):
+	}
+	co.take(context.Background(), 3)
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		t.Fatal("waitRoom still waiting with 4 queued, limit 5")
+	}
+}
+
+// A scan waits for a slow consumer: however far behind it is, the keys
+// marked and not yet received stay within the scan's backlog, a page of
+// SCAN and the deliverer's two batches — not the whole table — and every
+// key still comes once, before OnSync.
+func TestEventsScanPaced(t *testing.T) {
+	_, c := startRedis(t)
+	db := c.DB(4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const n = 20000
+	for i := 0; i < n; i += 1000 {
+		p := db.Pipeline()
+		for j := i; j < i+1000; j++ {
+			p.HSet(ctx, fmt.Sprintf("PORT|p%d", j), "v", "1")
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var marked atomic.Int64
+	syncCh := make(chan struct{}, 1)
+	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnSync: func(context.Context) {
+		select {
+		case syncCh <- struct{}{}:
+		default:
+		}
+	}})
+	w.testMarked = func(Change) { marked.Add(1) }
+	ch := w.EventBatches(ctx)
+	received, most := 0, int64(0)
+	seen := map[string]bool{}
+	deadline := time.After(waitFor)
+	for received < n {
+		select {
+		case batch := <-ch:
+			most = max(most, marked.Load()-int64(received))
+			for _, ev := range batch {
+				if seen[ev.Key] {
+					t.Fatalf("%s twice", ev.Key)
+				}
+				seen[ev.Key] = true
+			}
+			received += len(batch)
+			time.Sleep(time.Millisecond) // a slow consumer (no timing is asserted)
+		case <-syncCh:
+			t.Fatalf("OnSync after %d of %d keys", received, n)
+		case <-deadline:
+			t.Fatalf("timeout: %d of %d keys", received, n)
+		}
+	}
+	if bound := int64(scanBacklog + 2*readBatch + 2000); most > bound {
+		t.Fatalf("%d keys marked and not received at once, want at most %d", most, bound)
+	}
+	t.Logf("at most %d of %d keys queued", most, n)
 }

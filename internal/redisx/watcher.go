@@ -76,6 +76,10 @@ type Watcher struct {
 
 	emitMu sync.Mutex // serializes notify calls
 
+	// pace, when set (Events, EventBatches), is called by a scan after
+	// each page of keys and waits while the consumer is far behind.
+	pace func(ctx context.Context)
+
 	testMarked func(Change) // tests: called after Events marked a key dirty
 }
 
@@ -345,6 +349,9 @@ func (w *Watcher) scan(ctx context.Context, emit emitFunc) error {
 			w.mu.Unlock()
 			for _, k := range keys {
 				emit(Change{Table: table, Key: k[len(prefix):]}, k)
+			}
+			if w.pace != nil {
+				w.pace(ctx)
 			}
 			if next == 0 {
 				break
