@@ -240,6 +240,18 @@ var contractScenarios = []scenario{
 		if len(rs) != len(want) {
 			t.Fatalf("List = %v, want %v", rs, want)
 		}
+		// Walk hands over what List returns, route by route.
+		var walked []string
+		must(t, R.(RouteWalker).Walk(RouteFilter{Protocol: ProtoSwitchyard}, func(r *RouteInfo) { walked = append(walked, r.String()) },
+			func() { walked = walked[:0] }))
+		if len(walked) != len(rs) {
+			t.Fatalf("Walk = %v, List = %v", walked, rs)
+		}
+		for i := range rs {
+			if walked[i] != rs[i].String() {
+				t.Fatalf("Walk = %v, List = %v", walked, rs)
+			}
+		}
 		mustNotFound(t, "del other protocol", R.Del(RouteInfo{Dst: pfx("10.3.0.0/16"), Protocol: 202}))
 		mustNotFound(t, "del other metric", R.Del(RouteInfo{Dst: pfx("10.3.0.0/16"), Metric: 9}))
 		must(t, R.Del(RouteInfo{Dst: pfx("10.2.0.0/16"), Protocol: ProtoSwitchyard, Metric: 50}))

@@ -272,6 +272,16 @@ func (x fakeRoutes) List(flt RouteFilter) ([]RouteInfo, error) {
 	return out, nil
 }
 
+// Walk is List route by route; see RouteWalker. The fake's dumps are
+// never interrupted.
+func (x fakeRoutes) Walk(flt RouteFilter, fn func(*RouteInfo), restart func()) error {
+	rs, err := x.List(flt)
+	for i := range rs {
+		fn(&rs[i])
+	}
+	return err
+}
+
 // dropRoutesVia removes routes whose every next hop uses link.
 func (f *Fake) dropRoutesVia(link string) {
 	keep := f.routes[:0]

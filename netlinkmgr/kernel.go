@@ -60,6 +60,18 @@ type Routes interface {
 	List(f RouteFilter) ([]RouteInfo, error)
 }
 
+// RouteWalker is a Routes that hands over a dump route by route: a caller
+// that keeps its own compact form of the routes (orchagent's view of 100k)
+// holds no second, full copy of them while it reads.
+type RouteWalker interface {
+	// Walk calls fn with each route List(f) would return, in dump order
+	// (the route is fn's only during the call). When the kernel
+	// interrupts the dump (the table changed meanwhile) it is taken again
+	// from the start: restart is called first, and what fn was given
+	// before is to be dropped. Equivalent to: ip route show table T [proto P]
+	Walk(f RouteFilter, fn func(*RouteInfo), restart func()) error
+}
+
 // BridgeVlans manages VLANs on bridge ports.
 type BridgeVlans interface {
 	// Add adds a VLAN. Equivalent to: bridge vlan add dev LINK vid N [pvid] [untagged] [self]

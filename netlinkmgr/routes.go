@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -299,10 +300,21 @@ func (x realRoutes) Del(r RouteInfo) error {
 // protocol and family, kernel (proto kernel) routes included. Equivalent
 // to: ip [-4|-6] route show table T [proto P]
 func (x realRoutes) List(f RouteFilter) ([]RouteInfo, error) {
+	var out []RouteInfo
+	err := x.Walk(f, func(r *RouteInfo) { out = append(out, *r) }, func() { out = out[:0] })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Walk is List route by route (RouteWalker). Equivalent to:
+// ip [-4|-6] route show table T [proto P]
+func (x realRoutes) Walk(f RouteFilter, fn func(*RouteInfo), restart func()) error {
 	k := x.k
 	names, err := k.linkNames()
 	if err != nil {
-		return nil, opErr("list", "routes", err)
+		return opErr("list", "routes", err)
 	}
 	fam := netlink.FAMILY_ALL
 	if f.Family != 0 {
@@ -316,18 +328,25 @@ func (x realRoutes) List(f RouteFilter) ([]RouteInfo, error) {
 	// Each route is converted as the dump delivers it: 100k routes as a
 	// []netlink.Route (grown by append) were the peak of a restart's heap,
 	// which sizes the runtime's memory for good (docs/performance.md).
-	out, err := retryDump(func() ([]RouteInfo, error) {
-		var out []RouteInfo
-		err := k.h.RouteListFilteredIter(fam, filter, mask, func(r netlink.Route) bool {
-			out = append(out, toRouteInfo(r, names))
+	// An interrupted dump is taken again, as retryDump does.
+	for i := 0; ; i++ {
+		if i > 0 {
+			time.Sleep(time.Duration(i-1) * time.Millisecond)
+			restart()
+		}
+		err = k.h.RouteListFilteredIter(fam, filter, mask, func(r netlink.Route) bool {
+			ri := toRouteInfo(r, names)
+			fn(&ri)
 			return true
 		})
-		return out, err
-	})
-	if err != nil {
-		return nil, opErr("list", fmt.Sprintf("routes of table %d", tableOf(f.Table)), err)
+		if i == 9 || !errors.Is(err, netlink.ErrDumpInterrupted) {
+			break
+		}
 	}
-	return out, nil
+	if err != nil {
+		return opErr("list", fmt.Sprintf("routes of table %d", tableOf(f.Table)), err)
+	}
+	return nil
 }
 
 // toRouteInfo converts a netlink route; names resolves link indexes.

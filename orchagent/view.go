@@ -144,20 +144,6 @@ func (o *Orch) Prime() error {
 	if err != nil {
 		return fmt.Errorf("prime kernel view: %w", err)
 	}
-	routes, err := o.k.Routes().List(netlinkmgr.RouteFilter{})
-	if err != nil {
-		return fmt.Errorf("prime kernel view: %w", err)
-	}
-	for i := range links {
-		// The tables of vrf devices in our range: our VRFs' routes.
-		if v := links[i].Vrf; v != nil && v.Table >= vrfTableMin && v.Table <= vrfTableMax {
-			rs, err := o.k.Routes().List(netlinkmgr.RouteFilter{Table: int(v.Table)})
-			if err != nil {
-				return fmt.Errorf("prime kernel view: %w", err)
-			}
-			routes = append(routes, rs...)
-		}
-	}
 	addrs, err := o.k.Addrs().List("")
 	if err != nil {
 		return fmt.Errorf("prime kernel view: %w", err)
@@ -170,16 +156,26 @@ func (o *Orch) Prime() error {
 	v := o.view
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	// The main table, and the tables of vrf devices in our range: our
+	// VRFs' routes. Each route goes into new tables as the dump delivers
+	// it (primeRoutes), under v.mu (v.names is shared); a failed dump
+	// leaves the view as it was.
+	routes, foreign := newRouteTable(), newRouteTable()
+	tables := []int{netlinkmgr.MainTable}
+	for i := range links {
+		if l := links[i].Vrf; l != nil && l.Table >= vrfTableMin && l.Table <= vrfTableMax {
+			tables = append(tables, int(l.Table))
+		}
+	}
+	for _, t := range tables {
+		if err := o.primeRoutes(t, &routes, &foreign); err != nil {
+			return fmt.Errorf("prime kernel view: %w", err)
+		}
+	}
 	v.reset()
+	v.routes, v.foreign = routes, foreign
 	for i := range links {
 		v.links[links[i].Name] = snapOf(&links[i])
-	}
-	for i := range routes {
-		if r := &routes[i]; ownedRoute(r) {
-			v.routes.put(r, &v.names)
-		} else if trackedTable(r) {
-			v.foreign.put(r, &v.names)
-		}
 	}
 	for _, a := range addrs {
 		v.putAddrLocked(a.Link, a.Prefix, a.Protocol)
@@ -193,6 +189,36 @@ func (o *Orch) Prime() error {
 		}
 	}
 	return nil
+}
+
+// primeRoutes puts the routes of one table into routes (ours) and
+// foreign (v.mu held). A kernel that hands over its dump route by route
+// (netlinkmgr.RouteWalker) is read without a list of every route: after a
+// restart over 100k routes that list was the first large part of the
+// process's heap, whose peak sizes the runtime's memory for good
+// (docs/performance.md).
+func (o *Orch) primeRoutes(table int, routes, foreign *routeTable) error {
+	names := &o.view.names
+	put := func(r *netlinkmgr.RouteInfo) {
+		if ownedRoute(r) {
+			routes.put(r, names)
+		} else if trackedTable(r) {
+			foreign.put(r, names)
+		}
+	}
+	f := netlinkmgr.RouteFilter{Table: table}
+	if w, ok := o.k.Routes().(netlinkmgr.RouteWalker); ok {
+		return w.Walk(f, put, func() {
+			// An interrupted dump is taken again: forget this table's part.
+			routes.dropTable(table)
+			foreign.dropTable(table)
+		})
+	}
+	rs, err := o.k.Routes().List(f)
+	for i := range rs {
+		put(&rs[i])
+	}
+	return err
 }
 
 func (v *kernelView) putAddrLocked(link string, p netip.Prefix, proto int) bool {

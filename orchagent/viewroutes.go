@@ -327,6 +327,23 @@ func (t *routeTable) dsts(out []rdst) []rdst {
 	return out
 }
 
+// dropTable forgets every route of one table.
+func (t *routeTable) dropTable(table int) {
+	if table == 0 {
+		table = netlinkmgr.MainTable
+	}
+	for d := range t.one {
+		if d.table() == table {
+			delete(t.one, d)
+		}
+	}
+	for d := range t.many {
+		if d.table() == table {
+			delete(t.many, d)
+		}
+	}
+}
+
 // purge forgets the routes drop selects and returns their resources.
 func (t *routeTable) purge(res []string, names *linkNames, drop func(*netlinkmgr.RouteInfo) bool, dropOne func(*vroute) bool) []string {
 	for d, c := range t.one {

@@ -150,3 +150,26 @@ func TestNoteKeepsTheEchoThatCameFirst(t *testing.T) {
 		t.Fatalf("after a changed note: %+v", got)
 	}
 }
+
+// dropTable (an interrupted dump taken again) forgets one table's routes,
+// compact and not.
+func TestRouteTableDropTable(t *testing.T) {
+	var names linkNames
+	tb := newRouteTable()
+	main := netlinkmgr.RouteInfo{Dst: netip.MustParsePrefix("10.1.0.0/16"), Protocol: netlinkmgr.ProtoSwitchyard,
+		NextHops: []netlinkmgr.NextHop{{Link: "Ethernet0"}}}
+	vrf := main
+	vrf.Table = vrfTableMin
+	second := main
+	second.Metric = 7 // two metrics at one destination: the other map
+	for _, r := range []netlinkmgr.RouteInfo{main, vrf, second} {
+		tb.put(&r, &names)
+	}
+	tb.dropTable(0)
+	if got := tb.all(nil, &names); len(got) != 1 || got[0].Table != vrfTableMin {
+		t.Fatalf("after dropping the main table: %v", got)
+	}
+	if d := tb.dsts(nil); len(d) != 1 || d[0].table() != vrfTableMin {
+		t.Fatalf("dsts = %v", d)
+	}
+}
