@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -36,22 +35,9 @@ const netlinkRecvBuffer = 32 << 20
 
 // Run is the daemon: the engine (internal/engine) with orchagent's tables
 // as its controller, until ctx is done.
-// The start (the kernel's listing, the CONFIG_DB scan, the first pass
-// over every key) runs under limitWhileLoading until the first pass's
-// results are written.
 func Run(ctx context.Context, c Config) error {
-	var once sync.Once
-	stop := limitWhileLoading()
-	lift := func() { once.Do(stop) }
-	defer lift()
 	return engine.Run(ctx, engine.Config{
-		Name: "orchagent", RedisURL: c.RedisURL, Log: c.Log, Registry: c.Registry,
-		Ready: func() {
-			lift()
-			if c.Ready != nil {
-				c.Ready()
-			}
-		},
+		Name: "orchagent", RedisURL: c.RedisURL, Log: c.Log, Registry: c.Registry, Ready: c.Ready,
 		Warn: schema.FieldsWarning, MaxBatch: maxBatch,
 	}, func(h *engine.Handle) (engine.Controller, error) { return newController(h, c.NetNS, c.StateDir) })
 }
