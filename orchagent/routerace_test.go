@@ -99,6 +99,7 @@ func TestRouteDeletedWhileBeingWritten(t *testing.T) {
 		name            string
 		batched, update bool
 		echo            bool
+		ecmp            bool // no compact form (vrLoose)
 	}{
 		{name: "new-batched", batched: true},
 		{name: "new-one-by-one"},
@@ -106,6 +107,8 @@ func TestRouteDeletedWhileBeingWritten(t *testing.T) {
 		{name: "update-batched", batched: true, update: true},
 		{name: "update-one-by-one", update: true},
 		{name: "update-echo-first", batched: true, update: true, echo: true},
+		{name: "new-ecmp", batched: true, ecmp: true},
+		{name: "update-ecmp-one-by-one", update: true, ecmp: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, rr := newRouteRaceRig(t, tc.batched)
@@ -115,7 +118,11 @@ func TestRouteDeletedWhileBeingWritten(t *testing.T) {
 				r.settle()
 				r.want(raced, schema.StateOK, "")
 			}
-			r.set("STATIC_ROUTE", "10.2.0.0/16", "nexthop", "10.0.0.3", "ifname", "Ethernet0")
+			hops, links := "10.0.0.3", "Ethernet0"
+			if tc.ecmp {
+				hops, links = "10.0.0.3,10.0.0.5", "Ethernet0,Ethernet0"
+			}
+			r.set("STATIC_ROUTE", "10.2.0.0/16", "nexthop", hops, "ifname", links)
 			r.set("STATIC_ROUTE", "10.3.0.0/16", "nexthop", "10.0.0.4", "ifname", "Ethernet0")
 			r.o.Drain()
 			rr.race = deleteBehind(r, "10.2.0.0/16", tc.echo)
@@ -137,7 +144,7 @@ func TestRouteDeletedWhileBeingWritten(t *testing.T) {
 			r.reconcile([]string{raced})
 			r.want(raced, schema.StateOK, "")
 			c, ok := kernelRoute(t, r.k, "10.2.0.0/16")
-			if !ok || len(c.NextHops) != 1 || c.NextHops[0].Gateway != netip.MustParseAddr("10.0.0.3") {
+			if !ok || len(c.NextHops) != 1+bool2int(tc.ecmp) || c.NextHops[0].Gateway != netip.MustParseAddr("10.0.0.3") {
 				t.Fatalf("kernel route after the retry: %+v (present %v), want via 10.0.0.3", c, ok)
 			}
 			if rs := r.o.view.routesFor(0, c.Dst); len(rs) != 1 {
@@ -194,4 +201,11 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func bool2int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
