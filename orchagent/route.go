@@ -161,7 +161,11 @@ func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, ref
 		}
 		return kernelOut(err, refs)
 	}
-	o.view.notedRoute(&want)
+	if !o.view.notedRoute(&want) {
+		// Removed by someone right after the kernel wrote it (its
+		// delete was heard before this note): write it again.
+		return kernelOut(fmt.Errorf("STATIC_ROUTE|%s: route %s was deleted while being written", r.Key(), describeRoute(&want)), refs)
+	}
 	return okOut(refs[:applied:applied])
 }
 

@@ -28,8 +28,10 @@ type kernelView struct {
 	foreign routeTable
 	names   linkNames // the routes' next-hop links
 	// inflight are the routes being written (writingAll): their echoes
-	// are not news.
+	// are not news, their deletes mark them gone (vrGone; gone counts
+	// those).
 	inflight map[rdst]vroute
+	gone     int
 	addrs    map[string]map[netip.Prefix]int // link → address → IFA_PROTO
 	addrVer  uint64                          // bumped by every change of addrs (see addrIndex)
 	aidx     addrIndex
@@ -348,15 +350,7 @@ func (v *kernelView) allFdbs() []netlinkmgr.FdbInfo {
 }
 
 // The noted* methods record our own successful writes, so the echo event
-// changes nothing and re-enqueues nobody.
-func (v *kernelView) notedRoute(r *netlinkmgr.RouteInfo) {
-	v.mu.Lock()
-	// The echo that came first says more than what we asked for (the
-	// link a gateway-only next hop resolved to, which purgeLinkLocked
-	// needs): kept when it is what we asked for.
-	v.routes.putKeep(r, &v.names, true)
-	v.mu.Unlock()
-}
+// changes nothing and re-enqueues nobody (routes: notedRoute, viewroutes.go).
 func (v *kernelView) notedRouteDel(r *netlinkmgr.RouteInfo) {
 	v.mu.Lock()
 	v.routes.del(r.Table, r.Dst, r.Metric, -1)
@@ -562,6 +556,9 @@ func (v *kernelView) onRoute(r *netlinkmgr.RouteInfo, deleted bool) []string {
 	if deleted {
 		// A delete names the route it removed: only that protocol's.
 		changed = m.del(r.Table, r.Dst, r.Metric, r.Protocol)
+		if ownedRoute(r) && v.writeGoneLocked(r) {
+			changed = true // news even when the view did not hold it
+		}
 	} else {
 		changed = m.put(r, &v.names)
 	}

@@ -83,6 +83,9 @@ const (
 	vrHop       // one next hop (else none)
 	vrGw        // the hop has a gateway
 	vrGw4       // an IPv4 gateway (gw holds its IPv4-mapped form)
+	// Only in kernelView.inflight (never equal to a compact route's flags):
+	vrLoose // the route written has no compact form: only its metric is kept
+	vrGone  // its delete was heard while it was being written
 )
 
 // routeTable is one set of routes of the view (ours, or the foreign ones):
@@ -385,7 +388,16 @@ func (t *routeTable) compact() {
 // Replace): the echo of one that beats our note of the write (notedRoute,
 // after the kernel's answer) changes the view but is no news — the key is
 // being applied — so it must not re-enqueue the key (a burst of routes
-// was reconciled half again over).
+// was reconciled half again over). A route without a compact form is
+// recorded by its metric only (vrLoose: its echo is news, its delete is
+// heard as below).
+//
+// A delete of one of them heard before that note — someone removed it
+// right after the kernel wrote it; with OmitOwnRouteWrites its add is
+// never heard — finds nothing in the view (a new route) or removes the
+// version being replaced; the note would then record a route the kernel
+// no longer has. writeGoneLocked marks it gone instead, and notedRoute
+// leaves it out: the key is retried (routeWritten).
 func (v *kernelView) writingAll(rs []netlinkmgr.RouteInfo) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -394,9 +406,11 @@ func (v *kernelView) writingAll(rs []netlinkmgr.RouteInfo) {
 	}
 	for i := range rs {
 		d := rdstOf(rs[i].Table, rs[i].Dst)
-		if c, ok := compactRoute(d, &rs[i], &v.names); ok {
-			v.inflight[d] = c
+		c, ok := compactRoute(d, &rs[i], &v.names)
+		if !ok {
+			c = vroute{metric: uint32(rs[i].Metric), flags: vrLoose}
 		}
+		v.inflight[d] = c
 	}
 }
 
@@ -404,6 +418,7 @@ func (v *kernelView) writingAll(rs []netlinkmgr.RouteInfo) {
 func (v *kernelView) written() {
 	v.mu.Lock()
 	clear(v.inflight)
+	v.gone = 0
 	v.mu.Unlock()
 }
 
@@ -420,4 +435,46 @@ func (v *kernelView) echoOfWriteLocked(r *netlinkmgr.RouteInfo) bool {
 	}
 	c, ok := compactRoute(d, r, &v.names)
 	return ok && c.same(&w)
+}
+
+// writeGoneLocked handles the delete event of our route r: when a route
+// to its table, destination and metric is being written (writingAll), it
+// is marked gone and writeGoneLocked reports true (the key is to be told,
+// whether or not the view held a version of it). Our own delete of the
+// old metric's route in the same reconcile does not match (another
+// metric). v.mu held.
+func (v *kernelView) writeGoneLocked(r *netlinkmgr.RouteInfo) bool {
+	if len(v.inflight) == 0 {
+		return false
+	}
+	d := rdstOf(r.Table, r.Dst)
+	w, ok := v.inflight[d]
+	if !ok || int(w.metric) != r.Metric {
+		return false
+	}
+	if w.flags&vrGone == 0 {
+		w.flags |= vrGone
+		v.inflight[d] = w
+		v.gone++
+	}
+	return true
+}
+
+// notedRoute records our own successful write of r, so its echo changes
+// nothing and re-enqueues nobody — unless its delete was heard while it
+// was being written (writeGoneLocked): then it reports false and the view
+// stays without it.
+func (v *kernelView) notedRoute(r *netlinkmgr.RouteInfo) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.gone > 0 { // most often none: no look-up per route
+		if w, ok := v.inflight[rdstOf(r.Table, r.Dst)]; ok && w.flags&vrGone != 0 && int(w.metric) == r.Metric {
+			return false
+		}
+	}
+	// The echo that came first says more than what we asked for (the
+	// link a gateway-only next hop resolved to, which purgeLinkLocked
+	// needs): kept when it is what we asked for.
+	v.routes.putKeep(r, &v.names, true)
+	return true
 }
