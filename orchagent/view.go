@@ -176,12 +176,6 @@ func (v *kernelView) routeDsts() []rdst {
 	return v.routes.dsts(make([]rdst, 0, v.routes.len()))
 }
 
-func (v *kernelView) allRoutes() []netlinkmgr.RouteInfo {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.routes.all(nil, &v.names)
-}
-
 // listVids returns the bridge VLANs of link, from the view when known.
 func (o *Orch) listVids(link string) ([]netlinkmgr.BridgeVlanInfo, error) {
 	v := o.view

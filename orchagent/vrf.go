@@ -81,8 +81,11 @@ func (o *Orch) removeVrf(key string) outcome {
 	// Our routes in its table would outlive the device (those through
 	// interfaces of other VRFs, blackholes): they go first.
 	if cur.Vrf != nil {
-		for _, r := range o.view.allRoutes() {
-			if r.Table == int(cur.Vrf.Table) {
+		for _, d := range o.view.routeDsts() {
+			if d.table() != int(cur.Vrf.Table) {
+				continue
+			}
+			for _, r := range o.view.routesFor(d.table(), d.dst()) {
 				if err := o.delRoute(key, r); err != nil {
 					return kernelOut(err, nil)
 				}
