@@ -316,11 +316,13 @@ func (o *Orch) enqueue(key string) {
 
 // enqueueRefs enqueues every key that depends on one of resources.
 func (o *Orch) enqueueRefs(resources ...string) {
+	var vrfs vrfTables
 	for _, r := range resources {
 		for _, k := range o.idx.keys(r) {
 			o.enqueue(k)
 		}
 		o.enqueueRouteKeys(r)
+		o.enqueueVrfRouteKeys(r, &vrfs)
 	}
 }
 

@@ -2,6 +2,8 @@ package orchagent
 
 import (
 	"net/netip"
+	"strconv"
+	"strings"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
@@ -119,4 +121,58 @@ func weight(w int) int {
 		return 1
 	}
 	return w
+}
+
+// vrfTables is the names of our vrf devices by table, read from the view
+// once per enqueueRefs (a link's purge names many routes).
+type vrfTables struct {
+	byTable map[int]string
+	read    bool
+}
+
+// enqueueVrfRouteKeys enqueues the configured STATIC_ROUTE keys of a VRF
+// that res concerns, which applyRoute does not put in the index:
+//   - "route:T:P", T the table of our vrf device NAME: key NAME|P;
+//   - "VRF|NAME" (its result changed) or "link:NAME" (its device came,
+//     went or changed, maybe its table): every NAME|P key, pending or
+//     applied.
+//
+// A main table's IPv6 resource may read as "route:T:P": that enqueues a
+// key for nothing at worst.
+func (o *Orch) enqueueVrfRouteKeys(res string, vrfs *vrfTables) {
+	var name string
+	switch {
+	case len(res) > len("route:") && res[:len("route:")] == "route:":
+		t, p, ok := strings.Cut(res[len("route:"):], ":")
+		if !ok || len(t) != 4 {
+			return
+		}
+		// Our VRFs' tables are 1001-2000 (pickVrfTable), the range the
+		// view keeps.
+		table, err := strconv.Atoi(t)
+		if err != nil || table < vrfTableMin || table > vrfTableMax {
+			return
+		}
+		if !vrfs.read {
+			vrfs.byTable, vrfs.read = o.view.ourVrfTables(), true
+		}
+		vrf, ok := vrfs.byTable[table]
+		if !ok {
+			return
+		}
+		if k := vrf + schema.ConfigSep + p; o.cfg.Has(schema.TableStaticRoute, k) {
+			o.enqueue(schema.ConfigKey(schema.TableStaticRoute, k))
+		}
+		return
+	case strings.HasPrefix(res, schema.TableVRF+schema.ConfigSep):
+		name = res[len(schema.TableVRF+schema.ConfigSep):]
+	case strings.HasPrefix(res, "link:"):
+		name = res[len("link:"):]
+	}
+	if !inVRF(name) || !schema.IsVRFName(name) {
+		return
+	}
+	for _, k := range o.cfg.KeysWithPrefix(schema.TableStaticRoute, name+schema.ConfigSep) {
+		o.enqueue(schema.ConfigKey(schema.TableStaticRoute, k))
+	}
 }

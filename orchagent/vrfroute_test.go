@@ -2,6 +2,8 @@ package orchagent
 
 import (
 	"context"
+	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
@@ -146,5 +148,159 @@ func TestVrfRouteSweep(t *testing.T) {
 	}
 	if len(second.routes("10.7.0.0/16")) != 1 {
 		t.Fatal("main table route swept")
+	}
+}
+
+// What re-enqueues an applied VRF route, which (like a main-table route)
+// is not registered in the dependency index under its own VRF or route:
+// the route deleted by hand, its next-hop link down and up, its gateway's
+// subnet gone and back, its VRF device deleted by hand, re-made in
+// another table, and the VRF key deleted and set again.
+func TestVrfRouteEvents(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
+	up(t, k, "Ethernet0", "Ethernet4")
+	r := newRig(t, k)
+	r.set("VRF", "Vrf_red")
+	r.set("INTERFACE", "Ethernet0", "vrf_name", "Vrf_red")
+	r.set("INTERFACE", "Ethernet0|10.0.0.1/24")
+	r.set("STATIC_ROUTE", "Vrf_red|10.9.0.0/16", "nexthop", "10.0.0.2")
+	r.set("STATIC_ROUTE", "Vrf_red|10.5.0.0/16", "ifname", "Ethernet4")
+	r.set("STATIC_ROUTE", "10.9.0.0/16", "blackhole", "true") // the same prefix in main
+	r.settle()
+	gw, dev := "STATIC_ROUTE|Vrf_red|10.9.0.0/16", "STATIC_ROUTE|Vrf_red|10.5.0.0/16"
+	r.want(gw, schema.StateOK, "")
+	r.want(dev, schema.StateOK, "")
+	red := int(r.link("Vrf_red").Vrf.Table)
+	gwRoute := "10.9.0.0/16 proto 201 metric 0 table " + itoa(red) + " nexthop via 10.0.0.2 dev Ethernet0"
+	devRoute := "10.5.0.0/16 proto 201 metric 0 table " + itoa(red) + " nexthop dev Ethernet4"
+	wantTable := func(table int, what string) {
+		t.Helper()
+		got := r.tableRoutes(table)
+		if len(got) != 2 || !got[strings.Replace(gwRoute, itoa(red), itoa(table), 1)] ||
+			!got[strings.Replace(devRoute, itoa(red), itoa(table), 1)] {
+			t.Fatalf("%s: table %d holds %v", what, table, got)
+		}
+	}
+	wantTable(red, "applied")
+	if idx := r.o.idx.byKey[gw]; len(idx) != 0 {
+		t.Errorf("%s is in the dependency index under %v", gw, idx)
+	}
+
+	// Deleted by hand: restored.
+	for _, rt := range r.tableRouteInfos(red) {
+		if err := r.k.Routes().Del(rt); err != nil {
+			t.Fatal(err)
+		}
+		r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Deleted: true, Route: &rt})
+	}
+	r.settle()
+	wantTable(red, "deleted by hand")
+
+	// The next-hop link goes down (the kernel drops the route), then up.
+	down := false
+	if err := r.k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet4", AdminUp: &down}); err != nil {
+		t.Fatal(err)
+	}
+	r.linkEvent("Ethernet4", false)
+	r.settle()
+	r.want(dev, schema.StatePending, "to be up")
+	up(t, r.k, "Ethernet4")
+	r.linkEvent("Ethernet4", false)
+	r.settle()
+	r.want(dev, schema.StateOK, "")
+	wantTable(red, "link up again")
+
+	// The gateway's subnet deleted by hand: the kernel drops the route
+	// silently; the address and the route are restored.
+	a := netlinkmgr.AddrInfo{Link: "Ethernet0", Prefix: netip.MustParsePrefix("10.0.0.1/24")}
+	if err := r.k.Addrs().Del(a); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range r.tableRouteInfos(red) {
+		if len(rt.NextHops) == 1 && rt.NextHops[0].Gateway.IsValid() {
+			if err := r.k.Routes().Del(rt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventAddr, Deleted: true, Addr: &a})
+	r.settle()
+	r.want(gw, schema.StateOK, "")
+	wantTable(red, "gateway's subnet back")
+
+	// The VRF device deleted by hand: made again, the routes back in it.
+	if err := r.k.Links().Del("Vrf_red"); err != nil {
+		t.Fatal(err)
+	}
+	r.linkEvent("Vrf_red", true)
+	r.flushTable(red)
+	r.settle()
+	r.want(gw, schema.StateOK, "")
+	r.want(dev, schema.StateOK, "")
+	if now := int(r.link("Vrf_red").Vrf.Table); now != red {
+		t.Fatalf("Vrf_red made again in table %d, not %d", now, red)
+	}
+	wantTable(red, "VRF device made again")
+
+	// Made again in another table: someone's vrf device holds the old one.
+	if err := r.k.Links().Del("Vrf_red"); err != nil {
+		t.Fatal(err)
+	}
+	r.linkEvent("Vrf_red", true)
+	r.flushTable(red)
+	if err := r.k.Links().Add(netlinkmgr.LinkInfo{Name: "Vrf_hand", Kind: "vrf", Vrf: &netlinkmgr.VrfOptions{Table: uint32(red)}}); err != nil {
+		t.Fatal(err)
+	}
+	r.linkEvent("Vrf_hand", false)
+	r.settle()
+	moved := int(r.link("Vrf_red").Vrf.Table)
+	if moved == red {
+		t.Fatalf("Vrf_red made again in the table of Vrf_hand (%d)", red)
+	}
+	r.want(gw, schema.StateOK, "")
+	r.want(dev, schema.StateOK, "")
+	wantTable(moved, "VRF in another table")
+	if got := r.tableRoutes(red); len(got) != 0 {
+		t.Fatalf("Vrf_hand's table %d holds our routes: %v", red, got)
+	}
+
+	// The VRF key deleted: the routes wait for it, gone from its table;
+	// set again: back.
+	r.del("VRF", "Vrf_red")
+	r.settle()
+	r.want(gw, schema.StatePending, "waiting for VRF|Vrf_red")
+	r.want(dev, schema.StatePending, "waiting for VRF|Vrf_red")
+	if got := r.tableRoutes(moved); len(got) != 0 {
+		t.Fatalf("table %d of the deleted VRF holds %v", moved, got)
+	}
+	r.set("VRF", "Vrf_red")
+	r.settle()
+	r.want(gw, schema.StateOK, "")
+	r.want(dev, schema.StateOK, "")
+	wantTable(int(r.link("Vrf_red").Vrf.Table), "VRF key set again")
+	if m := r.routes("10.9.0.0/16"); len(m) != 1 || !m[0].Blackhole {
+		t.Fatalf("main table route: %+v", m)
+	}
+}
+
+// tableRouteInfos returns our routes in table.
+func (r *rig) tableRouteInfos(table int) []netlinkmgr.RouteInfo {
+	r.t.Helper()
+	rs, err := r.k.Routes().List(netlinkmgr.RouteFilter{Table: table, Protocol: netlinkmgr.ProtoSwitchyard})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return rs
+}
+
+// flushTable deletes the routes of table, as the kernel does when the vrf
+// device holding it goes (its ports leave it), with their events.
+func (r *rig) flushTable(table int) {
+	r.t.Helper()
+	for _, rt := range r.tableRouteInfos(table) {
+		if err := r.k.Routes().Del(rt); err != nil {
+			r.t.Fatal(err)
+		}
+		r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Deleted: true, Route: &rt})
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -329,6 +330,22 @@ func (c *Cache) Keys(table string) []string {
 	keys := make([]string, 0, len(c.tables[table]))
 	for k := range c.tables[table] {
 		keys = append(keys, k)
+	}
+	c.mu.RUnlock()
+	sort.Strings(keys)
+	return keys
+}
+
+// KeysWithPrefix returns, sorted, table's keys that start with prefix
+// (STATIC_ROUTE "Vrf_red|"): one pass over the table, for the rare event
+// that concerns a group of keys no index lists.
+func (c *Cache) KeysWithPrefix(table, prefix string) []string {
+	c.mu.RLock()
+	var keys []string
+	for k := range c.tables[table] {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
 	}
 	c.mu.RUnlock()
 	sort.Strings(keys)
