@@ -76,9 +76,10 @@ type Orch struct {
 	// so 100k routes cost no second copy here.
 	results     map[string]schema.Result
 	resultsPeak int // high-water mark of results (shrink)
-	// rtables is the table each VRF route key was last applied in, so its
-	// delete finds the routes when the VRF device is already gone.
-	rtables map[string]int
+	// rtables is the tables each VRF applied routes in, so the delete of
+	// a route key finds its route when the VRF device is already gone:
+	// per VRF (a table or two), not per route key.
+	rtables map[string][]int
 	// vxdevs is the vxlan device each VXLAN_TUNNEL_MAP key last made.
 	vxdevs map[string]string
 	// vxremotes is the vxlan device each VXLAN_REMOTE_VNI key last put its
@@ -176,7 +177,7 @@ func New(opts Options) *Orch {
 		idx:       newRefIndex(),
 		view:      newKernelView(),
 		results:   map[string]schema.Result{},
-		rtables:   map[string]int{},
+		rtables:   map[string][]int{},
 		vxdevs:    map[string]string{},
 		vxremotes: map[string]string{},
 	}

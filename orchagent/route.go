@@ -91,7 +91,7 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 		return pendingOut(reason, append(refs, resReach))
 	}
 	if inVRF(r.VRF) {
-		o.notedRouteTable(key, table) // (it parses the key again)
+		o.notedRouteTable(r.VRF, table)
 	}
 	if c, ok := o.view.foreignRoute(table, r.Prefix, want.Metric); ok {
 		// Someone else's route: never replaced. Its deletion (a route
@@ -172,7 +172,8 @@ func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, ref
 // removeRoute deletes our routes to the key's prefix in its table, unless
 // the other spelling of the same route ("default|P" for "P") is still
 // configured. A VRF route's table is its VRF device's, or (the device gone)
-// the one the key was last applied in; else the sweep finds the route.
+// each table the VRF applied routes in that no vrf device of ours holds
+// now; else the sweep finds the route.
 func (o *Orch) removeRoute(key string) outcome {
 	vrf, p, ok := routeKeyParts(key)
 	if !ok {
@@ -182,9 +183,7 @@ func (o *Orch) removeRoute(key string) outcome {
 	if inVRF(vrf) {
 		t, ok := o.vrfTableOf(vrf)
 		if !ok {
-			if t, ok = o.routeTable(key); !ok {
-				return okOut(nil)
-			}
+			return o.removeGoneVrfRoute(key, vrf, p)
 		}
 		table = t
 	} else if other := otherRouteKey(key); o.configuredLocal(schema.TableStaticRoute, other) {
@@ -196,7 +195,6 @@ func (o *Orch) removeRoute(key string) outcome {
 			return kernelOut(err, nil)
 		}
 	}
-	o.forgetRouteTable(key)
 	return okOut(nil)
 }
 

@@ -2,6 +2,7 @@ package orchagent
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,27 +80,38 @@ func (v *kernelView) subnetInVRF(ip netip.Addr, vrf string) (string, bool) {
 	return "", false
 }
 
-// notedRouteTable records the table route key was applied in.
-func (o *Orch) notedRouteTable(key string, table int) {
-	if vrf, _, ok := routeKeyParts(key); !ok || !inVRF(vrf) {
-		return
-	}
-	o.mu.Lock()
-	o.rtables[key] = table
-	o.mu.Unlock()
-}
-
-func (o *Orch) routeTable(key string) (int, bool) {
+// notedRouteTable records that VRF vrf applied a route in table.
+func (o *Orch) notedRouteTable(vrf string, table int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	t, ok := o.rtables[key]
-	return t, ok
+	ts := o.rtables[vrf]
+	if !slices.Contains(ts, table) {
+		o.rtables[vrf] = append(ts, table)
+	}
 }
 
-func (o *Orch) forgetRouteTable(key string) {
+// removeGoneVrfRoute deletes our routes to p of key in VRF vrf, whose
+// device is gone: in each table the VRF applied routes in (rtables) that
+// no vrf device of ours holds now (another VRF's routes are its own).
+func (o *Orch) removeGoneVrfRoute(key, vrf string, p netip.Prefix) outcome {
 	o.mu.Lock()
-	delete(o.rtables, key)
+	tables := slices.Clone(o.rtables[vrf])
 	o.mu.Unlock()
+	if len(tables) == 0 {
+		return okOut(nil)
+	}
+	held := o.view.ourVrfTables()
+	for _, t := range tables {
+		if _, ok := held[t]; ok {
+			continue
+		}
+		for _, c := range o.view.routesFor(t, p) {
+			if err := o.delRoute(key, c); err != nil {
+				return kernelOut(err, nil)
+			}
+		}
+	}
+	return okOut(nil)
 }
 
 // routeSame compares two kernel routes (same dst and metric assumed).

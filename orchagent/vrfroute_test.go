@@ -304,3 +304,33 @@ func (r *rig) flushTable(table int) {
 		r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Deleted: true, Route: &rt})
 	}
 }
+
+// A VRF route key deleted while its VRF's device is gone (and before it
+// is made again) removes its route from the table the VRF had.
+func TestVrfRouteDeletedWithDeviceGone(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		k := netlinkmgr.NewFake()
+		r := newRig(t, k)
+		r.batched = batched
+		r.set("VRF", "Vrf_red")
+		r.set("STATIC_ROUTE", "Vrf_red|10.8.0.0/16", "blackhole", "true")
+		r.set("STATIC_ROUTE", "Vrf_red|10.7.0.0/16", "blackhole", "true")
+		r.settle()
+		red := int(r.link("Vrf_red").Vrf.Table)
+		if got := r.tableRoutes(red); len(got) != 2 {
+			t.Fatalf("table %d: %v", red, got)
+		}
+		if err := r.k.Links().Del("Vrf_red"); err != nil {
+			t.Fatal(err)
+		}
+		r.linkEvent("Vrf_red", true)
+		r.del("STATIC_ROUTE", "Vrf_red|10.8.0.0/16")
+		r.reconcile([]string{"STATIC_ROUTE|Vrf_red|10.8.0.0/16"})
+		if got := r.tableRoutes(red); len(got) != 1 || !got["blackhole 10.7.0.0/16 proto 201 metric 0 table "+itoa(red)] {
+			t.Fatalf("batched %v: after the delete with Vrf_red gone, table %d holds %v", batched, red, got)
+		}
+		r.settle()
+		r.noResult("STATIC_ROUTE|Vrf_red|10.8.0.0/16")
+		r.want("STATIC_ROUTE|Vrf_red|10.7.0.0/16", schema.StateOK, "")
+	}
+}
