@@ -171,3 +171,21 @@ func routeKeys(n int) []string {
 	}
 	return keys
 }
+
+// KeysWithPrefix lists, sorted, the keys of one table that start with the
+// prefix: not another table's, not a deleted one's.
+func TestCacheKeysWithPrefix(t *testing.T) {
+	c := NewCache(nil)
+	for _, k := range []string{"Vrf_red|10.9.0.0/16", "Vrf_red|10.1.0.0/24", "Vrf_redder|10.2.0.0/16", "10.3.0.0/16", "Vrf_red|10.4.0.0/16"} {
+		c.Set("STATIC_ROUTE", k, schema.Fields{"blackhole": "true"})
+	}
+	c.Set("VRF", "Vrf_red|x", schema.Fields{})
+	c.Delete("STATIC_ROUTE", "Vrf_red|10.4.0.0/16")
+	got := c.KeysWithPrefix("STATIC_ROUTE", "Vrf_red|")
+	if want := []string{"Vrf_red|10.1.0.0/24", "Vrf_red|10.9.0.0/16"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("KeysWithPrefix = %v, want %v", got, want)
+	}
+	if got := c.KeysWithPrefix("FDB", "Vrf_red|"); len(got) != 0 {
+		t.Fatalf("empty table: %v", got)
+	}
+}
