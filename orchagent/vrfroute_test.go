@@ -334,3 +334,44 @@ func TestVrfRouteDeletedWithDeviceGone(t *testing.T) {
 		r.want("STATIC_ROUTE|Vrf_red|10.7.0.0/16", schema.StateOK, "")
 	}
 }
+
+// enqueueVrfRouteKeys reads resource names ("route:T:P", "VRF|NAME",
+// "link:NAME"): whatever the string, it enqueues only configured
+// STATIC_ROUTE keys of a VRF, and never panics.
+func FuzzEnqueueVrfRouteKeys(f *testing.F) {
+	o := New(Options{Kernel: netlinkmgr.NewFake()})
+	ctx := context.Background()
+	o.cfg.Set("VRF", "Vrf_red", fields())
+	if err := o.Prime(); err != nil {
+		f.Fatal(err)
+	}
+	if err := o.Reconcile(ctx, "VRF|Vrf_red"); err != nil {
+		f.Fatal(err)
+	}
+	if err := o.Prime(); err != nil { // the view learns the vrf device
+		f.Fatal(err)
+	}
+	table, ok := o.vrfTableOf("Vrf_red")
+	if !ok {
+		f.Fatal("VRF|Vrf_red is not applied")
+	}
+	for _, k := range []string{"Vrf_red|10.9.0.0/16", "Vrf_red|2001:db8::/64", "10.9.0.0/16"} {
+		o.cfg.Set("STATIC_ROUTE", k, fields("blackhole", "true"))
+	}
+	for _, s := range []string{"route:" + itoa(table) + ":10.9.0.0/16", "route:" + itoa(table) + ":2001:db8::/64",
+		"route:10.9.0.0/16", "route:1001:db8::/64", "VRF|Vrf_red", "link:Vrf_red", "link:Ethernet0", "route:", "route::", "VRF|"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, res string) {
+		o.Drain()
+		var vrfs vrfTables
+		o.enqueueVrfRouteKeys(res, &vrfs)
+		for _, key := range o.Drain() {
+			table, k, _ := strings.Cut(key, "|")
+			vrf, _, ok := routeKeyParts(k)
+			if table != schema.TableStaticRoute || !ok || !inVRF(vrf) || !o.cfg.Has(table, k) {
+				t.Fatalf("%q enqueued %q", res, key)
+			}
+		}
+	})
+}
