@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -112,6 +114,7 @@ func (w *Watcher) start(ctx context.Context, send func(context.Context, []Event)
 // (every event before a barrier is sent before its OnSync).
 func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.Context, []Event) bool) {
 	retry := newBackoff()
+	defer w.closeReadConn()
 	for {
 		items, ok := co.take(ctx, readBatch)
 		if !ok {
@@ -155,68 +158,115 @@ func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.
 
 // read fetches the current state of items in one pipeline; events[i]
 // belongs to items[i] (zero for barriers). A connection error fails the
-// whole batch; per-key errors land in Event.Err.
+// whole batch (and closes the read connection: the next read dials
+// again); per-key errors land in Event.Err.
+//
+// The pipeline goes over the watcher's own connection (dialRaw, SELECTed
+// to the watched DB) and the replies are parsed straight into the events
+// (replyreader.go): ~1 allocation per field-less key and 2 per hash, not
+// go-redis' ~7.6. docs/performance.md, "Redis side", has the figures.
 func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
-	pipe := w.c.Pipeline()
-	cmds := make([]redis.Cmder, len(items))
-	for i, it := range items {
+	rc := &w.rc
+	if rc.conn == nil {
+		conn, rd, err := dialRaw(ctx, w.c.Options(), w.opts.DB)
+		if err != nil {
+			return nil, err
+		}
+		rc.conn, rc.rd = conn, rd
+	}
+	buf := rc.wbuf[:0]
+	for _, it := range items {
 		switch {
 		case it.sync:
 		case it.ch.Table == "":
-			cmds[i] = pipe.Get(ctx, it.ch.Key)
+			buf = appendCommand(buf, "GET", it.ch.Key)
 		case it.full != "":
-			cmds[i] = pipe.HGetAll(ctx, it.full)
+			buf = appendCommand(buf, "HGETALL", it.full)
 		default:
-			cmds[i] = pipe.HGetAll(ctx, it.ch.Table+w.opts.Separator+it.ch.Key)
+			buf = appendCommand(buf, "HGETALL", it.ch.Table+w.opts.Separator+it.ch.Key)
 		}
 	}
-	_, _ = pipe.Exec(ctx) // errors are per command, below
-	for _, cmd := range cmds {
-		if cmd == nil {
-			continue
-		}
-		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) && !isServerError(err) {
-			return nil, err // connection trouble: retry the whole batch
-		}
+	rc.wbuf = shrinkScratch(buf)
+	o, conn := w.c.Options(), rc.conn
+	conn.SetWriteDeadline(ioDeadline(ctx, o.WriteTimeout))
+	conn.SetReadDeadline(ioDeadline(ctx, o.ReadTimeout))
+	// A cancelled ctx ends a blocked write or read at once.
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	fail := func(err error) ([]Event, error) {
+		stop()
+		w.closeReadConn()
+		return nil, err // connection trouble: retry the whole batch
+	}
+	if _, err := conn.Write(buf); err != nil {
+		return fail(err)
 	}
 	events := make([]Event, len(items))
+	var wrongType []int // GETs of a plain key holding a hash, read below
 	for i, it := range items {
 		if it.sync {
 			continue
 		}
 		ev := Event{Table: it.ch.Table, Key: it.ch.Key}
-		switch cmd := cmds[i].(type) {
-		case *redis.StringCmd:
-			v, err := cmd.Result()
+		if it.ch.Table == "" {
+			v, null, err := rc.rd.bulk()
+			var re respError
 			switch {
-			case errors.Is(err, redis.Nil):
-				ev.Deleted = true
-			case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
-				f, ok, err := ReadHash(ctx, w.c, it.ch.Key)
-				if err != nil && !isServerError(err) {
-					return nil, err
-				}
-				ev.Fields, ev.Deleted, ev.Err = f, !ok && err == nil, err
+			case errors.As(err, &re) && strings.HasPrefix(string(re), "WRONGTYPE"):
+				wrongType = append(wrongType, i)
+			case errors.As(err, &re):
+				ev.Err = fmt.Errorf("get %s: %w", it.ch.Key, ExplainPermission(re, "get", it.ch.Key))
 			case err != nil:
-				ev.Err = fmt.Errorf("get %s: %w", it.ch.Key, err)
+				return fail(err)
+			case null:
+				ev.Deleted = true
 			default:
 				ev.Value = v
 			}
-		case *redis.MapStringStringCmd:
-			h, err := cmd.Result()
-			switch {
-			case err != nil:
-				ev.Err = fmt.Errorf("hgetall %s%s%s: %w", it.ch.Table, w.opts.Separator, it.ch.Key, err)
-			case len(h) == 0:
-				ev.Deleted = true
-			default:
-				delete(h, NullField)
-				ev.Fields = h
-			}
+			events[i] = ev
+			continue
+		}
+		h, err := rc.rd.hash()
+		var re respError
+		switch {
+		case errors.As(err, &re):
+			full := it.ch.Table + w.opts.Separator + it.ch.Key
+			ev.Err = fmt.Errorf("hgetall %s: %w", full, ExplainPermission(re, "hgetall", full))
+		case err != nil:
+			return fail(err)
+		case h == nil:
+			ev.Deleted = true
+		default:
+			ev.Fields = h
 		}
 		events[i] = ev
 	}
+	stop()
+	for _, i := range wrongType {
+		ev := &events[i]
+		f, ok, err := ReadHash(ctx, w.c, ev.Key)
+		if err != nil && !isServerError(err) {
+			return nil, err
+		}
+		ev.Fields, ev.Deleted, ev.Err = f, !ok && err == nil, err
+	}
 	return events, nil
+}
+
+// readConn is the connection of the Watcher's reads of changed keys
+// (used by the deliverer only).
+type readConn struct {
+	conn net.Conn
+	rd   *pushReader
+	wbuf []byte // the pipeline's commands (reused)
+}
+
+// closeReadConn closes the read connection; the next read dials again.
+func (w *Watcher) closeReadConn() {
+	if w.rc.conn != nil {
+		w.rc.conn.Close()
+	}
+	w.rc = readConn{}
 }
 
 // ReadHash returns a key's hash without the NULL placeholder; ok=false if

@@ -47,6 +47,7 @@ type pushReader struct {
 	scratch []byte // the parts of the current message, back to back (reused)
 	ends    [maxPushParts]int
 	parts   [maxPushParts][]byte
+	offs    []int // hash: where each field and value ends in scratch (reused)
 }
 
 func newPushReader(r io.Reader) *pushReader {

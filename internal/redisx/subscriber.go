@@ -3,7 +3,6 @@ package redisx
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -69,51 +68,14 @@ func (s *subscriber) receive(ctx context.Context) (push, error) {
 // connect dials, authenticates and sends the subscriptions; their
 // confirmations are read by receive.
 func (s *subscriber) connect(ctx context.Context) error {
-	o := s.opts
-	dctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
-	defer cancel()
-	conn, err := o.Dialer(dctx, o.Network, o.Addr)
+	conn, rd, err := dialRaw(ctx, s.opts, 0)
 	if err != nil {
-		return fmt.Errorf("dial %s: %w", o.Addr, err)
+		return err
 	}
-	rd := newPushReader(conn)
 	fail := func(err error) error {
 		conn.Close()
 		return err
 	}
-	conn.SetDeadline(time.Now().Add(o.DialTimeout))
-	user, pass := o.Username, o.Password
-	switch {
-	case o.CredentialsProviderContext != nil:
-		if user, pass, err = o.CredentialsProviderContext(ctx); err != nil {
-			return fail(fmt.Errorf("redis credentials: %w", err))
-		}
-	case o.CredentialsProvider != nil:
-		user, pass = o.CredentialsProvider()
-	}
-	var hello [][]string
-	switch {
-	case pass != "" && user != "":
-		hello = append(hello, []string{"AUTH", user, pass})
-	case pass != "":
-		hello = append(hello, []string{"AUTH", pass})
-	}
-	if o.ClientName != "" {
-		hello = append(hello, []string{"CLIENT", "SETNAME", o.ClientName})
-	}
-	for _, cmd := range hello {
-		if _, err := conn.Write(appendCommand(nil, cmd...)); err != nil {
-			return fail(err)
-		}
-		line, err := rd.line()
-		if err != nil {
-			return fail(err)
-		}
-		if line[0] == '-' {
-			return fail(fmt.Errorf("%s: %w", cmd[0], respError(line[1:])))
-		}
-	}
-	conn.SetDeadline(time.Time{})
 	var buf []byte
 	if len(s.channels) > 0 {
 		buf = appendCommand(buf, append([]string{"SUBSCRIBE"}, s.channels...)...)

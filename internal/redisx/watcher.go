@@ -80,6 +80,8 @@ type Watcher struct {
 	// each page of keys and waits while the consumer is far behind.
 	pace func(ctx context.Context)
 
+	rc readConn // Events' reads of changed keys (the deliverer's)
+
 	testMarked func(Change) // tests: called after Events marked a key dirty
 }
 

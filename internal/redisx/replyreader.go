@@ -1,0 +1,156 @@
+package redisx
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// The replies of the Watcher's reads (HGETALL, GET), parsed from the
+// connection's buffer straight into what an Event holds: a hash costs its
+// map and one string holding every field and value (the map's strings are
+// slices of it), not go-redis' command object, argument slice and two
+// strings per field. The connection speaks RESP2 (dialRaw sends no HELLO).
+
+// maxHashHint bounds the map size taken on trust from a reply's header:
+// a bigger hash grows the map as its fields actually arrive.
+const maxHashHint = 64
+
+// hash reads an HGETALL reply: the fields without NULL, nil when the key
+// does not exist (an empty array), an empty map when it holds only NULL.
+// A server error reply is a respError and leaves the connection usable;
+// any other error leaves it unusable.
+func (p *pushReader) hash() (map[string]string, error) {
+	line, err := p.line()
+	if err != nil {
+		return nil, err
+	}
+	switch line[0] {
+	case '-':
+		return nil, respError(line[1:])
+	case '*':
+	default:
+		return nil, fmt.Errorf("%w: want an array, got %q", errProtocol, clip(line))
+	}
+	n, err := parseLen(line[1:])
+	if err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	if n%2 != 0 {
+		return nil, fmt.Errorf("%w: hash reply of %d elements", errProtocol, n)
+	}
+	p.scratch = p.scratch[:0]
+	p.offs = p.offs[:0]
+	for i := 0; i < n; i++ {
+		if err := p.appendBulk(); err != nil {
+			return nil, err
+		}
+		p.offs = append(p.offs, len(p.scratch))
+	}
+	s := string(p.scratch) // the one string every field and value slices
+	h := make(map[string]string, min(n/2, maxHashHint))
+	from := 0
+	for i := 0; i < n; i += 2 {
+		f, v := s[from:p.offs[i]], s[p.offs[i]:p.offs[i+1]]
+		from = p.offs[i+1]
+		if f != NullField {
+			h[f] = v
+		}
+	}
+	p.scratch, p.offs = shrinkScratch(p.scratch), shrinkOffs(p.offs)
+	return h, nil
+}
+
+// bulk reads a GET reply: the value, or null for an absent key. Errors
+// are as hash's.
+func (p *pushReader) bulk() (v string, null bool, err error) {
+	line, err := p.line()
+	if err != nil {
+		return "", false, err
+	}
+	switch line[0] {
+	case '-':
+		return "", false, respError(line[1:])
+	case '$':
+	default:
+		return "", false, fmt.Errorf("%w: want a bulk string, got %q", errProtocol, clip(line))
+	}
+	size, err := parseLen(line[1:])
+	if err != nil {
+		return "", false, err
+	}
+	if size < 0 {
+		return "", true, nil
+	}
+	p.scratch = p.scratch[:0]
+	if err := p.bulkBody(size); err != nil {
+		return "", false, err
+	}
+	v = string(p.scratch)
+	p.scratch = shrinkScratch(p.scratch)
+	return v, false, nil
+}
+
+// appendBulk appends the next bulk string (not null) to p.scratch.
+func (p *pushReader) appendBulk() error {
+	line, err := p.line()
+	if err != nil {
+		return err
+	}
+	if line[0] != '$' {
+		return fmt.Errorf("%w: want a bulk string, got %q", errProtocol, clip(line))
+	}
+	size, err := parseLen(line[1:])
+	if err != nil {
+		return err
+	}
+	if size < 0 {
+		return fmt.Errorf("%w: null in a hash reply", errProtocol)
+	}
+	return p.bulkBody(size)
+}
+
+// bulkChunk is how much of a bulk is read (and the buffer grown) at once:
+// memory follows the bytes that arrive, not a length taken on trust.
+const bulkChunk = 1 << 20
+
+// bulkBody appends a bulk's size bytes to p.scratch and checks its CRLF.
+func (p *pushReader) bulkBody(size int) error {
+	if size > maxBulk {
+		return fmt.Errorf("%w: bulk of %d bytes", errProtocol, size)
+	}
+	for rem := size + 2; rem > 0; {
+		n := min(rem, bulkChunk)
+		start := len(p.scratch)
+		p.scratch = slices.Grow(p.scratch, n)[:start+n]
+		if _, err := io.ReadFull(p.rd, p.scratch[start:]); err != nil {
+			return err
+		}
+		rem -= n
+	}
+	end := len(p.scratch) - 2
+	if p.scratch[end] != '\r' || p.scratch[end+1] != '\n' {
+		return fmt.Errorf("%w: bulk not ended by CRLF", errProtocol)
+	}
+	p.scratch = p.scratch[:end]
+	return nil
+}
+
+// shrinkScratch drops a scratch buffer grown past 1 MiB by an odd value
+// (kept: the ordinary one, reused by every reply).
+func shrinkScratch(b []byte) []byte {
+	if cap(b) > bulkChunk {
+		return nil
+	}
+	return b[:0]
+}
+
+func shrinkOffs(o []int) []int {
+	if cap(o) > 4096 {
+		return nil
+	}
+	return o[:0]
+}
