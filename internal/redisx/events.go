@@ -2,7 +2,6 @@ package redisx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -210,11 +209,11 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 		ev := Event{Table: it.ch.Table, Key: it.ch.Key}
 		if it.ch.Table == "" {
 			v, null, err := rc.rd.bulk()
-			var re respError
+			re, reply := err.(respError) // bulk returns it unwrapped
 			switch {
-			case errors.As(err, &re) && strings.HasPrefix(string(re), "WRONGTYPE"):
+			case reply && strings.HasPrefix(string(re), "WRONGTYPE"):
 				wrongType = append(wrongType, i)
-			case errors.As(err, &re):
+			case reply:
 				ev.Err = fmt.Errorf("get %s: %w", it.ch.Key, ExplainPermission(re, "get", it.ch.Key))
 			case err != nil:
 				return fail(err)
@@ -227,9 +226,9 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 			continue
 		}
 		h, err := rc.rd.hash()
-		var re respError
+		re, reply := err.(respError) // hash returns it unwrapped
 		switch {
-		case errors.As(err, &re):
+		case reply:
 			full := it.ch.Table + w.opts.Separator + it.ch.Key
 			ev.Err = fmt.Errorf("hgetall %s: %w", full, ExplainPermission(re, "hgetall", full))
 		case err != nil:
