@@ -36,6 +36,10 @@
 //     connection (the client's Dialer, credentials and client name), read
 //     by pushReader rather than go-redis' PubSub: one allocation per
 //     notification. A silent dead connection is noticed by PING.
+//   - Events reads the changed keys (pipelined HGETALL/GET) on a second
+//     connection of its own, dialed by the same dialRaw and SELECTed to
+//     the watched DB, its replies parsed straight into the events
+//     (replyreader.go). A failed read closes it; the batch is read again.
 //   - In Run mode a slow notify stalls the subscription; Redis then drops
 //     the connection at its pubsub output-buffer limit, which the watcher
 //     survives by rescanning — but keep notify quick (Events does).
