@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -73,6 +74,11 @@ type StateWriter struct {
 	sums    map[string]written
 	sumPeak int
 	runID   string // for CheckRestart
+
+	// The flush's connection and transaction (statewriter_tx.go), under mu.
+	conn net.Conn
+	rd   *pushReader
+	tx   txWriter
 
 	roundTrips atomic.Uint64
 	commands   atomic.Uint64
@@ -250,30 +256,32 @@ func (b *Batch) Flush(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	pipe := w.c.TxPipeline()
+	tx := &w.tx
+	tx.reset()
+	defer tx.release()
 	// One argument array for the whole batch, carved per command: a
 	// burst of results is not a slice per key.
 	args := make([]any, 0, 4*len(ops)+8)
 	touched := 0
 	for i := range ops {
 		var sent bool
-		if args, sent = w.queue(ctx, pipe, &ops[i], args); sent {
+		if args, sent = w.queue(tx, &ops[i], args); sent {
 			touched++
 		} else {
 			ops[i].key = "" // not sent: its cache entry is right
 		}
 	}
-	n := pipe.Len()
+	n := tx.Len()
 	if n == 0 {
 		return nil
 	}
 	w.roundTrips.Add(1)
 	w.commands.Add(uint64(n))
-	cmds, err := pipe.Exec(ctx)
+	errs, err := w.exec(ctx, tx)
 	if err == nil {
 		return nil
 	}
-	failed, err := execErrors(cmds, err)
+	failed, err := execErrors(tx.cmds, errs, err)
 	if failed == nil {
 		// Redis may hold the old values or the new: unknown. Without the
 		// loaded prefixes, an unknown key gets every owned field it does
@@ -301,21 +309,20 @@ func (b *Batch) Flush(ctx context.Context) error {
 // execErrors sorts the errors of an executed transaction: KeyErrors when
 // Redis ran it and refused single commands, else (nil and) the error that
 // explains the failure — for an EXECABORT, the refused command's own.
-func execErrors(cmds []redis.Cmder, err error) (KeyErrors, error) {
+func execErrors(cmds [][]any, errs []error, err error) (KeyErrors, error) {
 	aborted := strings.HasPrefix(err.Error(), "EXECABORT")
 	if !aborted && !isServerError(err) {
 		return nil, err // connection or context: unknown what was written
 	}
 	failed := KeyErrors{}
-	for _, c := range cmds {
-		e := c.Err()
+	for i, e := range errs {
 		if e == nil || strings.HasPrefix(e.Error(), "EXECABORT") {
 			continue
 		}
-		args := c.Args()
+		args := cmds[i]
 		e = ExplainPermission(e, args...)
 		if aborted {
-			return nil, fmt.Errorf("%s %v: %w", c.Name(), cmdKey(args), e)
+			return nil, fmt.Errorf("%s %v: %w", args[0], cmdKey(args), e)
 		}
 		failed[cmdKey(args)] = e
 	}
@@ -335,10 +342,10 @@ func cmdKey(args []any) string {
 // queue adds o's difference from the cache to pipe and updates the cache;
 // false when there is nothing to send. Command arguments are appended to
 // args (returned grown), whose capacity is shared by the batch.
-func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o *op, args []any) ([]any, bool) {
+func (w *StateWriter) queue(tx *txWriter, o *op, args []any) ([]any, bool) {
 	list, all := w.owned(o.key)
 	if w.compactFor(list, all) {
-		return w.queueCompact(ctx, pipe, o, args, list)
+		return w.queueCompact(tx, o, args, list)
 	}
 	cached, known := w.cache[o.key]
 	if !known && w.inLoaded(o.key) {
@@ -351,7 +358,8 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o *op, ar
 		case known && cached == "":
 			return args, false
 		case all:
-			pipe.Del(ctx, o.key)
+			args = append(args, "del", o.key)
+			tx.add(args[len(args)-2 : len(args) : len(args)])
 		case known:
 			start := len(args)
 			args = append(args, "hdel", o.key)
@@ -363,11 +371,11 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o *op, ar
 				args = append(args, w.name(f))
 				p = rest
 			}
-			pipe.Process(ctx, redis.NewIntCmd(ctx, args[start:len(args):len(args)]...))
+			tx.add(args[start:len(args):len(args)])
 		case len(list) == 0:
 			return args, false
 		default: // unknown key: it may hold any owned field
-			pipe.HDel(ctx, o.key, list...)
+			args = w.appendHDel(tx, args, o.key, list)
 		}
 		return args, true
 	}
@@ -400,7 +408,7 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o *op, ar
 	}
 	sent := false
 	if len(args)-set > 2 {
-		pipe.Process(ctx, redis.NewIntCmd(ctx, args[set:len(args):len(args)]...))
+		tx.add(args[set:len(args):len(args)])
 		sent = true
 	} else {
 		args = args[:set]
@@ -414,7 +422,7 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o *op, ar
 		}
 	}
 	if len(dels) > 0 {
-		pipe.HDel(ctx, o.key, dels...)
+		args = w.appendHDel(tx, args, o.key, dels)
 		sent = true
 	}
 	if o.packed == "" {
@@ -431,7 +439,7 @@ func (w *StateWriter) queue(ctx context.Context, pipe redis.Pipeliner, o *op, ar
 }
 
 // queueCompact is queue for a key whose cache is a fingerprint.
-func (w *StateWriter) queueCompact(ctx context.Context, pipe redis.Pipeliner, o *op, args []any, list []string) ([]any, bool) {
+func (w *StateWriter) queueCompact(tx *txWriter, o *op, args []any, list []string) ([]any, bool) {
 	old, known := w.sums[o.key]
 	if !known && w.inLoaded(o.key) {
 		known = true
@@ -444,9 +452,9 @@ func (w *StateWriter) queueCompact(ctx context.Context, pipe redis.Pipeliner, o 
 		delete(w.sums, o.key)
 		w.sums = shrink.Map(w.sums, &w.sumPeak)
 		if known {
-			return w.hdelMask(ctx, pipe, o.key, list, old.mask, args)
+			return w.hdelMask(tx, o.key, list, old.mask, args)
 		}
-		return w.hdelMask(ctx, pipe, o.key, list, all, args)
+		return w.hdelMask(tx, o.key, list, all, args)
 	}
 	now := w.fingerprint(list, o.packed)
 	if known && now == old {
@@ -468,14 +476,14 @@ func (w *StateWriter) queueCompact(ctx context.Context, pipe redis.Pipeliner, o 
 			}
 			p = rest
 		}
-		pipe.Process(ctx, redis.NewIntCmd(ctx, args[start:len(args):len(args)]...))
+		tx.add(args[start:len(args):len(args)])
 		sent = true
 	}
 	gone := all &^ now.mask
 	if known {
 		gone = old.mask &^ now.mask
 	}
-	args, deleted := w.hdelMask(ctx, pipe, o.key, list, gone, args)
+	args, deleted := w.hdelMask(tx, o.key, list, gone, args)
 	sent = sent || deleted
 	if o.packed == "" {
 		delete(w.sums, o.key)
@@ -488,7 +496,7 @@ func (w *StateWriter) queueCompact(ctx context.Context, pipe redis.Pipeliner, o 
 }
 
 // hdelMask queues HDEL of the names of list in mask (nothing for none).
-func (w *StateWriter) hdelMask(ctx context.Context, pipe redis.Pipeliner, key string, list []string, mask uint64, args []any) ([]any, bool) {
+func (w *StateWriter) hdelMask(tx *txWriter, key string, list []string, mask uint64, args []any) ([]any, bool) {
 	if mask == 0 {
 		return args, false
 	}
@@ -499,8 +507,19 @@ func (w *StateWriter) hdelMask(ctx context.Context, pipe redis.Pipeliner, key st
 			args = append(args, w.name(f))
 		}
 	}
-	pipe.Process(ctx, redis.NewIntCmd(ctx, args[start:len(args):len(args)]...))
+	tx.add(args[start:len(args):len(args)])
 	return args, true
+}
+
+// appendHDel queues HDEL key names.
+func (w *StateWriter) appendHDel(tx *txWriter, args []any, key string, names []string) []any {
+	start := len(args)
+	args = append(args, "hdel", key)
+	for _, f := range names {
+		args = append(args, w.name(f))
+	}
+	tx.add(args[start:len(args):len(args)])
+	return args
 }
 
 // name is field name (or short value) f as a command argument: the

@@ -1,0 +1,190 @@
+package redisx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The StateWriter's MULTI/EXEC over a connection of its own (dialRaw, on
+// the writer's DB): the commands of a flush are encoded into one buffer
+// as they are queued — no go-redis command object and argument slice per
+// command — and the replies (OK, QUEUED per command, EXEC's array) are
+// read without keeping their values. docs/performance.md, "Redis side".
+
+// txWriter collects a flush's commands.
+type txWriter struct {
+	cmds [][]any // each command's arguments (for errors; slices of the batch's args)
+	buf  []byte  // MULTI, the commands, EXEC as RESP
+}
+
+var (
+	respMulti = appendCommand(nil, "MULTI")
+	respExec  = appendCommand(nil, "EXEC")
+)
+
+// reset empties t for a new flush (its buffers are kept).
+func (t *txWriter) reset() {
+	clear(t.cmds)
+	t.cmds = t.cmds[:0]
+	t.buf = append(t.buf[:0], respMulti...)
+}
+
+// add queues one command; args must not change until the flush is done.
+func (t *txWriter) add(args []any) {
+	t.cmds = append(t.cmds, args)
+	t.buf = append(t.buf, '*')
+	t.buf = strconv.AppendInt(t.buf, int64(len(args)), 10)
+	t.buf = append(t.buf, '\r', '\n')
+	for _, a := range args {
+		s, ok := a.(string)
+		if !ok {
+			s = fmt.Sprint(a)
+		}
+		t.buf = append(t.buf, '$')
+		t.buf = strconv.AppendInt(t.buf, int64(len(s)), 10)
+		t.buf = append(t.buf, '\r', '\n')
+		t.buf = append(t.buf, s...)
+		t.buf = append(t.buf, '\r', '\n')
+	}
+}
+
+// Len is the number of commands queued.
+func (t *txWriter) Len() int { return len(t.cmds) }
+
+// release drops buffers a big flush grew (over 4 MiB of commands: a
+// 100k-key burst), keeping the ordinary ones — a 10k-key batch's ~1.3 MB
+// included — for the next flush.
+func (t *txWriter) release() {
+	clear(t.cmds)
+	if cap(t.cmds) > 4096 {
+		t.cmds = nil
+	}
+	if cap(t.buf) > 4<<20 {
+		t.buf = nil
+	}
+}
+
+// exec runs the queued transaction. errs[i] is command i's error (nil,
+// its own reply error, or EXECABORT's); err is EXEC's error (EXECABORT),
+// else the first command's error, else nil — as go-redis' TxPipeline
+// reports them. A connection or protocol failure closes the connection
+// and is tried once more on a new one (the transaction's HSET/HDEL/DEL
+// give the same result run twice); errs is nil then.
+func (w *StateWriter) exec(ctx context.Context, t *txWriter) (errs []error, err error) {
+	for attempt := 0; ; attempt++ {
+		errs, err, retry := w.execOnce(ctx, t)
+		if !retry || attempt == 1 || ctx.Err() != nil {
+			return errs, err
+		}
+	}
+}
+
+// execOnce is one attempt of exec; retry says the connection failed.
+func (w *StateWriter) execOnce(ctx context.Context, t *txWriter) (errs []error, err error, retry bool) {
+	if w.conn == nil {
+		o := w.c.Options()
+		conn, rd, err := dialRaw(ctx, o, o.DB)
+		if err != nil {
+			return nil, err, false
+		}
+		w.conn, w.rd = conn, rd
+	}
+	o, conn, rd := w.c.Options(), w.conn, w.rd
+	conn.SetWriteDeadline(ioDeadline(ctx, o.WriteTimeout))
+	conn.SetReadDeadline(ioDeadline(ctx, o.ReadTimeout))
+	// A cancelled ctx ends a blocked write or read at once.
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	fail := func(err error) ([]error, error, bool) {
+		stop()
+		conn.Close()
+		w.conn, w.rd = nil, nil
+		return nil, err, true
+	}
+	buf := append(t.buf, respExec...)
+	t.buf = buf[:len(t.buf)] // EXEC is not part of the queue
+	if _, err := conn.Write(buf); err != nil {
+		return fail(err)
+	}
+	multiErr, err := rd.status()
+	if err != nil {
+		return fail(err)
+	}
+	errs = make([]error, len(t.cmds))
+	for i := range t.cmds {
+		// QUEUED, or the command's refusal (EXEC then aborts); after a
+		// refused MULTI, the command's own reply.
+		if errs[i], err = rd.status(); err != nil {
+			return fail(err)
+		}
+	}
+	line, err := rd.line()
+	if err != nil {
+		return fail(err)
+	}
+	switch {
+	case line[0] == '-':
+		execErr := respError(line[1:])
+		for i, e := range errs {
+			if e == nil {
+				errs[i] = execErr
+			}
+		}
+		if multiErr != nil {
+			return errs, multiErr, false
+		}
+		return errs, execErr, false
+	case line[0] != '*':
+		return fail(fmt.Errorf("%w: exec replied %q", errProtocol, clip(line)))
+	}
+	n, err := parseLen(line[1:])
+	if err != nil {
+		return fail(err)
+	}
+	if n < 0 {
+		return nil, errors.New("exec: transaction aborted (WATCH)"), false
+	}
+	if n != len(t.cmds) {
+		return fail(fmt.Errorf("%w: exec replied %d results to %d commands", errProtocol, n, len(t.cmds)))
+	}
+	for i := range errs {
+		if errs[i], err = rd.status(); err != nil {
+			return fail(err)
+		}
+	}
+	for _, e := range errs {
+		if e != nil {
+			return errs, e, false
+		}
+	}
+	return errs, multiErr, false
+}
+
+// status reads a reply that is a status, an integer or a bulk string (its
+// value dropped): nil, or the reply's respError. err is an I/O or
+// protocol error.
+func (p *pushReader) status() (reply error, err error) {
+	line, err := p.line()
+	if err != nil {
+		return nil, err
+	}
+	switch line[0] {
+	case '+', ':':
+		return nil, nil
+	case '-':
+		return respError(line[1:]), nil
+	case '$':
+		size, err := parseLen(line[1:])
+		if err != nil || size < 0 {
+			return nil, err
+		}
+		p.scratch = p.scratch[:0]
+		err = p.bulkBody(size)
+		p.scratch = shrinkScratch(p.scratch)
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: want a status, got %q", errProtocol, clip(line))
+}

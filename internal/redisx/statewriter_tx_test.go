@@ -1,0 +1,98 @@
+package redisx
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestStateWriterConnectionKilled: the writer's own connection killed
+// between flushes costs nothing but a redial: the next flush is written
+// whole, once.
+func TestStateWriterConnectionKilled(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	db := c.DB(6)
+	w := NewStateWriter(db, []string{"state", "reason"})
+	if err := w.Set(ctx, "K|a", map[string]string{"state": "error", "reason": "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Set(ctx, "K|a", map[string]string{"state": "ok"}); err != nil {
+		t.Fatalf("Set after the connection was killed: %v", err)
+	}
+	h := db.HGetAll(ctx, "K|a").Val()
+	if len(h) != 1 || h["state"] != "ok" {
+		t.Fatalf("K|a = %v, want state ok and no reason", h)
+	}
+}
+
+// TestStateWriterCancelled: a flush whose context is done fails, and the
+// keys it may or may not have written are written in full by the next.
+func TestStateWriterCancelled(t *testing.T) {
+	_, c := startRedis(t)
+	db := c.DB(6)
+	w := NewStateWriter(db, []string{"state", "reason"})
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := w.Set(done, "K|a", map[string]string{"state": "error", "reason": "r"})
+	if err == nil || !strings.Contains(err.Error(), "write 1 state keys") {
+		t.Fatalf("Set with a cancelled context = %v, want an error", err)
+	}
+	ctx := context.Background()
+	db.HSet(ctx, "K|a", "state", "stale", "reason", "stale")
+	if err := w.Set(ctx, "K|a", map[string]string{"state": "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	h := db.HGetAll(ctx, "K|a").Val()
+	if len(h) != 1 || h["state"] != "ok" {
+		t.Fatalf("K|a = %v, want state ok and no reason (written in full)", h)
+	}
+}
+
+// TestStateWriterOddValues: values with CRLF, RESP markers, binary and
+// empty strings, and a 1 MB value, are written as given.
+func TestStateWriterOddValues(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	db := c.DB(6)
+	w := NewStateWriter(db, []string{AllFields})
+	for k, h := range oddHashes() {
+		if k == "T|many" {
+			continue // one MULTI of 5,000 fields: fine, but slow under -race
+		}
+		if err := w.Set(ctx, k, h); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		got := db.HGetAll(ctx, k).Val()
+		if len(got) != len(h) {
+			t.Fatalf("%s: %d fields, want %d", k, len(got), len(h))
+		}
+		for f, v := range h {
+			if got[f] != v {
+				t.Fatalf("%s field %q: %d bytes, want %d", k, f, len(got[f]), len(v))
+			}
+		}
+	}
+}
+
+// TestTxStatusReplies: the transaction's replies that are not QUEUED or
+// OK are read without losing the connection's place; a reply that is not
+// RESP is a protocol error.
+func TestTxStatusReplies(t *testing.T) {
+	rd := newPushReader(strings.NewReader("+OK\r\n:3\r\n$3\r\nabc\r\n$-1\r\n-ERR x\r\n*1\r\n"))
+	for i := 0; i < 4; i++ {
+		if reply, err := rd.status(); reply != nil || err != nil {
+			t.Fatalf("reply %d: %v, %v", i, reply, err)
+		}
+	}
+	if reply, err := rd.status(); err != nil || !isServerError(reply) || reply.Error() != "ERR x" {
+		t.Fatalf("error reply: %v, %v", reply, err)
+	}
+	if _, err := rd.status(); !errors.Is(err, errProtocol) {
+		t.Fatalf("array as a status: %v, want a protocol error", err)
+	}
+}
