@@ -2,6 +2,7 @@ package redisx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -15,11 +16,15 @@ import (
 // password or a credentials provider, client name — and, when db is not 0,
 // SELECTs db. The Watcher's subscription and its reads of changed keys
 // use it: one copy of the dial and the handshake. The connection speaks
-// RESP2 (no HELLO). A refused AUTH, CLIENT SETNAME or SELECT is an error
+// RESP2 (no HELLO). The client's OnConnect hook and streaming credentials
+// cannot be honoured: an error says so. A refused AUTH, CLIENT SETNAME or SELECT is an error
 // wrapping the server's respError.
 //
 // Equivalent to: redis-cli -u <url> -n <db> (AUTH, CLIENT SETNAME, SELECT).
 func dialRaw(ctx context.Context, o *redis.Options, db int) (net.Conn, *pushReader, error) {
+	if o.OnConnect != nil || o.StreamingCredentialsProvider != nil {
+		return nil, nil, errors.New("redis: the client's OnConnect or StreamingCredentialsProvider option cannot be applied to a connection of redisx's own (watcher, state writer)")
+	}
 	dctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
 	defer cancel()
 	conn, err := o.Dialer(dctx, o.Network, o.Addr)
