@@ -150,7 +150,8 @@ func TestReplyReaderRejects(t *testing.T) {
 	}
 }
 
-// FuzzReplyReader: any bytes read as HGETALL and GET replies give a value
+// FuzzReplyReader: any bytes read as HGETALL, GET and the transaction's
+// status replies give a value
 // or an error, never a panic or an endless read; a hash re-encoded reads
 // back the same.
 func FuzzReplyReader(f *testing.F) {
@@ -158,12 +159,21 @@ func FuzzReplyReader(f *testing.F) {
 	f.Add([]byte("*0\r\n$3\r\nabc\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"))
 	f.Add([]byte("-NOPERM this user has no permissions to access one of the keys used as arguments\r\n$0\r\n\r\n"))
 	f.Add([]byte("*2\r\n$2\r\na\n\r\n$0\r\n\r\n*-1\r\n"))
+	f.Add([]byte("*0\r\n$-1\r\n+QUEUED\r\n*0\r\n$1\r\nx\r\n:1\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rd := newPushReader(bytes.NewReader(data))
 		for i := 0; i < len(data)+1; i++ {
-			if i%2 == 1 {
+			switch i % 3 {
+			case 1:
 				if _, _, err := rd.bulk(); err != nil && !isServerError(err) {
 					return
+				}
+				continue
+			case 2: // the StateWriter's transaction replies
+				if reply, err := rd.status(); err != nil {
+					return
+				} else if reply != nil && !isServerError(reply) {
+					t.Fatalf("status reply %v is not a server error", reply)
 				}
 				continue
 			}
