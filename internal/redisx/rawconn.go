@@ -22,8 +22,8 @@ import (
 //
 // Equivalent to: redis-cli -u <url> -n <db> (AUTH, CLIENT SETNAME, SELECT).
 func dialRaw(ctx context.Context, o *redis.Options, db int) (net.Conn, *pushReader, error) {
-	if o.OnConnect != nil || o.StreamingCredentialsProvider != nil {
-		return nil, nil, errors.New("redis: the client's OnConnect or StreamingCredentialsProvider option cannot be applied to a connection of redisx's own (watcher, state writer)")
+	if err := ownConnOptions(o); err != nil {
+		return nil, nil, err
 	}
 	dctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
 	defer cancel()
@@ -73,6 +73,15 @@ func dialRaw(ctx context.Context, o *redis.Options, db int) (net.Conn, *pushRead
 	}
 	conn.SetDeadline(time.Time{})
 	return conn, rd, nil
+}
+
+// ownConnOptions says whether dialRaw can honour every option of the
+// client: not its OnConnect hook nor streaming credentials.
+func ownConnOptions(o *redis.Options) error {
+	if o.OnConnect != nil || o.StreamingCredentialsProvider != nil {
+		return errors.New("redis: the client's OnConnect or StreamingCredentialsProvider option cannot be applied to a connection of redisx's own (watcher, state writer)")
+	}
+	return nil
 }
 
 // ioDeadline is when an I/O of timeout (a go-redis ReadTimeout or

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestStateWriterConnectionKilled: the writer's own connection killed
@@ -94,5 +96,19 @@ func TestTxStatusReplies(t *testing.T) {
 	}
 	if _, err := rd.status(); !errors.Is(err, errProtocol) {
 		t.Fatalf("array as a status: %v, want a protocol error", err)
+	}
+}
+
+// TestStateWriterOnConnectRefused: a client whose OnConnect hook a
+// connection of redisx's own would skip is an error, not a silent skip.
+func TestStateWriterOnConnectRefused(t *testing.T) {
+	_, c := startRedis(t)
+	o := *c.DB(6).Options()
+	o.OnConnect = func(context.Context, *redis.Conn) error { return nil }
+	db := redis.NewClient(&o)
+	defer db.Close()
+	err := NewStateWriter(db, []string{"state"}).Set(context.Background(), "K|a", map[string]string{"state": "ok"})
+	if err == nil || !strings.Contains(err.Error(), "OnConnect") {
+		t.Fatalf("Set through a client with OnConnect = %v, want an error naming it", err)
 	}
 }

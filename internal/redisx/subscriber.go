@@ -2,7 +2,7 @@ package redisx
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -35,8 +35,8 @@ const pingTimeout = 30 * time.Second
 // newSubscriber checks that the client's options can be honoured by a
 // connection of our own.
 func newSubscriber(opts *redis.Options, channels, patterns []string) (*subscriber, error) {
-	if opts.OnConnect != nil || opts.StreamingCredentialsProvider != nil {
-		return nil, errors.New("redis watcher: the client's OnConnect or StreamingCredentialsProvider option cannot be applied to the keyspace subscription")
+	if err := ownConnOptions(opts); err != nil {
+		return nil, fmt.Errorf("redis watcher: %w", err)
 	}
 	return &subscriber{opts: opts, channels: channels, patterns: patterns}, nil
 }
