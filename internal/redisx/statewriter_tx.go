@@ -54,15 +54,15 @@ func (t *txWriter) add(args []any) {
 // Len is the number of commands queued.
 func (t *txWriter) Len() int { return len(t.cmds) }
 
-// release drops buffers a big flush grew (over 4 MiB of commands: a
-// 100k-key burst), keeping the ordinary ones — a 10k-key batch's ~1.3 MB
-// included — for the next flush.
+// release drops buffers a big flush grew (over 1 MiB of commands: a
+// burst of ~10k keys or more), keeping the ordinary ones for the next
+// flush: a daemon's memory goes back near idle after a burst.
 func (t *txWriter) release() {
 	clear(t.cmds)
 	if cap(t.cmds) > 4096 {
 		t.cmds = nil
 	}
-	if cap(t.buf) > 4<<20 {
+	if cap(t.buf) > bulkChunk {
 		t.buf = nil
 	}
 }
