@@ -139,17 +139,24 @@ func (p *pushReader) bulkBody(size int) error {
 	return nil
 }
 
-// shrinkScratch drops a scratch buffer grown past 1 MiB by an odd value
-// (kept: the ordinary one, reused by every reply).
+// keepBuf is the most a buffer of our own connections keeps between
+// replies or flushes: an ordinary read batch (512 keys) or results flush
+// (256 keys) fits; what a burst or an odd value grew beyond it is let go,
+// so a daemon's memory goes back near idle after a burst
+// (docs/performance.md, Scale100kRoutes' after/idle).
+const keepBuf = 64 << 10
+
+// shrinkScratch drops a buffer grown past keepBuf (kept: the ordinary
+// one, reused by every reply).
 func shrinkScratch(b []byte) []byte {
-	if cap(b) > bulkChunk {
+	if cap(b) > keepBuf {
 		return nil
 	}
 	return b[:0]
 }
 
 func shrinkOffs(o []int) []int {
-	if cap(o) > 4096 {
+	if cap(o) > keepBuf/8 {
 		return nil
 	}
 	return o[:0]

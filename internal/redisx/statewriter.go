@@ -257,7 +257,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	tx := &w.tx
-	tx.reset()
+	tx.reset(w.spiller(ctx))
 	defer tx.release()
 	// One argument array for the whole batch, carved per command: a
 	// burst of results is not a slice per key.

@@ -14,10 +14,16 @@ import (
 // command — and the replies (OK, QUEUED per command, EXEC's array) are
 // read without keeping their values. docs/performance.md, "Redis side".
 
-// txWriter collects a flush's commands.
+// txWriter collects a flush's commands. A transaction bigger than keepBuf
+// is streamed to the connection as it is queued (spill), as go-redis'
+// buffered writer did: a 100k-key burst is not held encoded whole.
 type txWriter struct {
 	cmds [][]any // each command's arguments (for errors; slices of the batch's args)
-	buf  []byte  // MULTI, the commands, EXEC as RESP
+	buf  []byte  // MULTI, the commands, EXEC as RESP (what is not sent yet)
+
+	spill   func([]byte) error // sends buf so far (set by Flush)
+	spilled bool               // part of the transaction was sent
+	err     error              // spill's failure: the flush fails with it
 }
 
 var (
@@ -26,10 +32,11 @@ var (
 )
 
 // reset empties t for a new flush (its buffers are kept).
-func (t *txWriter) reset() {
+func (t *txWriter) reset(spill func([]byte) error) {
 	clear(t.cmds)
 	t.cmds = t.cmds[:0]
 	t.buf = append(t.buf[:0], respMulti...)
+	t.spill, t.spilled, t.err = spill, false, nil
 }
 
 // add queues one command; args must not change until the flush is done.
@@ -49,20 +56,25 @@ func (t *txWriter) add(args []any) {
 		t.buf = append(t.buf, s...)
 		t.buf = append(t.buf, '\r', '\n')
 	}
+	if len(t.buf) >= keepBuf && t.spill != nil && t.err == nil {
+		t.spilled = true
+		t.err = t.spill(t.buf)
+		t.buf = t.buf[:0]
+	}
 }
 
 // Len is the number of commands queued.
 func (t *txWriter) Len() int { return len(t.cmds) }
 
-// release drops buffers a big flush grew (over 1 MiB of commands: a
-// burst of ~10k keys or more), keeping the ordinary ones for the next
-// flush: a daemon's memory goes back near idle after a burst.
+// release drops buffers a big flush grew (over keepBuf), keeping the
+// ordinary ones for the next flush.
 func (t *txWriter) release() {
+	t.spill = nil
 	clear(t.cmds)
-	if cap(t.cmds) > 4096 {
+	if cap(t.cmds) > keepBuf/24 {
 		t.cmds = nil
 	}
-	if cap(t.buf) > bulkChunk {
+	if cap(t.buf) > keepBuf {
 		t.buf = nil
 	}
 }
@@ -76,7 +88,7 @@ func (t *txWriter) release() {
 func (w *StateWriter) exec(ctx context.Context, t *txWriter) (errs []error, err error) {
 	for attempt := 0; ; attempt++ {
 		errs, err, retry := w.execOnce(ctx, t)
-		if !retry || attempt == 1 || ctx.Err() != nil {
+		if !retry || t.spilled || attempt == 1 || ctx.Err() != nil {
 			return errs, err
 		}
 	}
@@ -84,13 +96,12 @@ func (w *StateWriter) exec(ctx context.Context, t *txWriter) (errs []error, err 
 
 // execOnce is one attempt of exec; retry says the connection failed.
 func (w *StateWriter) execOnce(ctx context.Context, t *txWriter) (errs []error, err error, retry bool) {
-	if w.conn == nil {
-		o := w.c.Options()
-		conn, rd, err := dialRaw(ctx, o, o.DB)
-		if err != nil {
-			return nil, err, false
-		}
-		w.conn, w.rd = conn, rd
+	if t.err != nil {
+		w.closeConn()
+		return nil, t.err, false
+	}
+	if err := w.dial(ctx); err != nil {
+		return nil, err, false
 	}
 	o, conn, rd := w.c.Options(), w.conn, w.rd
 	conn.SetWriteDeadline(ioDeadline(ctx, o.WriteTimeout))
@@ -100,8 +111,7 @@ func (w *StateWriter) execOnce(ctx context.Context, t *txWriter) (errs []error, 
 	defer stop()
 	fail := func(err error) ([]error, error, bool) {
 		stop()
-		conn.Close()
-		w.conn, w.rd = nil, nil
+		w.closeConn()
 		return nil, err, true
 	}
 	buf := append(t.buf, respExec...)
@@ -161,6 +171,41 @@ func (w *StateWriter) execOnce(ctx context.Context, t *txWriter) (errs []error, 
 		}
 	}
 	return errs, multiErr, false
+}
+
+// dial makes sure the writer has its connection (under mu).
+func (w *StateWriter) dial(ctx context.Context) error {
+	if w.conn != nil {
+		return nil
+	}
+	o := w.c.Options()
+	conn, rd, err := dialRaw(ctx, o, o.DB)
+	if err != nil {
+		return err
+	}
+	w.conn, w.rd = conn, rd
+	return nil
+}
+
+// closeConn closes the writer's connection; the next flush dials again.
+func (w *StateWriter) closeConn() {
+	if w.conn != nil {
+		w.conn.Close()
+	}
+	w.conn, w.rd = nil, nil
+}
+
+// spiller returns Flush's txWriter.spill: it sends the start of a big
+// transaction on the writer's connection.
+func (w *StateWriter) spiller(ctx context.Context) func([]byte) error {
+	return func(b []byte) error {
+		if err := w.dial(ctx); err != nil {
+			return err
+		}
+		w.conn.SetWriteDeadline(ioDeadline(ctx, w.c.Options().WriteTimeout))
+		_, err := w.conn.Write(b)
+		return err
+	}
 }
 
 // status reads a reply that is a status, an integer or a bulk string (its

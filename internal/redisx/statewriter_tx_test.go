@@ -3,6 +3,7 @@ package redisx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -110,5 +111,40 @@ func TestStateWriterOnConnectRefused(t *testing.T) {
 	err := NewStateWriter(db, []string{"state"}).Set(context.Background(), "K|a", map[string]string{"state": "ok"})
 	if err == nil || !strings.Contains(err.Error(), "OnConnect") {
 		t.Fatalf("Set through a client with OnConnect = %v, want an error naming it", err)
+	}
+}
+
+// TestStateWriterBigTransaction: a flush bigger than keepBuf is streamed
+// while queued and is still one transaction: every key written, a key
+// Redis refuses named alone (KeyErrors).
+func TestStateWriterBigTransaction(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	db := c.DB(6)
+	db.Set(ctx, "K|str", "not a hash", 0)
+	w := NewStateWriter(db, []string{"state", "reason"})
+	b := w.Batch()
+	const n = 5000
+	for i := 0; i < n; i++ {
+		b.Set(fmt.Sprintf("K|%d", i), map[string]string{"state": "error", "reason": strings.Repeat("r", 40)})
+		if i == n/2 {
+			b.Set("K|str", map[string]string{"state": "ok"})
+		}
+	}
+	err := b.Flush(ctx)
+	var refused KeyErrors
+	if !errors.As(err, &refused) || len(refused) != 1 || refused["K|str"] == nil {
+		t.Fatalf("big flush onto a string key = %v, want KeyErrors for K|str only", err)
+	}
+	if !w.tx.spilled {
+		t.Fatal("the big transaction was not streamed (the test no longer covers it)")
+	}
+	for _, i := range []int{0, n / 2, n - 1} {
+		if v := db.HGet(ctx, fmt.Sprintf("K|%d", i), "state").Val(); v != "error" {
+			t.Fatalf("K|%d state = %q", i, v)
+		}
+	}
+	if got := db.DBSize(ctx).Val(); got != n+1 {
+		t.Fatalf("%d keys, want %d", got, n+1)
 	}
 }
