@@ -425,16 +425,23 @@ func (v *kernelView) written() {
 // echoOfWriteLocked reports whether r (just put in the view) is a route being
 // written (writingAll); v.mu held.
 func (v *kernelView) echoOfWriteLocked(r *netlinkmgr.RouteInfo) bool {
-	if len(v.inflight) == 0 {
-		return false
-	}
-	d := rdstOf(r.Table, r.Dst)
-	w, ok := v.inflight[d]
-	if !ok || int(w.metric) != r.Metric {
+	d, w, ok := v.inflightLocked(r)
+	if !ok {
 		return false
 	}
 	c, ok := compactRoute(d, r, &v.names)
 	return ok && c.same(&w)
+}
+
+// inflightLocked finds the route being written (writingAll) to r's table,
+// destination and metric; v.mu held.
+func (v *kernelView) inflightLocked(r *netlinkmgr.RouteInfo) (rdst, vroute, bool) {
+	if len(v.inflight) == 0 {
+		return rdst{}, vroute{}, false
+	}
+	d := rdstOf(r.Table, r.Dst)
+	w, ok := v.inflight[d]
+	return d, w, ok && int(w.metric) == r.Metric
 }
 
 // writeGoneLocked handles the delete event of our route r: when a route
@@ -444,12 +451,8 @@ func (v *kernelView) echoOfWriteLocked(r *netlinkmgr.RouteInfo) bool {
 // old metric's route in the same reconcile does not match (another
 // metric). v.mu held.
 func (v *kernelView) writeGoneLocked(r *netlinkmgr.RouteInfo) bool {
-	if len(v.inflight) == 0 {
-		return false
-	}
-	d := rdstOf(r.Table, r.Dst)
-	w, ok := v.inflight[d]
-	if !ok || int(w.metric) != r.Metric {
+	d, w, ok := v.inflightLocked(r)
+	if !ok {
 		return false
 	}
 	if w.flags&vrGone == 0 {
