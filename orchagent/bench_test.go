@@ -59,16 +59,7 @@ func (k nullRouteKernel) Routes() netlinkmgr.Routes { return nullRoutes{k.Kernel
 // (HandleEvent, as netlinkmgr delivers it). ns/op and allocs/op are per
 // route: go test -run '^$' -bench ReconcileRouteBatch -benchmem ./orchagent
 func BenchmarkReconcileRouteBatch(b *testing.B) {
-	f := netlinkmgr.NewFake().AddPort("Ethernet0")
-	on := true
-	if err := f.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet0", AdminUp: &on}); err != nil {
-		b.Fatal(err)
-	}
-	o := New(Options{Kernel: nullRouteKernel{f}, Enqueue: func(string) {}})
-	if err := o.Prime(); err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
+	o := benchOrch(b, func(f *netlinkmgr.Fake) netlinkmgr.Kernel { return nullRouteKernel{f} }, nil)
 	keys := make([]string, b.N)
 	echoes := make([]netlinkmgr.RouteInfo, b.N)
 	for i := range keys {
@@ -81,18 +72,10 @@ func BenchmarkReconcileRouteBatch(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := processCPU()
 	b.ResetTimer()
-	for start := 0; start < len(keys); start += maxBatch {
-		end := min(start+maxBatch, len(keys))
-		for _, err := range o.ReconcileBatch(ctx, keys[start:end]) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		for i := start; i < end; i++ {
-			r := echoes[i]
-			o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &r})
-		}
-	}
+	burst(b, o, keys, func(i int) {
+		r := echoes[i]
+		o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &r})
+	})
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
@@ -111,16 +94,8 @@ func processCPU() int64 {
 // VRF's key ok and its device in the view. ns/op and allocs/op are per
 // route: go test -run '^$' -bench 'Reconcile(Vrf)?RouteBatch' -benchmem ./orchagent
 func BenchmarkReconcileVrfRouteBatch(b *testing.B) {
-	f := netlinkmgr.NewFake().AddPort("Ethernet0")
-	on := true
-	if err := f.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet0", AdminUp: &on}); err != nil {
-		b.Fatal(err)
-	}
 	enqueued := 0 // keys an event re-enqueued: none, the echoes being ours
-	o := New(Options{Kernel: nullRouteKernel{f}, Enqueue: func(string) { enqueued++ }})
-	if err := o.Prime(); err != nil {
-		b.Fatal(err)
-	}
+	o := benchOrch(b, func(f *netlinkmgr.Fake) netlinkmgr.Kernel { return nullRouteKernel{f} }, func(string) { enqueued++ })
 	ctx := context.Background()
 	o.cfg.Set("VRF", "Vrf_red", fields())
 	if err := o.Reconcile(ctx, "VRF|Vrf_red"); err != nil {
@@ -147,18 +122,10 @@ func BenchmarkReconcileVrfRouteBatch(b *testing.B) {
 	cpu0 := processCPU()
 	enqueued = 0
 	b.ResetTimer()
-	for start := 0; start < len(keys); start += maxBatch {
-		end := min(start+maxBatch, len(keys))
-		for _, err := range o.ReconcileBatch(ctx, keys[start:end]) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		for i := start; i < end; i++ {
-			r := echoes[i]
-			o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &r})
-		}
-	}
+	burst(b, o, keys, func(i int) {
+		r := echoes[i]
+		o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &r})
+	})
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(enqueued)/float64(b.N), "enqueues/op")
@@ -188,16 +155,7 @@ func (k nullAddrKernel) Addrs() netlinkmgr.Addrs { return nullAddrs{k.Kernel.Add
 // OmitOwnAddrWrites): go test -run '^$' -bench ReconcileAddrBatch
 // -benchmem ./orchagent
 func BenchmarkReconcileAddrBatch(b *testing.B) {
-	f := netlinkmgr.NewFake().AddPort("Ethernet0")
-	on := true
-	if err := f.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet0", AdminUp: &on}); err != nil {
-		b.Fatal(err)
-	}
-	o := New(Options{Kernel: nullAddrKernel{f}, Enqueue: func(string) {}})
-	if err := o.Prime(); err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
+	o := benchOrch(b, func(f *netlinkmgr.Fake) netlinkmgr.Kernel { return nullAddrKernel{f} }, nil)
 	keys := make([]string, b.N)
 	type echo struct{ local, prefix netlinkmgr.RouteInfo }
 	echoes := make([]echo, b.N)
@@ -214,19 +172,11 @@ func BenchmarkReconcileAddrBatch(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	for start := 0; start < len(keys); start += maxBatch {
-		end := min(start+maxBatch, len(keys))
-		for _, err := range o.ReconcileBatch(ctx, keys[start:end]) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		for i := start; i < end; i++ {
-			e := &echoes[i]
-			o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &e.local})
-			o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &e.prefix})
-		}
-	}
+	burst(b, o, keys, func(i int) {
+		e := &echoes[i]
+		o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &e.local})
+		o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &e.prefix})
+	})
 }
 
 // nullFdbs accepts every FDB write at once (see nullRoutes).
@@ -245,11 +195,7 @@ func (k nullFdbKernel) Fdbs() netlinkmgr.Fdbs { return nullFdbs{k.Kernel.Fdbs()}
 // dependency index), then each entry's echo event. ns/op and allocs/op
 // are per entry: go test -run '^$' -bench ReconcileFdbBatch -benchmem ./orchagent
 func BenchmarkReconcileFdbBatch(b *testing.B) {
-	f := netlinkmgr.NewFake().AddPort("Ethernet0")
-	o := New(Options{Kernel: nullFdbKernel{f}, Enqueue: func(string) {}})
-	if err := o.Prime(); err != nil {
-		b.Fatal(err)
-	}
+	o := benchOrch(b, func(f *netlinkmgr.Fake) netlinkmgr.Kernel { return nullFdbKernel{f} }, nil)
 	ctx := context.Background()
 	o.cfg.Set("VLAN", "Vlan100", fields("vlanid", "100"))
 	o.cfg.Set("VLAN_MEMBER", "Vlan100|Ethernet0", fields("tagging_mode", "untagged"))
@@ -272,18 +218,10 @@ func BenchmarkReconcileFdbBatch(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	for start := 0; start < len(keys); start += maxBatch {
-		end := min(start+maxBatch, len(keys))
-		for _, err := range o.ReconcileBatch(ctx, keys[start:end]) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		for i := start; i < end; i++ {
-			e := echoes[i]
-			o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventFdb, Fdb: &e})
-		}
-	}
+	burst(b, o, keys, func(i int) {
+		e := echoes[i]
+		o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventFdb, Fdb: &e})
+	})
 	b.StopTimer()
 	// An ok leaf's result is not kept (record): the view's note says
 	// the entry was written; a kept result would be pending or error.
@@ -294,5 +232,44 @@ func BenchmarkReconcileFdbBatch(b *testing.B) {
 	}
 	if _, ok := o.view.fdb(100, echoes[len(keys)-1].MAC.String()); !ok {
 		b.Fatal("the last entry is not in the view")
+	}
+}
+
+// benchOrch is an Orch over a Fake with port Ethernet0 up, its kernel
+// wrapped by kernel (a null writer: the benchmark measures orchagent),
+// primed; enqueue counts re-enqueued keys (nil: none counted).
+func benchOrch(b *testing.B, kernel func(*netlinkmgr.Fake) netlinkmgr.Kernel, enqueue func(string)) *Orch {
+	b.Helper()
+	f := netlinkmgr.NewFake().AddPort("Ethernet0")
+	on := true
+	if err := f.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet0", AdminUp: &on}); err != nil {
+		b.Fatal(err)
+	}
+	if enqueue == nil {
+		enqueue = func(string) {}
+	}
+	o := New(Options{Kernel: kernel(f), Enqueue: enqueue})
+	if err := o.Prime(); err != nil {
+		b.Fatal(err)
+	}
+	return o
+}
+
+// burst reconciles keys as the daemon does in a burst: ReconcileBatch in
+// passes of maxBatch, then echo(i) for each key of the pass (the events
+// netlinkmgr would deliver).
+func burst(b *testing.B, o *Orch, keys []string, echo func(i int)) {
+	b.Helper()
+	ctx := context.Background()
+	for start := 0; start < len(keys); start += maxBatch {
+		end := min(start+maxBatch, len(keys))
+		for _, err := range o.ReconcileBatch(ctx, keys[start:end]) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := start; i < end; i++ {
+			echo(i)
+		}
 	}
 }
