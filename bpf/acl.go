@@ -90,6 +90,9 @@ type aclFamily struct {
 	fallback uint32
 	// dskip: the destination-port pre-check (acl_dport.go); nil: none
 	dskip *[1 << aclDportShift]uint64
+	// askip: the address pre-check, source and destination
+	// (acl_addr.go); nil: none
+	askip [2]*[1 << aclAddrShift]uint64
 }
 
 // Rules returns the rule names in rank order (best first).
@@ -371,6 +374,9 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 			}
 		}
 		f.dskip = aclDportSkip(f.shapes, f.entries, fi == 1)
+		for dir := range f.askip {
+			f.askip[dir] = aclAddrSkip(f.shapes, f.entries, fi, dir)
+		}
 		p.fam[fi] = f
 	}
 	return p, nil

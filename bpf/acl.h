@@ -25,6 +25,7 @@
 #define ACL_BLOOM_SHIFT 20     /* 2^20 pre-check bits per stage and family */
 #define ACL_BLOOM_WORDS (1 << (ACL_BLOOM_SHIFT - 6))
 #define ACL_DPORT_SHIFT 13     /* destination-port pre-check buckets per family */
+#define ACL_ADDR_SHIFT 13      /* address pre-check buckets per family and direction */
 
 /* What parse reads beyond the impairment tuple. */
 struct pkt_extra {
@@ -99,6 +100,15 @@ struct acl_hdr {
 	__u32 buf;
 	__u32 pad;
 	struct acl_fb fb[3];
+	/* The shapes a packet of each class (as fb) may be searched in, bit i
+	 * = shape i of its family (s4 for IPv4 and non-IP, s6): the shapes
+	 * below n4 / n6 without ACL_SHAPE_FB, for non-IP the ACL_SHAPE_L2
+	 * ones. 0: the packet's class has no shape to search (one load). */
+	__u64 cand[3];
+	/* address pre-check fields, [family][0 source, 1 destination]: the
+	 * mask of the field (a /16 for IPv4, /48 for IPv6) in its key word
+	 * (IPv4 word 0, IPv6 words 0 and 2); 0: no pre-check */
+	__u64 apm[2][2];
 	struct acl_shape s4[ACL_MAX_SHAPES];
 	struct acl_shape s6[ACL_MAX_SHAPES];
 	__u64 bloom4[ACL_BLOOM_WORDS];
@@ -109,7 +119,19 @@ struct acl_hdr {
 	 * port of that bucket, so the shape is not searched. All zero: no
 	 * pre-check (aclDportSkip in acl_dport.go fills it). */
 	__u64 dskip[2][1 << ACL_DPORT_SHIFT];
+	/* address pre-check ([family][source, destination]), as dskip: bit i
+	 * of askip[fam][dir][acl_addr_bucket(word & apm[fam][dir])] set =
+	 * shape i pins the whole field and none of its entries has that
+	 * prefix there (aclAddrSkip in acl_addr.go fills it). */
+	__u64 askip[2][2][1 << ACL_ADDR_SHIFT];
 };
+
+/* acl_addr_bucket is the address pre-check bucket of a key word ANDed
+ * with the field's mask (aclAddrBucket in acl_addr.go). */
+static __always_inline __u32 acl_addr_bucket(__u64 w)
+{
+	return (w * 0xD6E8FEB86659FD93ULL) >> (64 - ACL_ADDR_SHIFT);
+}
 
 /* acl_dport_bucket is the pre-check bucket of a destination port. */
 static __always_inline __u32 acl_dport_bucket(__u16 dport)
@@ -288,18 +310,17 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 			return 0;
 		__u64 a0 = ((__u64)t->src[0] << 32) | t->src[1], a1 = ((__u64)t->src[2] << 32) | t->src[3];
 		__u64 a2 = ((__u64)t->dst[0] << 32) | t->dst[1], a3 = ((__u64)t->dst[2] << 32) | t->dst[3];
-		__u32 n = h->n6;
-		__u64 skip = h->dskip[1][acl_dport_bucket(t->dport) & ((1 << ACL_DPORT_SHIFT) - 1)];
+		__u64 cand = h->cand[1] & ~(h->dskip[1][acl_dport_bucket(t->dport) & ((1 << ACL_DPORT_SHIFT) - 1)] |
+					    h->askip[1][0][acl_addr_bucket(a0 & h->apm[1][0])] |
+					    h->askip[1][1][acl_addr_bucket(a2 & h->apm[1][1])]);
 		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
-			if (i >= n)
+			if (!(cand >> i))
 				break;
-			if ((skip >> i) & 1)
+			if (!((cand >> i) & 1))
 				continue;
 			struct acl_shape *s = &h->s6[i];
 			if (s->best >= brank)
 				break;
-			if (s->flags & ACL_SHAPE_FB)
-				continue;
 			struct acl_key k = {.w = {a0 & s->m[0], a1 & s->m[1], a2 & s->m[2], a3 & s->m[3],
 						  s1 & s->m[4], (s2 & s->m[5]) | ((__u64)i << 40)}};
 			__u64 hh = k.w[0] * ACL_C0 + k.w[1] * ACL_C1 + k.w[2] * ACL_C2 + k.w[3] * ACL_C3 +
@@ -318,19 +339,17 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 		if (!rules)
 			return 0;
 		__u64 a0 = ((__u64)t->src[0] << 32) | t->dst[0];
-		__u32 n = h->n4;
-		int nonip = t->family != 4;
-		__u64 skip = h->dskip[0][acl_dport_bucket(t->dport) & ((1 << ACL_DPORT_SHIFT) - 1)];
+		__u64 cand = h->cand[cls] & ~(h->dskip[0][acl_dport_bucket(t->dport) & ((1 << ACL_DPORT_SHIFT) - 1)] |
+					      h->askip[0][0][acl_addr_bucket(a0 & h->apm[0][0])] |
+					      h->askip[0][1][acl_addr_bucket(a0 & h->apm[0][1])]);
 		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
-			if (i >= n)
+			if (!(cand >> i))
 				break;
-			if ((skip >> i) & 1)
+			if (!((cand >> i) & 1))
 				continue;
 			struct acl_shape *s = &h->s4[i];
 			if (s->best >= brank)
 				break;
-			if (nonip ? !(s->flags & ACL_SHAPE_L2) : (s->flags & ACL_SHAPE_FB))
-				continue;
 			struct acl_key4 k = {.w = {a0 & s->m[0], s1 & s->m[1], (s2 & s->m[2]) | ((__u64)i << 40)}};
 			__u64 hh = k.w[0] * ACL_C0 + k.w[1] * ACL_C1 + k.w[2] * ACL_C2;
 			if (!acl_bloom_has(h->bloom4, hh))

@@ -134,6 +134,7 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 	hdr := new(impairAclHdr)
 	hdr.Buf = newBuf
 	hdr.Fb[2].Rank = noRank // non-IP packets: every L2 shape is searched
+	hdr.Cand = aclCandidates(&plan.fam)
 	for fi := range plan.fam {
 		hdr.Fb[fi].Rank = noRank
 		if r := plan.fam[fi].fallback; r != noRank {
@@ -157,6 +158,12 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 		}
 		if f.dskip != nil {
 			hdr.Dskip[fi] = *f.dskip
+		}
+		for dir, sk := range f.askip {
+			if sk != nil {
+				_, hdr.Apm[fi][dir] = aclAddrField(fi, dir)
+				hdr.Askip[fi][dir] = *sk
+			}
 		}
 		slot := st*2 + newBuf
 		if len(f.entries) == 0 {

@@ -34,11 +34,14 @@ type impairAclHdr struct {
 	Buf    uint32
 	Pad    uint32
 	Fb     [3]impairAclFb
+	Cand   [3]uint64
+	Apm    [2][2]uint64
 	S4     [64]impairAclShape
 	S6     [64]impairAclShape
 	Bloom4 [16384]uint64
 	Bloom6 [16384]uint64
 	Dskip  [2][8192]uint64
+	Askip  [2][2][8192]uint64
 }
 
 type impairAclKey struct {

@@ -1,0 +1,89 @@
+package bpf
+
+import "net/netip"
+
+// Address pre-check (acl.h apm, askip): per address family and direction
+// (source, destination), one 64-bit word per bucket of address prefixes
+// naming the shapes a packet whose prefix falls in the bucket cannot
+// match, so the data plane skips them without computing their key (as the
+// destination-port pre-check, acl_dport.go; the three are ORed). The
+// prefix is a /16 for IPv4 and a /48 for IPv6: a shape whose mask covers
+// the whole prefix (a longer prefix, e.g. every /24, /32, /64, /128 rule)
+// is skipped for addresses outside its entries' prefixes; a shorter one
+// (or none) is never skipped.
+const aclAddrShift = 13 // acl.h ACL_ADDR_SHIFT
+
+// aclAddrBits is the pre-check's prefix length per family (IPv4, IPv6).
+var aclAddrBits = [2]int{16, 48}
+
+// aclAddrBucket is acl.h's acl_addr_bucket of a key word ANDed with the
+// field's mask.
+func aclAddrBucket(w uint64) uint32 {
+	return uint32(w * 0xD6E8FEB86659FD93 >> (64 - aclAddrShift))
+}
+
+// aclAddrField gives the key word (acl.h acl_key) and mask of family
+// fi's (0 IPv4, 1 IPv6) pre-check prefix of the source (dir 0) or
+// destination (dir 1).
+func aclAddrField(fi, dir int) (word int, mask uint64) {
+	a := netip.IPv4Unspecified()
+	if fi == 1 {
+		a = netip.IPv6Unspecified()
+	}
+	m, _ := prefixWords(netip.PrefixFrom(a, aclAddrBits[fi]))
+	var f aclFields
+	if dir == 0 {
+		f.Src = m
+	} else {
+		f.Dst = m
+	}
+	for i, w := range f.words(fi == 1) {
+		if w != 0 {
+			return i, w
+		}
+	}
+	panic("bpf: empty address pre-check mask")
+}
+
+// aclAddrSkip computes the pre-check of one family's shapes and entries
+// (keys with their shape index) for one direction; nil when no shape pins
+// the whole prefix.
+func aclAddrSkip(shapes []impairAclShape, entries map[aclFields]uint32, fi, dir int) *[1 << aclAddrShift]uint64 {
+	w, pm := aclAddrField(fi, dir)
+	var pinned uint64
+	for i, s := range shapes {
+		if s.M[w]&pm == pm {
+			pinned |= 1 << i
+		}
+	}
+	if pinned == 0 {
+		return nil
+	}
+	var covered [1 << aclAddrShift]uint64 // shapes with an entry in the bucket
+	for k := range entries {
+		if pinned>>k.Shape&1 == 1 {
+			covered[aclAddrBucket(k.words(fi == 1)[w]&pm)] |= 1 << k.Shape
+		}
+	}
+	out := new([1 << aclAddrShift]uint64)
+	for b := range out {
+		out[b] = pinned &^ covered[b]
+	}
+	return out
+}
+
+// aclCandidates gives acl.h's acl_hdr cand: the shapes searched for an
+// IPv4, an IPv6 and a non-IP packet.
+func aclCandidates(fam *[2]aclFamily) (cand [3]uint64) {
+	for fi := range fam {
+		for i, s := range fam[fi].shapes {
+			if s.Flags&aclShapeFB == 0 {
+				cand[fi] |= 1 << i
+			}
+			if fi == 0 && s.Flags&aclShapeL2 != 0 {
+				cand[2] |= 1 << i
+			}
+		}
+	}
+	return cand
+}
