@@ -93,6 +93,8 @@ type aclFamily struct {
 	// askip: the address pre-check, source and destination
 	// (acl_addr.go); nil: none
 	askip [2]*[1 << aclAddrShift]uint64
+	// vskip: the VLAN pre-check (acl_addr.go); nil: none
+	vskip *[4096]uint64
 }
 
 // Rules returns the rule names in rank order (best first).
@@ -374,6 +376,7 @@ func CompileACL(rules []ACLRule) (*ACLPlan, error) {
 			}
 		}
 		f.dskip = aclDportSkip(f.shapes, f.entries, fi == 1)
+		f.vskip = aclVlanSkip(f.shapes, f.entries, fi == 1)
 		for dir := range f.askip {
 			f.askip[dir] = aclAddrSkip(f.shapes, f.entries, fi, dir)
 		}

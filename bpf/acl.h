@@ -124,6 +124,11 @@ struct acl_hdr {
 	 * shape i pins the whole field and none of its entries has that
 	 * prefix there (aclAddrSkip in acl_addr.go fills it). */
 	__u64 askip[2][2][1 << ACL_ADDR_SHIFT];
+	/* VLAN pre-check, exact: bit i of vskip[fam][vid] set = shape i pins
+	 * (part of) the VLAN ID and none of its entries takes vid (0 for
+	 * untagged packets, which no VLAN rule matches); aclVlanSkip in
+	 * acl_addr.go fills it. */
+	__u64 vskip[2][4096];
 };
 
 /* acl_addr_bucket is the address pre-check bucket of a key word ANDed
@@ -312,7 +317,8 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 		__u64 a2 = ((__u64)t->dst[0] << 32) | t->dst[1], a3 = ((__u64)t->dst[2] << 32) | t->dst[3];
 		__u64 cand = h->cand[1] & ~(h->dskip[1][acl_dport_bucket(t->dport) & ((1 << ACL_DPORT_SHIFT) - 1)] |
 					    h->askip[1][0][acl_addr_bucket(a0 & h->apm[1][0])] |
-					    h->askip[1][1][acl_addr_bucket(a2 & h->apm[1][1])]);
+					    h->askip[1][1][acl_addr_bucket(a2 & h->apm[1][1])] |
+					    h->vskip[1][t->vlan & 0xfff]);
 		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
 			if (!(cand >> i))
 				break;
@@ -341,7 +347,8 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 		__u64 a0 = ((__u64)t->src[0] << 32) | t->dst[0];
 		__u64 cand = h->cand[cls] & ~(h->dskip[0][acl_dport_bucket(t->dport) & ((1 << ACL_DPORT_SHIFT) - 1)] |
 					      h->askip[0][0][acl_addr_bucket(a0 & h->apm[0][0])] |
-					      h->askip[0][1][acl_addr_bucket(a0 & h->apm[0][1])]);
+					      h->askip[0][1][acl_addr_bucket(a0 & h->apm[0][1])] |
+					      h->vskip[0][t->vlan & 0xfff]);
 		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
 			if (!(cand >> i))
 				break;

@@ -87,3 +87,43 @@ func aclCandidates(fam *[2]aclFamily) (cand [3]uint64) {
 	}
 	return cand
 }
+
+// aclVlanSkip computes the VLAN pre-check of one family's shapes and
+// entries (acl.h vskip): per VLAN ID (0: untagged), exact, the shapes
+// pinning (part of) the VID that have no entry taking it; nil when no
+// shape pins the VID.
+func aclVlanSkip(shapes []impairAclShape, entries map[aclFields]uint32, v6 bool) *[4096]uint64 {
+	w := 1 // the word of the masks holding the VLAN ID (acl.h s1)
+	if v6 {
+		w = 4
+	}
+	vlan := func(s impairAclShape) uint16 { return uint16(s.M[w]>>16) & 0x0fff }
+	var pinned uint64
+	for i, s := range shapes {
+		if vlan(s) != 0 {
+			pinned |= 1 << i
+		}
+	}
+	if pinned == 0 {
+		return nil
+	}
+	var covered [4096]uint64
+	for k := range entries {
+		if pinned>>k.Shape&1 == 0 {
+			continue
+		}
+		free := ^vlan(shapes[k.Shape]) & 0x0fff
+		// every VID v with v & mask == k.Vlan: k.Vlan plus each subset of the free bits
+		for sub := uint16(0); ; sub = (sub - free) & free {
+			covered[(k.Vlan|sub)&0x0fff] |= 1 << k.Shape
+			if sub == free {
+				break
+			}
+		}
+	}
+	out := new([4096]uint64)
+	for v := range out {
+		out[v] = pinned &^ covered[v]
+	}
+	return out
+}

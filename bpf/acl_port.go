@@ -159,6 +159,9 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 		if f.dskip != nil {
 			hdr.Dskip[fi] = *f.dskip
 		}
+		if f.vskip != nil {
+			hdr.Vskip[fi] = *f.vskip
+		}
 		for dir, sk := range f.askip {
 			if sk != nil {
 				_, hdr.Apm[fi][dir] = aclAddrField(fi, dir)

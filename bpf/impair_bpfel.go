@@ -42,6 +42,7 @@ type impairAclHdr struct {
 	Bloom6 [16384]uint64
 	Dskip  [2][8192]uint64
 	Askip  [2][2][8192]uint64
+	Vskip  [2][4096]uint64
 }
 
 type impairAclKey struct {
