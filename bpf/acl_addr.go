@@ -1,6 +1,9 @@
 package bpf
 
-import "net/netip"
+import (
+	"net/netip"
+	"sort"
+)
 
 // Address pre-check (acl.h apm, askip): per address family and direction
 // (source, destination), one 64-bit word per bucket of address prefixes
@@ -126,4 +129,58 @@ func aclVlanSkip(shapes []impairAclShape, entries map[aclFields]uint32, v6 bool)
 		out[v] = pinned &^ covered[v]
 	}
 	return out
+}
+
+// aclTabShift is acl.h's ACL_TAB_SHIFT: inline entries per family.
+const aclTabShift = 12
+
+// aclInline fills family fi's inline entries of hdr (acl.h tab4/tab6):
+// each slot holds the best-ranked entry whose pre-check hash names it
+// (ties: the smaller key words, so the same plan fills the same way), and
+// more is set when the slot has other entries (then in the hash only).
+func aclInline(hdr *impairAclHdr, fi int, f *aclFamily, plan *ACLPlan, idx []uint32) {
+	type ent struct {
+		w    [6]uint64
+		rank uint32
+	}
+	list := make([]ent, 0, len(f.entries))
+	for k, rank := range f.entries {
+		list = append(list, ent{k.words(fi == 1), rank})
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].rank != list[j].rank {
+			return list[i].rank < list[j].rank
+		}
+		for x := range list[i].w {
+			if list[i].w[x] != list[j].w[x] {
+				return list[i].w[x] < list[j].w[x]
+			}
+		}
+		return false
+	})
+	for i := range hdr.Tab4 {
+		if fi == 0 {
+			hdr.Tab4[i].Rank = noRank
+		} else {
+			hdr.Tab6[i].Rank = noRank
+		}
+	}
+	for _, e := range list {
+		slot := aclHash(e.w) >> (64 - aclTabShift)
+		if fi == 0 {
+			t := &hdr.Tab4[slot]
+			if t.Rank != noRank {
+				t.More = 1
+				continue
+			}
+			*t = impairAclEnt4{K: [3]uint64{e.w[0], e.w[1], e.w[2]}, Rank: e.rank, Idx: idx[e.rank], Action: uint32(plan.actions[e.rank])}
+		} else {
+			t := &hdr.Tab6[slot]
+			if t.Rank != noRank {
+				t.More = 1
+				continue
+			}
+			*t = impairAclEnt6{K: e.w, Rank: e.rank, Idx: idx[e.rank], Action: uint32(plan.actions[e.rank])}
+		}
+	}
 }

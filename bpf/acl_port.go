@@ -156,6 +156,7 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 			w, bits := aclBloomBits(aclHash(k.words(fi == 1)))
 			bloom[w] |= bits
 		}
+		aclInline(hdr, fi, f, plan, idx)
 		if f.dskip != nil {
 			hdr.Dskip[fi] = *f.dskip
 		}

@@ -19,6 +19,24 @@ type impairAclCnt struct {
 	Bytes   uint64
 }
 
+type impairAclEnt4 struct {
+	_      structs.HostLayout
+	K      [3]uint64
+	Rank   uint32
+	Idx    uint32
+	Action uint32
+	More   uint32
+}
+
+type impairAclEnt6 struct {
+	_      structs.HostLayout
+	K      [6]uint64
+	Rank   uint32
+	Idx    uint32
+	Action uint32
+	More   uint32
+}
+
 type impairAclFb struct {
 	_      structs.HostLayout
 	Rank   uint32
@@ -43,6 +61,8 @@ type impairAclHdr struct {
 	Dskip  [2][8192]uint64
 	Askip  [2][2][8192]uint64
 	Vskip  [2][4096]uint64
+	Tab4   [4096]impairAclEnt4
+	Tab6   [4096]impairAclEnt6
 }
 
 type impairAclKey struct {
