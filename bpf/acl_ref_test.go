@@ -187,57 +187,70 @@ func TestACLReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, st := range []ACLStage{ACLIngress, ACLEgress} {
-			if err := p.ApplyACL(st, plan); err != nil {
-				t.Fatal(err)
-			}
+		pkts := make([]aclPkt, 1500)
+		for n := range pkts {
+			pkts[n] = randACLPkt(rnd)
 		}
-		before := aclCounters(t, p, ACLIngress)
-		beforeE := aclCounters(t, p, ACLEgress)
-		want := map[string]uint64{}
-		for n := 0; n < 1500; n++ {
-			pk := randACLPkt(rnd)
-			var best *ACLRule
-			for i := range rules {
-				r := &rules[i]
-				if refMatch(r, &pk) && (best == nil || r.Priority > best.Priority || (r.Priority == best.Priority && r.Name < best.Name)) {
-					best = r
-				}
-			}
-			verdict := uint32(xdpPass)
-			if best != nil {
-				want[best.Name]++
-				if best.Action == ACLDrop {
-					verdict = xdpDrop
-				}
-			}
-			name := "none"
-			if best != nil {
-				name = fmt.Sprintf("%+v", *best)
-			}
-			if got := run(t, p, pk.f.bytes()); got != verdict {
-				t.Fatalf("set %d: packet %+v: verdict %d, want %d (rule %s)", set, pk.f, got, verdict, name)
-			}
-			tcWant := uint32(tcActUnspec)
-			if verdict == xdpDrop {
-				tcWant = tcActShot
-			}
-			if got, err := p.objs.AclEgress.Run(&ebpf.RunOptions{Data: pk.f.bytes()}); err != nil || got != tcWant {
-				t.Fatalf("set %d: egress: packet %+v: %#x (%v), want %#x (rule %s)", set, pk.f, got, err, tcWant, name)
-			}
-		}
-		after := aclCounters(t, p, ACLIngress)
-		afterE := aclCounters(t, p, ACLEgress)
-		for _, r := range rules {
-			if got := after[r.Name].Packets - before[r.Name].Packets; got != want[r.Name] {
-				t.Errorf("set %d: rule %+v counted %d packets, want %d", set, r, got, want[r.Name])
-			}
-			if got := afterE[r.Name].Packets - beforeE[r.Name].Packets; got != want[r.Name] {
-				t.Errorf("set %d: egress rule %+v counted %d packets, want %d", set, r, got, want[r.Name])
-			}
-		}
-		t.Logf("set %d: %d rules, %d/%d shapes, %d packets matched a rule", set, len(rules), plan.Lookups(4), plan.Lookups(6), sum(want))
+		matched := refCheck(t, p, plan, rules, pkts, fmt.Sprintf("set %d", set))
+		t.Logf("set %d: %d rules, %d/%d shapes, %d packets matched a rule", set, len(rules), plan.Lookups(4), plan.Lookups(6), matched)
 	}
+}
+
+// refCheck applies plan (compiled from rules) on both stages of p, runs
+// pkts through the XDP and the tc program, and checks each verdict and
+// each rule's counter against the rule-by-rule reference matcher; it
+// returns the packets a rule matched.
+func refCheck(t *testing.T, p *Port, plan *ACLPlan, rules []ACLRule, pkts []aclPkt, label string) uint64 {
+	t.Helper()
+	for _, st := range []ACLStage{ACLIngress, ACLEgress} {
+		if err := p.ApplyACL(st, plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := aclCounters(t, p, ACLIngress)
+	beforeE := aclCounters(t, p, ACLEgress)
+	want := map[string]uint64{}
+	for _, pk := range pkts {
+		var best *ACLRule
+		for i := range rules {
+			r := &rules[i]
+			if refMatch(r, &pk) && (best == nil || r.Priority > best.Priority || (r.Priority == best.Priority && r.Name < best.Name)) {
+				best = r
+			}
+		}
+		verdict := uint32(xdpPass)
+		if best != nil {
+			want[best.Name]++
+			if best.Action == ACLDrop {
+				verdict = xdpDrop
+			}
+		}
+		name := "none"
+		if best != nil {
+			name = fmt.Sprintf("%+v", *best)
+		}
+		if got := run(t, p, pk.f.bytes()); got != verdict {
+			t.Fatalf("%s: packet %+v: verdict %d, want %d (rule %s)", label, pk.f, got, verdict, name)
+		}
+		tcWant := uint32(tcActUnspec)
+		if verdict == xdpDrop {
+			tcWant = tcActShot
+		}
+		if got, err := p.objs.AclEgress.Run(&ebpf.RunOptions{Data: pk.f.bytes()}); err != nil || got != tcWant {
+			t.Fatalf("%s: egress: packet %+v: %#x (%v), want %#x (rule %s)", label, pk.f, got, err, tcWant, name)
+		}
+	}
+	after := aclCounters(t, p, ACLIngress)
+	afterE := aclCounters(t, p, ACLEgress)
+	for _, r := range rules {
+		if got := after[r.Name].Packets - before[r.Name].Packets; got != want[r.Name] {
+			t.Errorf("%s: rule %+v counted %d packets, want %d", label, r, got, want[r.Name])
+		}
+		if got := afterE[r.Name].Packets - beforeE[r.Name].Packets; got != want[r.Name] {
+			t.Errorf("%s: egress rule %+v counted %d packets, want %d", label, r, got, want[r.Name])
+		}
+	}
+	return sum(want)
 }
 
 func sum(m map[string]uint64) (n uint64) {
@@ -304,6 +317,14 @@ func FuzzCompileACL(f *testing.F) {
 				}
 				if fam.dskip != nil && fam.dskip[aclDportBucket(k.Dport)]>>k.Shape&1 == 1 {
 					t.Fatalf("entry %+v: the port pre-check skips its shape for its own port", k)
+				}
+				for dir, sk := range fam.askip {
+					if ww, pm := aclAddrField(fi, dir); sk != nil && sk[aclAddrBucket(w[ww]&pm)]>>k.Shape&1 == 1 {
+						t.Fatalf("entry %+v: the address pre-check (dir %d) skips its shape for its own prefix", k, dir)
+					}
+				}
+				if fam.vskip != nil && fam.vskip[k.Vlan&0x0fff]>>k.Shape&1 == 1 {
+					t.Fatalf("entry %+v: the VLAN pre-check skips its shape for its own VID", k)
 				}
 			}
 			for i, s := range fam.shapes {
