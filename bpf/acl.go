@@ -91,9 +91,9 @@ type aclFamily struct {
 	// dskip: the destination-port pre-check (acl_dport.go); nil: none
 	dskip *[1 << aclDportShift]uint64
 	// askip: the address pre-check, source and destination
-	// (acl_addr.go); nil: none
+	// (acl_precheck.go); nil: none
 	askip [2]*[1 << aclAddrShift]uint64
-	// vskip: the VLAN pre-check (acl_addr.go); nil: none
+	// vskip: the VLAN pre-check (acl_precheck.go); nil: none
 	vskip *[4096]uint64
 }
 

@@ -7,11 +7,18 @@
  * is one hash lookup of the packet's tuple masked by the shape. Shapes
  * are sorted by the best rank (lower wins) among their entries, so the
  * search stops as soon as the best match found beats the next shape's
- * best; a per-family destination-port pre-check skips the shapes that
- * pin the port to values other than the packet's without computing their
- * key, a per-family bloom turns most other shapes into a hash computation
- * without a lookup, and rules matching every IP packet (match-all,
- * ETHER_TYPE 0x0800/0x86DD) are a fallback the search starts from. A rule set is a header (shapes, inline) in a one-element array
+ * best. Pre-checks published with the set name the shapes a packet
+ * cannot match without computing their key: per family, the shapes its
+ * class has at all (cand: an IPv4 packet never visits IPv6 shapes, an
+ * empty class costs one load), the destination-port buckets (dskip), the
+ * source and destination /16 (IPv4) or /48 (IPv6) buckets (askip) and
+ * the VLAN ID (vskip, exact), ORed into one word; a per-family bloom
+ * turns most other shapes into a hash computation without a lookup, and
+ * the best-ranked entry of each of 4,096 slots per family is held inline
+ * in the header (tab4/tab6), so a match on it costs no hash lookup.
+ * Rules matching every IP packet (match-all, ETHER_TYPE 0x0800/0x86DD)
+ * are a fallback the search starts from. A rule set is a header (shapes,
+ * pre-checks, inline entries) in a one-element array
  * plus one hash per address family; impaird publishes a new set by
  * writing its hashes into the unused buffer and then swapping the header
  * pointer, so a packet sees the old or the new set, never a mix. */
@@ -127,10 +134,6 @@ struct acl_hdr {
 	 * below n4 / n6 without ACL_SHAPE_FB, for non-IP the ACL_SHAPE_L2
 	 * ones. 0: the packet's class has no shape to search (one load). */
 	__u64 cand[3];
-	/* address pre-check fields, [family][0 source, 1 destination]: the
-	 * mask of the field (a /16 for IPv4, /48 for IPv6) in its key word
-	 * (IPv4 word 0, IPv6 words 0 and 2); 0: no pre-check */
-	__u64 apm[2][2];
 	struct acl_shape s4[ACL_MAX_SHAPES];
 	struct acl_shape s6[ACL_MAX_SHAPES];
 	__u64 bloom4[ACL_BLOOM_WORDS];
@@ -142,14 +145,14 @@ struct acl_hdr {
 	 * pre-check (aclDportSkip in acl_dport.go fills it). */
 	__u64 dskip[2][1 << ACL_DPORT_SHIFT];
 	/* address pre-check ([family][source, destination]), as dskip: bit i
-	 * of askip[fam][dir][acl_addr_bucket(word & apm[fam][dir])] set =
+	 * of askip[fam][dir][acl_addr_bucket(word & ACL_APM*)] set =
 	 * shape i pins the whole field and none of its entries has that
-	 * prefix there (aclAddrSkip in acl_addr.go fills it). */
+	 * prefix there (aclAddrSkip in acl_precheck.go fills it). */
 	__u64 askip[2][2][1 << ACL_ADDR_SHIFT];
 	/* VLAN pre-check, exact: bit i of vskip[fam][vid] set = shape i pins
 	 * (part of) the VLAN ID and none of its entries takes vid (0 for
 	 * untagged packets, which no VLAN rule matches); aclVlanSkip in
-	 * acl_addr.go fills it. */
+	 * acl_precheck.go fills it. */
 	__u64 vskip[2][4096];
 	/* inline entries of each family: the best-ranked entry of each slot
 	 * (the hash holds every entry as well), so a search ending on one
@@ -158,8 +161,16 @@ struct acl_hdr {
 	struct acl_ent6 tab6[1 << ACL_TAB_SHIFT];
 };
 
+/* The address pre-check's fields in their key words (aclAddrField in
+ * acl_precheck.go): the first 16 bits of the IPv4 source (word 0, high half)
+ * and destination (low half), the first 48 of an IPv6 address (words 0
+ * and 2); addresses are in network order in memory. */
+#define ACL_APM4_SRC ((__u64)bpf_htonl(0xffff0000) << 32)
+#define ACL_APM4_DST ((__u64)bpf_htonl(0xffff0000))
+#define ACL_APM6 (((__u64)0xffffffff << 32) | bpf_htonl(0xffff0000))
+
 /* acl_addr_bucket is the address pre-check bucket of a key word ANDed
- * with the field's mask (aclAddrBucket in acl_addr.go). */
+ * with the field's mask (aclAddrBucket in acl_precheck.go). */
 static __always_inline __u32 acl_addr_bucket(__u64 w)
 {
 	return (w * 0xD6E8FEB86659FD93ULL) >> (64 - ACL_ADDR_SHIFT);
@@ -343,8 +354,8 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 		__u64 a0 = ((__u64)t->src[0] << 32) | t->src[1], a1 = ((__u64)t->src[2] << 32) | t->src[3];
 		__u64 a2 = ((__u64)t->dst[0] << 32) | t->dst[1], a3 = ((__u64)t->dst[2] << 32) | t->dst[3];
 		__u64 cand = h->cand[1] & ~(h->dskip[1][acl_dport_bucket(t->dport) & ((1 << ACL_DPORT_SHIFT) - 1)] |
-					    h->askip[1][0][acl_addr_bucket(a0 & h->apm[1][0])] |
-					    h->askip[1][1][acl_addr_bucket(a2 & h->apm[1][1])] |
+					    h->askip[1][0][acl_addr_bucket(a0 & ACL_APM6)] |
+					    h->askip[1][1][acl_addr_bucket(a2 & ACL_APM6)] |
 					    h->vskip[1][t->vlan & 0xfff]);
 		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
 			if (!(cand >> i))
@@ -385,8 +396,8 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 			return 0;
 		__u64 a0 = ((__u64)t->src[0] << 32) | t->dst[0];
 		__u64 cand = h->cand[cls] & ~(h->dskip[0][acl_dport_bucket(t->dport) & ((1 << ACL_DPORT_SHIFT) - 1)] |
-					      h->askip[0][0][acl_addr_bucket(a0 & h->apm[0][0])] |
-					      h->askip[0][1][acl_addr_bucket(a0 & h->apm[0][1])] |
+					      h->askip[0][0][acl_addr_bucket(a0 & ACL_APM4_SRC)] |
+					      h->askip[0][1][acl_addr_bucket(a0 & ACL_APM4_DST)] |
 					      h->vskip[0][t->vlan & 0xfff]);
 		for (__u32 i = 0; i < ACL_MAX_SHAPES; i++) {
 			if (!(cand >> i))

@@ -165,7 +165,6 @@ func (p *Port) ApplyACL(stage ACLStage, plan *ACLPlan) error {
 		}
 		for dir, sk := range f.askip {
 			if sk != nil {
-				_, hdr.Apm[fi][dir] = aclAddrField(fi, dir)
 				hdr.Askip[fi][dir] = *sk
 			}
 		}

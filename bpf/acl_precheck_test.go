@@ -69,7 +69,7 @@ func precheckRules(t *testing.T, rnd *rand.Rand, n int, keep map[int]bool, noEty
 
 // TestACLPrecheckTables: the address and VLAN pre-checks never skip a
 // shape for its own entries' keys, and every entry is either the inline
-// entry of its slot or its slot says "more" (acl_addr.go).
+// entry of its slot or its slot says "more" (acl_precheck.go).
 func TestACLPrecheckTables(t *testing.T) {
 	rnd := rand.New(rand.NewSource(16))
 	for set := 0; set < 6; set++ {

@@ -53,7 +53,6 @@ type impairAclHdr struct {
 	Pad    uint32
 	Fb     [3]impairAclFb
 	Cand   [3]uint64
-	Apm    [2][2]uint64
 	S4     [64]impairAclShape
 	S6     [64]impairAclShape
 	Bloom4 [16384]uint64

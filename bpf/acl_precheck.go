@@ -27,7 +27,7 @@ func aclAddrBucket(w uint64) uint32 {
 
 // aclAddrField gives the key word (acl.h acl_key) and mask of family
 // fi's (0 IPv4, 1 IPv6) pre-check prefix of the source (dir 0) or
-// destination (dir 1).
+// destination (dir 1): acl.h's ACL_APM4_SRC, ACL_APM4_DST, ACL_APM6.
 func aclAddrField(fi, dir int) (word int, mask uint64) {
 	a := netip.IPv4Unspecified()
 	if fi == 1 {
