@@ -169,6 +169,17 @@ type WatchOptions struct {
 	// routes). A caller setting it records its successful creates itself.
 	// The Fake ignores it.
 	OmitOwnAddrWrites bool
+	// OmitKernelLocalRoutes leaves out the route events of table local
+	// (255) whose protocol is kernel: the local and broadcast routes the
+	// kernel adds and removes with every address of a port outside a VRF
+	// (two of the three route events of an IPv4 address), and IPv6's
+	// local and multicast routes. The kernel drops them before they reach
+	// the socket (socket filter). A caller setting it learns of those
+	// addresses from their address events. Routes of table local with
+	// another protocol (added by hand), the prefix routes in main and
+	// the local routes of a VRF's ports (in the VRF's table) are
+	// delivered as always; so is a relist. The Fake ignores it.
+	OmitKernelLocalRoutes bool
 }
 
 // EventKind says which field of an Event is set.

@@ -295,16 +295,18 @@ type routeUpdate struct {
 // closed when the socket fails (ENOBUFS above all; errcb hears why) or
 // done closes. quietPid, when not 0, is the port id of our route-write
 // socket: the events of its writes whose sequence number lacks seqHeard
-// are dropped by the kernel (ownEchoFilter). Equivalent to: ip monitor route.
-func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct{}, errcb func(error), size int, force bool, quietPid uint32) error {
+// are dropped by the kernel (ownEchoFilter). omitLocal drops those of the
+// kernel's own routes in table local too (OmitKernelLocalRoutes,
+// eventFilter). Equivalent to: ip monitor route.
+func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct{}, errcb func(error), size int, force bool, quietPid uint32, omitLocal bool) error {
 	r, err := openEvents(ns, size, force, "netlink-routes", done, unix.RTNLGRP_IPV4_ROUTE, unix.RTNLGRP_IPV6_ROUTE)
 	if err != nil {
 		return err
 	}
-	if quietPid != 0 {
-		if err := r.attachFilter(ownEchoFilter(quietPid)); err != nil {
+	if prog := eventFilter(quietPid, omitLocal); prog != nil {
+		if err := r.attachFilter(prog); err != nil {
 			r.f.Close()
-			return fmt.Errorf("attach the own-writes filter: %w", err)
+			return fmt.Errorf("attach the route events filter: %w", err)
 		}
 	}
 	go func() {
@@ -321,32 +323,9 @@ func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct
 	return nil
 }
 
-// ownEchoFilter is the classic BPF socket filter that drops the route
-// events of our own quiet writes: nlmsg_pid is pid (the writer's port id,
-// which the kernel puts in the event of a request) and nlmsg_seq lacks
-// seqHeard. Every other message passes. A word load reads big-endian;
-// the header is in host order, hence the constants go through both.
-func ownEchoFilter(pid uint32) []unix.SockFilter {
-	be := func(v uint32) uint32 {
-		var b [4]byte
-		native.PutUint32(b[:], v)
-		return binary.BigEndian.Uint32(b[:])
-	}
-	const (
-		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-		ret  = unix.BPF_RET | unix.BPF_K
-	)
-	return []unix.SockFilter{
-		{Code: ldw, K: 12},                          // 0: nlmsg_pid
-		{Code: jeq, Jt: 0, Jf: 3, K: be(pid)},       // 1: not ours → 5
-		{Code: ldw, K: 8},                           // 2: nlmsg_seq
-		{Code: jset, Jt: 1, Jf: 0, K: be(seqHeard)}, // 3: heard → 5
-		{Code: ret, K: 0},                           // 4: drop
-		{Code: ret, K: 0xffffffff},                  // 5: pass whole
-	}
-}
+// ownEchoFilter is the socket filter that drops the events of our own
+// quiet writes (eventFilter).
+func ownEchoFilter(pid uint32) []unix.SockFilter { return eventFilter(pid, false) }
 
 // appendAddrMsg appends the RTM_NEWADDR request of a on link idx with
 // sequence number seq: the bytes addrRequest builds through the library's

@@ -220,11 +220,18 @@ func (o *Orch) flushAddrs(b *writeBatch) {
 	}
 	o.view.writingAddrs(wants)
 	res := o.k.Addrs().AddBatch(wants)
+	reach := false
 	for i := range b.addrs {
 		d := &b.addrs[i]
-		o.finishDeferred(b, &d.deferred, o.addrWritten(d.table, d.key, d.want, d.refs, res[i]))
+		out, noted := o.addrWritten(d.table, d.key, d.want, d.refs, res[i])
+		reach = reach || noted
+		o.finishDeferred(b, &d.deferred, out)
 	}
 	o.view.addrsWritten()
+	if reach {
+		// Their echoes are not heard (addrWritten): once for the batch.
+		o.enqueueRefs(resReach)
+	}
 }
 
 func describeAddr(a *netlinkmgr.AddrInfo) string {

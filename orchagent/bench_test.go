@@ -149,15 +149,15 @@ func (k nullAddrKernel) Addrs() netlinkmgr.Addrs { return nullAddrs{k.Kernel.Add
 
 // BenchmarkReconcileAddrBatch is orchagent's own work per INTERFACE
 // address key in a burst, as BenchmarkReconcileRouteBatch for routes:
-// ReconcileBatch in passes of maxBatch, then the events the daemon hears
-// for each IPv4 address: its local route in table local and its prefix
-// route in main (the address's own echo is dropped by the kernel,
-// OmitOwnAddrWrites): go test -run '^$' -bench ReconcileAddrBatch
-// -benchmem ./orchagent
+// ReconcileBatch in passes of maxBatch, then the event the daemon hears
+// for each IPv4 address: its prefix route in main (the kernel drops the
+// address's own echo, OmitOwnAddrWrites, and its local and broadcast
+// routes in table local, OmitKernelLocalRoutes): go test -run '^$'
+// -bench ReconcileAddrBatch -benchmem ./orchagent
 func BenchmarkReconcileAddrBatch(b *testing.B) {
 	o := benchOrch(b, func(f *netlinkmgr.Fake) netlinkmgr.Kernel { return nullAddrKernel{f} }, nil)
 	keys := make([]string, b.N)
-	type echo struct{ local, prefix netlinkmgr.RouteInfo }
+	type echo struct{ prefix netlinkmgr.RouteInfo }
 	echoes := make([]echo, b.N)
 	for i := range keys {
 		a := netip.MustParsePrefix(fmt.Sprintf("%d.%d.%d.1/24", 11+i/65536, i/256%256, i%256))
@@ -166,7 +166,6 @@ func BenchmarkReconcileAddrBatch(b *testing.B) {
 		keys[i] = "INTERFACE|" + k
 		nh := []netlinkmgr.NextHop{{Link: "Ethernet0", Weight: 1}}
 		echoes[i] = echo{
-			local:  netlinkmgr.RouteInfo{Dst: netip.PrefixFrom(a.Addr(), 32), Table: 255, Protocol: 2, NextHops: nh},
 			prefix: netlinkmgr.RouteInfo{Dst: a.Masked(), Table: netlinkmgr.MainTable, Protocol: 2, NextHops: nh},
 		}
 	}
@@ -174,7 +173,6 @@ func BenchmarkReconcileAddrBatch(b *testing.B) {
 	b.ResetTimer()
 	burst(b, o, keys, func(i int) {
 		e := &echoes[i]
-		o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &e.local})
 		o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventRoute, Route: &e.prefix})
 	})
 }

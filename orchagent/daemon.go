@@ -89,9 +89,13 @@ func (c *controller) Start(ctx context.Context) error {
 	// them (notedRoute): their events would only be heard back, 100k of
 	// them in a bulk load, so the kernel drops them (those of gateway-only
 	// next hops still come: they name the link the kernel chose). The
-	// same for our address creates (addrWritten notes them).
+	// same for our address creates (addrWritten notes them). The local
+	// and broadcast routes the kernel makes in table local with every
+	// address (two route events per address, the view does not keep
+	// them: onRoute only re-checks reachability, as the address's own
+	// event or addrWritten does) are dropped too.
 	kev, err := c.k.Watch(ctx, netlinkmgr.WatchOptions{RecvBuffer: netlinkRecvBuffer, OmitOwnRouteWrites: true,
-		OmitOwnAddrWrites: true,
+		OmitOwnAddrWrites: true, OmitKernelLocalRoutes: true,
 		ErrorCallback: func(err error) {
 			m.errors.Inc()
 			c.h.Log.WithError(err).Warn("netlink subscription")

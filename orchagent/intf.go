@@ -72,7 +72,13 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 			return outcome{deferred: true}
 		}
 		o.flushBatch() // as act does: earlier deferred writes go first
-		return o.addrWritten(table, key, a, refs, o.k.Addrs().Add(a))
+		out, noted := o.addrWritten(table, key, a, refs, o.k.Addrs().Add(a))
+		if noted {
+			// Its echo is not heard: tell routes waiting for a reachable
+			// gateway ourselves (flushAddrs: once per batch).
+			o.enqueueRefs(resReach)
+		}
+		return out
 	}
 }
 
@@ -89,35 +95,34 @@ func addrRef(link string, p netip.Prefix) string {
 // addrWritten is the outcome of the create-only add of a (proto 201) for
 // table|key, and logs it: an equal address someone else added is a
 // conflict; one of ours the view had not seen yet (EEXIST, then read) is
-// ok, logged as such rather than as a failed change.
-func (o *Orch) addrWritten(table, key string, a netlinkmgr.AddrInfo, refs []string, err error) outcome {
+// ok, logged as such rather than as a failed change. A new address is
+// noted in the view (noted); the caller then tells the routes waiting
+// for a reachable gateway (resReach), once for all it wrote.
+func (o *Orch) addrWritten(table, key string, a netlinkmgr.AddrInfo, refs []string, err error) (out outcome, noted bool) {
 	if err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			if c, ok := o.readAddr(a.Link, a); ok {
 				if c.Protocol != netlinkmgr.ProtoSwitchyard {
 					o.logAct(table, key, func() string { return describeAddr(&a) }, err)
-					return errorOut(addrConflict(table, key, c), refs)
+					return errorOut(addrConflict(table, key, c), refs), false
 				}
 				if c.Prefix == a.Prefix {
 					// ours already: the view had forgotten it
 					o.logAct(table, key, func() string { return describeAddr(&a) + " (there already, ours)" }, nil)
-					return okOut(refs)
+					return okOut(refs), false
 				}
 			}
 		}
 		o.logAct(table, key, func() string { return describeAddr(&a) }, err)
-		return kernelOut(err, refs)
+		return kernelOut(err, refs), false
 	}
 	o.logAct(table, key, func() string { return describeAddr(&a) }, nil)
 	if !o.view.notedAddrWritten(a.Link, a.Prefix) {
 		// Removed by someone right after the kernel added it (its echo
 		// is not heard, its delete was): add it again.
-		return kernelOut(fmt.Errorf("%s|%s: address %s on %s was deleted while being added", table, key, a.Prefix, a.Link), refs)
+		return kernelOut(fmt.Errorf("%s|%s: address %s on %s was deleted while being added", table, key, a.Prefix, a.Link), refs), false
 	}
-	// The echo will match the view: tell routes waiting for a
-	// reachable gateway ourselves.
-	o.enqueueRefs(resReach)
-	return okOut(refs)
+	return okOut(refs), true
 }
 
 // applyBare applies a bare interface key: a loopback's admin state, then
