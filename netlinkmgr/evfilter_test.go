@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRealWatchOmitKernelLocalRoutes: with OmitKernelLocalRoutes (and
@@ -65,6 +67,117 @@ func TestRealWatchOmitKernelLocalRoutes(t *testing.T) {
 	for _, s := range got {
 		if strings.Contains(s, "table 255 proto 2") || strings.Contains(s, "10.73.0.0/24") {
 			t.Errorf("route events %v: %q heard", got, s)
+		}
+	}
+}
+
+// runFilter runs the classic BPF program prog on msg as the kernel's
+// socket filter does for the instructions eventFilter uses (absolute
+// loads, which reject the message when past its end; the length; jeq,
+// jge, jset; ret) and returns what it keeps (0 = drop).
+func runFilter(t *testing.T, prog []unix.SockFilter, msg []byte) uint32 {
+	t.Helper()
+	var a uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		load := func(n int) bool {
+			if int(in.K)+n > len(msg) {
+				return false
+			}
+			a = 0
+			for _, c := range msg[in.K : int(in.K)+n] {
+				a = a<<8 | uint32(c)
+			}
+			return true
+		}
+		jump := func(cond bool) {
+			if cond {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		}
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			if !load(4) {
+				return 0
+			}
+		case unix.BPF_LD | unix.BPF_H | unix.BPF_ABS:
+			if !load(2) {
+				return 0
+			}
+		case unix.BPF_LD | unix.BPF_B | unix.BPF_ABS:
+			if !load(1) {
+				return 0
+			}
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_LEN:
+			a = uint32(len(msg))
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K:
+			jump(a == in.K)
+		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
+			jump(a >= in.K)
+		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			jump(a&in.K != 0)
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K
+		default:
+			t.Fatalf("instruction %d: code %#x not interpreted", pc, in.Code)
+		}
+	}
+	t.Fatal("the program ran off its end")
+	return 0
+}
+
+// routeMsg is a route notification: nlmsghdr (type, seq, pid) and an
+// rtmsg with table and protocol (and an RTA_TABLE, as the kernel sends).
+func routeMsg(typ uint16, seq, pid uint32, table, proto uint8) []byte {
+	b := native.AppendUint32(nil, 0)
+	b = native.AppendUint16(b, typ)
+	b = native.AppendUint16(b, 0)
+	b = native.AppendUint32(b, seq)
+	b = native.AppendUint32(b, pid)
+	b = append(b, unix.AF_INET, 32, 0, 0, table, proto, unix.RT_SCOPE_HOST, unix.RTN_LOCAL, 0, 0, 0, 0)
+	b = appendU32Attr(b, unix.RTA_TABLE, uint32(table))
+	native.PutUint32(b, uint32(len(b)))
+	return b
+}
+
+// TestEventFilter runs eventFilter's programs on the messages each is to
+// drop or keep, the kernel's checks aside: table local's kernel routes,
+// our quiet writes, and everything else (a message too short to hold an
+// rtmsg is kept, not rejected by a load past its end).
+func TestEventFilter(t *testing.T) {
+	const pid = 4242
+	if eventFilter(0, false) != nil {
+		t.Fatal("a filter that drops nothing was built")
+	}
+	quiet, heard := uint32(8), uint32(8|seqHeard)
+	short := routeMsg(unix.RTM_NEWROUTE, 1, 0, rtTableLocal, rtprotKernel)[:unix.SizeofNlMsghdr+4]
+	native.PutUint32(short, uint32(len(short)))
+	cases := []struct {
+		name       string
+		msg        []byte
+		pid        uint32
+		local      bool
+		wantPassed bool
+	}{
+		{"local route of an address", routeMsg(unix.RTM_NEWROUTE, 0, 0, rtTableLocal, rtprotKernel), 0, true, false},
+		{"its delete", routeMsg(unix.RTM_DELROUTE, 0, 0, rtTableLocal, rtprotKernel), pid, true, false},
+		{"kept without the option", routeMsg(unix.RTM_NEWROUTE, 0, 0, rtTableLocal, rtprotKernel), pid, false, true},
+		{"table local by hand", routeMsg(unix.RTM_NEWROUTE, 0, 0, rtTableLocal, 4), pid, true, true},
+		{"prefix route in main", routeMsg(unix.RTM_NEWROUTE, 0, 0, unix.RT_TABLE_MAIN, rtprotKernel), pid, true, true},
+		{"a VRF's local route", routeMsg(unix.RTM_NEWROUTE, 0, 0, 10, rtprotKernel), pid, true, true},
+		{"not a route message", routeMsg(unix.RTM_NEWADDR, 0, 0, rtTableLocal, rtprotKernel), 0, true, true},
+		{"too short for an rtmsg", short, 0, true, true},
+		{"our quiet write", routeMsg(unix.RTM_NEWROUTE, quiet, pid, unix.RT_TABLE_MAIN, ProtoSwitchyard), pid, true, false},
+		{"our quiet write, echo test alone", routeMsg(unix.RTM_NEWROUTE, quiet, pid, unix.RT_TABLE_MAIN, ProtoSwitchyard), pid, false, false},
+		{"our heard write", routeMsg(unix.RTM_NEWROUTE, heard, pid, unix.RT_TABLE_MAIN, ProtoSwitchyard), pid, true, true},
+		{"someone else's write", routeMsg(unix.RTM_NEWROUTE, quiet, pid+1, unix.RT_TABLE_MAIN, ProtoSwitchyard), pid, true, true},
+	}
+	for _, c := range cases {
+		prog := eventFilter(c.pid, c.local)
+		if got := runFilter(t, prog, c.msg) != 0; got != c.wantPassed {
+			t.Errorf("%s (pid %d, omit local %v): passed %v, want %v", c.name, c.pid, c.local, got, c.wantPassed)
 		}
 	}
 }
