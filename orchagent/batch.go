@@ -116,7 +116,10 @@ func (o *Orch) deferring(table string) bool {
 // would return.
 func (o *Orch) ReconcileBatch(ctx context.Context, keys []string) []error {
 	errs := make([]error, len(keys))
+	o.passStart(keys)
+	defer o.passEnd()
 	for i, key := range keys {
+		o.passAt(i)
 		table, _, _ := strings.Cut(key, schema.ConfigSep)
 		if o.batch != nil && o.batch.table != batchGroup(table) {
 			o.flushBatch()

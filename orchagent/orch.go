@@ -96,6 +96,9 @@ type Orch struct {
 	// linkRes interns resLink names for route keys: 100k routes via one
 	// port share one "link:PORT" string.
 	linkRes resNames
+
+	// lag: PortChannel keys' pass and expected echoes (pcecho.go).
+	lag lagState
 }
 
 // resNames interns the resource names of links.
@@ -306,6 +309,9 @@ func (o *Orch) Drain() []string {
 }
 
 func (o *Orch) enqueue(key string) {
+	if o.laterInPass(key) { // pcecho.go
+		return
+	}
 	if o.enq != nil {
 		o.enq(key)
 		return

@@ -23,12 +23,23 @@ const bondMiimon = 100
 // min_links, lacp_rate fast when fast_rate is true), with admin_status and
 // mtu. A change of fast_rate takes the bond down for the change (the
 // kernel takes lacp_rate only then) and up again.
+//
+// The key expects the echoes of its writes (pcecho.go): the bond's events
+// do not re-enqueue it while the view shows what it made.
 func (o *Orch) applyPortChannel(key string, f schema.Fields) outcome {
+	ck := schema.ConfigKey(schema.TablePortChannel, key)
+	out := o.pcApply(key, ck, f)
+	o.echoesAfter(ck, out)
+	return out
+}
+
+func (o *Orch) pcApply(key, ck string, f schema.Fields) outcome {
 	refs := []string{resLink(key)}
 	pc, err := schema.ParsePortChannel(key, f)
 	if err != nil {
 		return errorOut(err, refs)
 	}
+	o.expectEchoes(ck, pcFinal(pc.Name, pc.AdminUp, pc.MTU), pcInterim(pc.Name))
 	// A bond the view does not know is created without a read first
 	// (the read is a round trip whose answer, a bond's, is parsed in
 	// full): EEXIST, the view behind the kernel, reads it then.
@@ -116,6 +127,7 @@ func (o *Orch) applyPortChannel(key string, f schema.Fields) outcome {
 // removePortChannel deletes our bond; the kernel releases its ports
 // (their member keys, waiting on the PortChannel key, see it go).
 func (o *Orch) removePortChannel(key string) outcome {
+	o.forgetEchoes(schema.ConfigKey(schema.TablePortChannel, key))
 	cur, ok, err := o.getLink(key)
 	if err != nil {
 		return kernelOut(err, nil)
@@ -133,8 +145,16 @@ func (o *Orch) removePortChannel(key string) outcome {
 // applyPcMember enslaves the port to the PortChannel's bond once the
 // PortChannel key is ok: admin down first (as teamd does), then master
 // (the bond opens its port itself). A port with another master (a bridge,
-// another bond) is a conflict, not moved.
+// another bond) is a conflict, not moved. The key expects the echoes of
+// its writes (pcecho.go).
 func (o *Orch) applyPcMember(key string, f schema.Fields) outcome {
+	ck := schema.ConfigKey(schema.TablePortChannelMember, key)
+	out := o.pcMemberApply(key, ck, f)
+	o.echoesAfter(ck, out)
+	return out
+}
+
+func (o *Orch) pcMemberApply(key, ck string, f schema.Fields) outcome {
 	m, err := schema.ParsePortChannelMember(key, f)
 	if err != nil {
 		return errorOut(err, nil)
@@ -144,6 +164,7 @@ func (o *Orch) applyPcMember(key string, f schema.Fields) outcome {
 	if !o.resultOK(pk) {
 		return pendingOut("waiting for "+pk, refs)
 	}
+	o.expectEchoes(ck, memberFinal(m.Port, m.PortChannel), memberInterim(m.Port, m.PortChannel))
 	// Already enslaved, says the view: done, without reading the kernel
 	// (the events of the enslave re-enqueue the key several times). A
 	// change behind our back is a link event on the port, which
@@ -188,6 +209,7 @@ func (o *Orch) applyPcMember(key string, f schema.Fields) outcome {
 // the member key's PortChannel and ours. The kernel leaves a released port
 // down; its PORT key, if any, brings it back to its admin_status.
 func (o *Orch) removePcMember(key string) outcome {
+	o.forgetEchoes(schema.ConfigKey(schema.TablePortChannelMember, key))
 	m, err := schema.ParsePortChannelMember(key, nil)
 	if err != nil {
 		return okOut(nil)

@@ -328,6 +328,10 @@ func (o *Orch) HandleEvent(ev netlinkmgr.Event) {
 		// up: see Reconcile.
 		o.view.gen.Add(1)
 	}
+	if ev.Kind == netlinkmgr.EventLink {
+		o.enqueueLinkRefs(ev.Deleted, res) // pcecho.go
+		return
+	}
 	o.enqueueRefs(res...)
 }
 
