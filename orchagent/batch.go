@@ -207,12 +207,14 @@ func (o *Orch) flushFdbs(b *writeBatch) {
 	for i := range b.fdbs {
 		wants[i] = b.fdbs[i].want
 	}
+	o.view.writingFdbs(wants) // fdbview.go
 	res := o.k.Fdbs().AddBatch(wants)
 	for i := range b.fdbs {
 		d := &b.fdbs[i]
 		o.logAct(d.table, d.key, func() string { return describeFdb(&d.want) }, res[i])
-		o.finishDeferred(b, &d.deferred, o.fdbWritten(d.want, d.refs, res[i]))
+		o.finishDeferred(b, &d.deferred, o.fdbWritten(d.key, d.want, d.refs, res[i]))
 	}
+	o.view.fdbsWritten()
 }
 
 // flushAddrs sends b's deferred address adds (Addrs().AddBatch).

@@ -1,8 +1,10 @@
 package orchagent
 
 import (
+	"fmt"
 	"net"
 	"strings"
+	"sync"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
@@ -16,12 +18,14 @@ func (o *Orch) applyFdb(key string, f schema.Fields) outcome {
 	if err != nil {
 		return errorOut(err, nil)
 	}
-	vid, mac := uint16(e.VID), e.MAC.String()
-	mk := schema.ConfigKey(schema.TableVlanMember, e.Vlan+schema.ConfigSep+e.Port)
-	// The port's resource name interned (linkRes): 10k entries on a port
-	// do not hold 10k copies of "link:PORT" in the dependency index.
-	refs := []string{mk, resFdb(vid, mac), o.linkRes.of(e.Port)}
-	cur, have := o.view.fdb(vid, mac)
+	vid := uint16(e.VID)
+	// The VLAN member's key and the port's link, one slice per member
+	// (fdbRefCache). The entry's own resource (fdb:VID|MAC) is not in the
+	// index: an event about it names the key (enqueueFdbRefs: ParseFDB
+	// takes only the canonical VlanN and MAC, which the event's spell).
+	refs := o.fdbRefs.of(o, e.Vlan, e.Port)
+	mk := refs[0]
+	cur, have := o.view.fdbAt(vid, e.MAC)
 	ours := have && cur.Static && !cur.Local
 	if !o.resultOK(mk) {
 		if ours {
@@ -39,21 +43,77 @@ func (o *Orch) applyFdb(key string, f schema.Fields) outcome {
 		o.batch.fdbs = append(o.batch.fdbs, deferredFdb{deferred: o.batch.cur, want: want, refs: refs})
 		return outcome{deferred: true}
 	}
+	o.view.writingFdbs([]netlinkmgr.FdbInfo{want})
 	err = o.act(schema.TableFDB, key, describeFdb(&want), func() error { return o.k.Fdbs().Add(want) })
-	return o.fdbWritten(want, refs, err)
+	out := o.fdbWritten(key, want, refs, err)
+	o.view.fdbsWritten()
+	return out
+}
+
+// fdbRefCache holds the dependencies of FDB keys per VLAN member (its
+// VLAN_MEMBER key, its port's link resource), so 10k entries behind one
+// port share one slice in the dependency index instead of building one
+// each. The slices are never appended to (capacity = length).
+type fdbRefCache struct {
+	mu sync.Mutex
+	m  map[fdbMember][]string
+}
+
+type fdbMember struct{ vlan, port string }
+
+// of returns the refs of an FDB entry of vlan behind port.
+func (c *fdbRefCache) of(o *Orch, vlan, port string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := fdbMember{vlan, port}
+	if r, ok := c.m[k]; ok {
+		return r
+	}
+	r := []string{schema.ConfigKey(schema.TableVlanMember, vlan+schema.ConfigSep+port), o.linkRes.of(port)}
+	r = r[:2:2]
+	if len(c.m) < maxResNames {
+		if c.m == nil {
+			c.m = map[fdbMember][]string{}
+		}
+		c.m[k] = r
+	}
+	return r
 }
 
 func describeFdb(f *netlinkmgr.FdbInfo) string {
 	return "replace fdb " + f.MAC.String() + " dev " + f.Link + " master static vlan " + itoa(int(f.Vlan))
 }
 
-// fdbWritten is the outcome of the add of want.
-func (o *Orch) fdbWritten(want netlinkmgr.FdbInfo, refs []string, err error) outcome {
+// fdbWritten is the outcome of the add of want (key: "VlanN|mac").
+func (o *Orch) fdbWritten(key string, want netlinkmgr.FdbInfo, refs []string, err error) outcome {
 	if err != nil {
 		return kernelOut(err, refs)
 	}
-	o.view.notedFdb(want, true)
+	if !o.view.notedFdbWritten(want) {
+		// Removed by someone right after the kernel wrote it (its
+		// delete was heard before this note): write it again.
+		return kernelOut(fmt.Errorf("FDB|%s: %s was deleted while being written", key, describeFdb(&want)), refs)
+	}
 	return okOut(refs)
+}
+
+// enqueueFdbRefs enqueues the dependants of an FDB event's resources and,
+// for an entry's own (fdb:VID|MAC), the FDB key VlanVID|MAC if configured.
+func (o *Orch) enqueueFdbRefs(resources []string) {
+	o.enqueueRefs(resources...)
+	for _, r := range resources {
+		rest, ok := strings.CutPrefix(r, "fdb:")
+		if !ok {
+			continue
+		}
+		vid, mac, ok := strings.Cut(rest, schema.ConfigSep)
+		if !ok {
+			continue
+		}
+		if k := "Vlan" + vid + schema.ConfigSep + mac; o.cfg.Has(schema.TableFDB, k) {
+			o.enqueue(schema.ConfigKey(schema.TableFDB, k))
+		}
+	}
 }
 
 // removeFdb deletes the static entry of a deleted FDB key.
@@ -64,7 +124,7 @@ func (o *Orch) removeFdb(key string) outcome {
 	if !ok || err != nil || merr != nil {
 		return okOut(nil)
 	}
-	cur, have := o.view.fdb(uint16(id), mac.String())
+	cur, have := o.view.fdbAt(uint16(id), mac)
 	if !have || !cur.Static || cur.Local {
 		return okOut(nil)
 	}

@@ -99,6 +99,8 @@ type Orch struct {
 
 	// lag: PortChannel keys' pass and expected echoes (pcecho.go).
 	lag lagState
+	// fdbRefs: FDB keys' dependencies per VLAN member (fdb.go).
+	fdbRefs fdbRefCache
 }
 
 // resNames interns the resource names of links.

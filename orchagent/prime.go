@@ -53,7 +53,7 @@ func (o *Orch) Prime() error {
 	for _, f := range fdbs {
 		switch {
 		case f.Master == BridgeName:
-			v.fdbs[fdbKey{f.Vlan, f.MAC.String()}] = f
+			v.fdbs[fdbKeyOf(f.Vlan, f.MAC)] = f
 		case isRemoteEntry(&f):
 			v.remotes[remoteKey{f.Link, f.Dst.Unmap()}] = true
 		}

@@ -2,6 +2,7 @@ package orchagent
 
 import (
 	"bytes"
+	"net"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -49,6 +50,8 @@ type kernelView struct {
 
 	// addrWriting are the addresses being created (addrview.go).
 	addrWriting map[addrWrite]bool
+	// fdbWriting are the static entries being written (fdbview.go).
+	fdbWriting map[fdbKey]fdbWrite
 }
 
 // compact gives back the memory of maps that shrank after a burst of
@@ -71,9 +74,17 @@ type linkSnap struct {
 	filtering         bool
 }
 
+// fdbKey is an entry of Bridge's FDB: a bridge's entries have
+// Ethernet (6-byte) addresses, kept as an array (no string per entry).
 type fdbKey struct {
 	vid uint16
-	mac string
+	mac [6]byte
+}
+
+func fdbKeyOf(vid uint16, mac net.HardwareAddr) fdbKey {
+	k := fdbKey{vid: vid}
+	copy(k.mac[:], mac)
+	return k
 }
 
 func newKernelView() *kernelView {
@@ -241,9 +252,17 @@ func (v *kernelView) addr(link string, p netip.Prefix) (proto int, ok bool) {
 }
 
 func (v *kernelView) fdb(vid uint16, mac string) (netlinkmgr.FdbInfo, bool) {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return netlinkmgr.FdbInfo{}, false
+	}
+	return v.fdbAt(vid, hw)
+}
+
+func (v *kernelView) fdbAt(vid uint16, mac net.HardwareAddr) (netlinkmgr.FdbInfo, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	f, ok := v.fdbs[fdbKey{vid, mac}]
+	f, ok := v.fdbs[fdbKeyOf(vid, mac)]
 	return f, ok
 }
 
@@ -275,7 +294,7 @@ func (v *kernelView) notedAddr(link string, p netip.Prefix, present bool) {
 }
 func (v *kernelView) notedFdb(f netlinkmgr.FdbInfo, present bool) {
 	v.mu.Lock()
-	k := fdbKey{f.Vlan, f.MAC.String()}
+	k := fdbKeyOf(f.Vlan, f.MAC)
 	if present {
 		v.fdbs[k] = f
 	} else {
@@ -327,6 +346,10 @@ func (o *Orch) HandleEvent(ev netlinkmgr.Event) {
 		// After the view changed and before the dependants are looked
 		// up: see Reconcile.
 		o.view.gen.Add(1)
+	}
+	if ev.Kind == netlinkmgr.EventFdb {
+		o.enqueueFdbRefs(res) // fdb.go
+		return
 	}
 	if ev.Kind == netlinkmgr.EventLink {
 		o.enqueueLinkRefs(ev.Deleted, res) // pcecho.go
@@ -517,20 +540,26 @@ func (v *kernelView) onFdb(f *netlinkmgr.FdbInfo, deleted bool) []string {
 		v.vidsEpoch[f.Link]++
 		return []string{resBrVid(f.Link, f.Vlan)}
 	}
-	k := fdbKey{f.Vlan, f.MAC.String()}
+	k := fdbKeyOf(f.Vlan, f.MAC)
 	old, had := v.fdbs[k]
 	if deleted {
-		if !had || old.Link != f.Link {
+		gone := v.fdbGoneLocked(k, f) // fdbview.go
+		if (!had || old.Link != f.Link) && !gone {
 			return nil
 		}
-		delete(v.fdbs, k)
+		if had && old.Link == f.Link {
+			delete(v.fdbs, k)
+		}
 	} else {
 		if had && old.Link == f.Link && old.Static == f.Static && old.Local == f.Local {
 			return nil
 		}
 		v.fdbs[k] = *f
+		if v.fdbEchoLocked(k, f) { // fdbview.go
+			return nil
+		}
 	}
-	return []string{resFdb(f.Vlan, k.mac)}
+	return []string{resFdb(f.Vlan, f.MAC.String())}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
