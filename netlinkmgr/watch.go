@@ -238,6 +238,10 @@ func (w *watcher) send(ctx context.Context, ev Event) bool {
 }
 
 // name resolves an ifindex, asking the kernel for indexes not seen yet.
+// An index the kernel does not have is remembered as "" (a veth's
+// IFLA_LINK is its peer's index in the peer's namespace: every event of
+// the port asked again, a round trip each); a link made with that index
+// later announces itself with its own event, which names it.
 func (w *watcher) name(idx int) string {
 	if idx == 0 {
 		return ""
@@ -245,9 +249,13 @@ func (w *watcher) name(idx int) string {
 	if n, ok := w.names[idx]; ok {
 		return n
 	}
-	if l, err := w.k.h.LinkByIndex(idx); err == nil {
+	l, err := w.k.h.LinkByIndex(idx)
+	if err == nil {
 		w.names[idx] = l.Attrs().Name
 		return l.Attrs().Name
+	}
+	if IsNotFound(mapNotFound(err)) {
+		w.names[idx] = ""
 	}
 	return ""
 }

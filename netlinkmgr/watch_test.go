@@ -326,3 +326,21 @@ func TestRealWatchEndsQuietly(t *testing.T) {
 		t.Errorf("errors reported after the watch ended: %v", errs)
 	}
 }
+
+// An ifindex the namespace does not have (a veth peer's, in another
+// namespace) is asked of the kernel once, not on every event; a link
+// created later with it is named by its own event.
+func TestWatchNameRemembersUnknownIndex(t *testing.T) {
+	_, k := openReal(t)
+	w := &watcher{k: k.(*kernel), names: map[int]string{}}
+	const idx = 1 << 30
+	if n := w.name(idx); n != "" {
+		t.Fatalf("name(%d) = %q, want none", idx, n)
+	}
+	if n, ok := w.names[idx]; !ok || n != "" {
+		t.Fatalf("unknown index not remembered: %q %v", n, ok)
+	}
+	if n := w.name(1); n != "lo" {
+		t.Fatalf("name(1) = %q, want lo", n)
+	}
+}
