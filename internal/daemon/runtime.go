@@ -24,6 +24,7 @@ const DefaultGCPercent = 100
 type runtimeFlags struct {
 	memProfileRate intFlag
 	gcPercent      intFlag
+	heapHeadroom   intFlag
 }
 
 // intFlag is an int flag whose Set also applies it.
@@ -52,13 +53,19 @@ func (f *intFlag) Set(s string) error {
 func (r *runtimeFlags) register(fs *flag.FlagSet) {
 	r.memProfileRate = intFlag{v: 0, apply: setMemProfileRate}
 	r.gcPercent = intFlag{v: defaultGCPercent(), apply: func(v int) { debug.SetGCPercent(v) }}
+	r.heapHeadroom = intFlag{v: DefaultHeapHeadroomMiB, apply: setHeapHeadroom}
 	r.memProfileRate.apply(r.memProfileRate.v)
 	r.gcPercent.apply(r.gcPercent.v)
+	r.heapHeadroom.apply(r.heapHeadroom.v)
 	fs.Var(&r.memProfileRate, "mem-profile-rate",
 		"sample one allocation per this many bytes for /debug/pprof/heap (Go's default is 524288); "+
 			"0 = off: the profiler's records of every allocation site stay for good (~1.5 MB after a burst)")
 	fs.Var(&r.gcPercent, "gc-percent",
 		"collect once the heap has grown this many percent above the live data (as GOGC, which sets the default; -1 = off)")
+	fs.Var(&r.heapHeadroom, "heap-headroom-mib",
+		"also collect once the heap has grown max(live/4, this many MiB) above the live data, a soft memory limit "+
+			"following the live heap: a burst's peak, whose runtime metadata stays for good, stays near the live heap; "+
+			"0 = off (GOGC alone); $GOMEMLIMIT, when set, wins")
 }
 
 // setMemProfileRate sets runtime.MemProfileRate (negative = 0).

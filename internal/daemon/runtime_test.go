@@ -12,7 +12,7 @@ import (
 func restoreRuntime(t *testing.T) {
 	rate, gc := runtime.MemProfileRate, debug.SetGCPercent(100)
 	debug.SetGCPercent(gc)
-	t.Cleanup(func() { runtime.MemProfileRate = rate; debug.SetGCPercent(gc) })
+	t.Cleanup(func() { runtime.MemProfileRate = rate; debug.SetGCPercent(gc); setHeapHeadroom(0) })
 }
 
 func TestRuntimeDefaultsAndFlags(t *testing.T) {

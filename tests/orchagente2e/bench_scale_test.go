@@ -44,7 +44,12 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 			// Off by default (internal/daemon); SWITCHYARD_MEM_PROFILE_RATE=4096
 			// samples finely enough to attribute a few MB.
 			prof = []string{"--mem-profile-rate", cmp.Or(os.Getenv("SWITCHYARD_MEM_PROFILE_RATE"), "524288")}
+			if err := os.MkdirAll(os.Getenv("SWITCHYARD_HEAP_DIR"), 0o755); err != nil {
+				b.Fatal(err)
+			}
 		}
+		// Runtime flags to compare (e.g. "--heap-headroom-mib 8"), both daemons.
+		prof = append(prof, strings.Fields(os.Getenv("SWITCHYARD_BENCH_DAEMON_ARGS"))...)
 		orch := e.Start("orchagent", append([]string{"--log-level", "info", "--metrics-addr", "127.0.0.1:" + orchPort}, prof...)...)
 		syncd := e.Start("syncd", append([]string{"--log-level", "info", "--metrics-addr", "127.0.0.1:" + syncdPort}, prof...)...)
 		e.WaitOK("PORT|Ethernet0")
@@ -61,6 +66,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		for j := range keys {
 			keys[j] = fmt.Sprintf("STATIC_ROUTE|%d.%d.%d.0/24", 30+j/65536, j/256%256, j%256)
 		}
+		gc0 := metricValue(b, orchPort, "go_gc_duration_seconds_count")
 		cpu0 := map[string]time.Duration{"orchagent": e2eutil.ProcCPU(b, orch.Cmd.Process.Pid), "syncd": e2eutil.ProcCPU(b, syncd.Cmd.Process.Pid)}
 		t0 := time.Now()
 		for j := 0; j < n; j += 5000 {
@@ -76,6 +82,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		applied := time.Since(t0)
 		waitCount(b, e, "ROUTE_TABLE|3[01].*", n, "")
 		mirrored := time.Since(t0)
+		loadGCs := metricValue(b, orchPort, "go_gc_duration_seconds_count") - gc0
 		cpu := map[string]time.Duration{"orchagent": e2eutil.ProcCPU(b, orch.Cmd.Process.Pid) - cpu0["orchagent"],
 			"syncd": e2eutil.ProcCPU(b, syncd.Cmd.Process.Pid) - cpu0["syncd"]}
 		time.Sleep(6 * time.Second)
@@ -105,6 +112,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		restartCPU := e2eutil.ProcCPU(b, orch.Cmd.Process.Pid) // all of the new process's
 		// heap_sys only grows (released pages stay counted): the restart's peak.
 		restartHeap := metricValue(b, orchPort, "go_memstats_heap_sys_bytes")
+		restartGCs := metricValue(b, orchPort, "go_gc_duration_seconds_count")
 		memStats(b, orchPort, "orchagent-restarted")
 		heapProfile(b, orchPort, "orchagent-restarted")
 		writes := len(mon.seen())
@@ -134,6 +142,10 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		b.ReportMetric(float64(n)/applied.Seconds(), "routes/s-applied")
 		b.ReportMetric(float64(n)/mirrored.Seconds(), "routes/s-mirrored")
 		b.ReportMetric(restart.Seconds(), "restart-s")
+		// Collections: what a lower heap goal costs (load = the first
+		// process's 100k; restart = the new process until all results).
+		b.ReportMetric(loadGCs, "orchagent-gcs-load")
+		b.ReportMetric(restartGCs, "restart-gcs")
 		b.ReportMetric(float64(writes), "restart-netlink-changes")
 		b.ReportMetric(restartHeap/(1<<20), "restart-heap-sys-MB")
 		b.ReportMetric(restartCPU.Seconds(), "restart-cpu-s")
