@@ -63,9 +63,9 @@ func (r *runtimeFlags) register(fs *flag.FlagSet) {
 	fs.Var(&r.gcPercent, "gc-percent",
 		"collect once the heap has grown this many percent above the live data (as GOGC, which sets the default; -1 = off)")
 	fs.Var(&r.heapHeadroom, "heap-headroom-mib",
-		"also collect once the heap has grown max(live/4, this many MiB) above the live data, a soft memory limit "+
+		"also collect once the heap has grown max(live/2, this many MiB) above the live data, a soft memory limit "+
 			"following the live heap: a burst's peak, whose runtime metadata stays for good, stays near the live heap; "+
-			"0 = off (GOGC alone); $GOMEMLIMIT, when set, wins")
+			"0 = off (GOGC alone; the default: at 16, ~6% more CPU in a 100k-route load); $GOMEMLIMIT, when set, wins")
 }
 
 // setMemProfileRate sets runtime.MemProfileRate (negative = 0).

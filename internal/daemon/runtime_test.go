@@ -3,6 +3,8 @@ package daemon
 import (
 	"flag"
 	"io"
+	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -27,6 +29,11 @@ func TestRuntimeDefaultsAndFlags(t *testing.T) {
 	}
 	if got := debug.SetGCPercent(DefaultGCPercent); got != DefaultGCPercent {
 		t.Errorf("after Register GC percent = %d, want %d", got, DefaultGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if l := memoryLimit(); l != math.MaxInt64 {
+			t.Errorf("after Register memory limit = %d, want none (--heap-headroom-mib off by default)", l)
+		}
 	}
 	if err := fs.Parse([]string{"--mem-profile-rate", "4096", "--gc-percent", "30"}); err != nil {
 		t.Fatal(err)
