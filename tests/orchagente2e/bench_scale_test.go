@@ -115,8 +115,12 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		restartGCs := metricValue(b, orchPort, "go_gc_duration_seconds_count")
 		memStats(b, orchPort, "orchagent-restarted")
 		heapProfile(b, orchPort, "orchagent-restarted")
-		writes := len(mon.seen())
+		seen := mon.seen()
+		writes := len(seen)
 		mon.stop()
+		if writes > 0 { // the restart goal is none: say what they were
+			b.Logf("restart: ip monitor saw %d changes, first ones:\n%s", writes, strings.Join(seen[:min(len(seen), 20)], "\n"))
+		}
 
 		// Delete them all: memory comes back.
 		for j := 0; j < n; j += 10000 {
