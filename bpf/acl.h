@@ -71,26 +71,8 @@ struct acl_val {
 	__u32 pad;
 };
 
-/* An inline entry (acl_hdr tab4/tab6): a rule hash entry's key words
- * and value, in the slot its pre-check hash names (the top
- * ACL_TAB_SHIFT bits); rank 0xffffffff = empty. more: another entry of
- * the hash has this slot, so a key that is not this one must be looked
- * up in the hash; 0: a key that is not this one has no entry. */
-struct acl_ent4 {
-	__u64 k[3];
-	__u32 rank;
-	__u32 idx;
-	__u32 action;
-	__u32 more;
-};
-
-struct acl_ent6 {
-	__u64 k[6];
-	__u32 rank;
-	__u32 idx;
-	__u32 action;
-	__u32 more;
-};
+/* Inline entries (acl_hdr tab4/tab6): struct acl_ent4 / acl_ent6 of
+ * inline.h. */
 
 /* One match shape: its mask (acl_key words; IPv4: m[0..2]) and the best
  * rank among its entries. flags: ACL_SHAPE_L2 the mask has only
@@ -182,14 +164,7 @@ static __always_inline __u32 acl_dport_bucket(__u16 dport)
 	return ((__u32)dport * 0x9E3779B1u) >> (32 - ACL_DPORT_SHIFT);
 }
 
-/* The pre-check hash (aclHash in acl.go computes the same): a sum
- * of the key's words times odd constants (independent multiplies). */
-#define ACL_C0 0x9E3779B97F4A7C15ULL
-#define ACL_C1 0xBF58476D1CE4E5B9ULL
-#define ACL_C2 0x94D049BB133111EBULL
-#define ACL_C3 0xD6E8FEB86659FD93ULL
-#define ACL_C4 0xA0761D6478BD642FULL
-#define ACL_C5 0xE7037ED1A0B428DBULL
+/* The pre-check hash: ACL_C0..ACL_C5 of inline.h. */
 
 static __always_inline __u64 acl_small1(__u16 sport, __u16 dport, __u16 vlan, __u16 etype)
 {
@@ -372,8 +347,8 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 			if (!acl_bloom_has(h->bloom6, hh))
 				continue;
 			struct acl_ent6 *e = &h->tab6[(hh >> (64 - ACL_TAB_SHIFT)) & ((1 << ACL_TAB_SHIFT) - 1)];
-			if (e->k[0] == k.w[0] && e->k[1] == k.w[1] && e->k[2] == k.w[2] && e->k[3] == k.w[3] &&
-			    e->k[4] == k.w[4] && e->k[5] == k.w[5]) {
+			int r = inline_probe6(e, k.w);
+			if (r == INL_HIT) {
 				if (e->rank < brank) {
 					brank = e->rank;
 					bidx = e->idx;
@@ -381,7 +356,7 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 				}
 				continue;
 			}
-			if (!e->more)
+			if (r == INL_MISS)
 				continue;
 			struct acl_val *v = bpf_map_lookup_elem(rules, &k);
 			if (v && v->rank < brank) {
@@ -412,7 +387,8 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 			if (!acl_bloom_has(h->bloom4, hh))
 				continue;
 			struct acl_ent4 *e = &h->tab4[(hh >> (64 - ACL_TAB_SHIFT)) & ((1 << ACL_TAB_SHIFT) - 1)];
-			if (e->k[0] == k.w[0] && e->k[1] == k.w[1] && e->k[2] == k.w[2]) {
+			int r = inline_probe4(e, k.w[0], k.w[1], k.w[2]);
+			if (r == INL_HIT) {
 				if (e->rank < brank) {
 					brank = e->rank;
 					bidx = e->idx;
@@ -420,7 +396,7 @@ __attribute__((noinline)) int acl_run(struct tuple *t, struct pkt_extra *x, __u3
 				}
 				continue;
 			}
-			if (!e->more)
+			if (r == INL_MISS)
 				continue;
 			struct acl_val *v = bpf_map_lookup_elem(rules, &k);
 			if (v && v->rank < brank) {

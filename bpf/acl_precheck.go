@@ -2,7 +2,6 @@ package bpf
 
 import (
 	"net/netip"
-	"sort"
 )
 
 // Address pre-check (acl.h apm, askip): per address family and direction
@@ -139,48 +138,30 @@ const aclTabShift = 12
 // (ties: the smaller key words, so the same plan fills the same way), and
 // more is set when the slot has other entries (then in the hash only).
 func aclInline(hdr *impairAclHdr, fi int, f *aclFamily, plan *ACLPlan, idx []uint32) {
-	type ent struct {
-		w    [6]uint64
-		rank uint32
-	}
-	list := make([]ent, 0, len(f.entries))
+	ents := make([]inlineEntry, 0, len(f.entries))
 	for k, rank := range f.entries {
-		list = append(list, ent{k.words(fi == 1), rank})
+		ents = append(ents, inlineEntry{k.words(fi == 1), rank})
 	}
-	sort.Slice(list, func(i, j int) bool {
-		if list[i].rank != list[j].rank {
-			return list[i].rank < list[j].rank
+	pick, more := inlineSlots(ents, aclTabShift)
+	for s, i := range pick {
+		var m uint32
+		if more[s] {
+			m = 1
 		}
-		for x := range list[i].w {
-			if list[i].w[x] != list[j].w[x] {
-				return list[i].w[x] < list[j].w[x]
-			}
-		}
-		return false
-	})
-	for i := range hdr.Tab4 {
 		if fi == 0 {
-			hdr.Tab4[i].Rank = noRank
-		} else {
-			hdr.Tab6[i].Rank = noRank
-		}
-	}
-	for _, e := range list {
-		slot := aclHash(e.w) >> (64 - aclTabShift)
-		if fi == 0 {
-			t := &hdr.Tab4[slot]
-			if t.Rank != noRank {
-				t.More = 1
-				continue
+			t := &hdr.Tab4[s]
+			*t = impairAclEnt4{Rank: noRank, More: m}
+			if i >= 0 {
+				e := &ents[i]
+				*t = impairAclEnt4{K: [3]uint64{e.w[0], e.w[1], e.w[2]}, Rank: e.rank, Idx: idx[e.rank], Action: uint32(plan.actions[e.rank]), More: m}
 			}
-			*t = impairAclEnt4{K: [3]uint64{e.w[0], e.w[1], e.w[2]}, Rank: e.rank, Idx: idx[e.rank], Action: uint32(plan.actions[e.rank])}
 		} else {
-			t := &hdr.Tab6[slot]
-			if t.Rank != noRank {
-				t.More = 1
-				continue
+			t := &hdr.Tab6[s]
+			*t = impairAclEnt6{Rank: noRank, More: m}
+			if i >= 0 {
+				e := &ents[i]
+				*t = impairAclEnt6{K: e.w, Rank: e.rank, Idx: idx[e.rank], Action: uint32(plan.actions[e.rank]), More: m}
 			}
-			*t = impairAclEnt6{K: e.w, Rank: e.rank, Idx: idx[e.rank], Action: uint32(plan.actions[e.rank])}
 		}
 	}
 }

@@ -127,7 +127,7 @@ func (p *Port) Apply(plan *Plan) error {
 		maskOf[uint8(id)] = m
 	}
 	setFilter(&newCfg, maskOf, have, want)
-	setSingle(&newCfg, have, want)
+	setInline(&newCfg, have, want)
 	if err := p.putCfg(newCfg, cfg, hasCfg); err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (p *Port) Apply(plan *Plan) error {
 	final := newCfg
 	final.ActiveMasks = newActive
 	setFilter(&final, maskOf, want)
-	setSingle(&final, want)
+	setInline(&final, want)
 	if err := p.putCfg(final, newCfg, true); err != nil {
 		return err
 	}
@@ -472,39 +472,62 @@ func setFilter(cfg *impairPortCfg, maskOf map[uint8]Tuple, entries ...map[matchE
 	cfg.FilterOn, cfg.Common = 1, common
 }
 
-// setSingle copies the only IPv4 entry of each active mask that has one
-// into cfg (port_cfg.single: the packet compares it in place instead of
-// the bloom and hash lookup). entries are the maps matches4 holds while
-// cfg is published, a later one's value winning for a key in several (the
-// value written last).
-func setSingle(cfg *impairPortCfg, entries ...map[matchEntry]impairMatch) {
-	cfg.SingleOn, cfg.Single = 0, [MaxMasks]impairSingle4{}
-	one := map[uint8]matchEntry{}
-	many := uint32(0)
+// impTabShift is impair.c's IMP_TAB_SHIFT: IPv4 inline entries per port.
+const impTabShift = 12
+
+// impWords4 gives an IPv4 key's inline form (classify.h imp_w0, imp_w1,
+// then dst), the words its inline slot is hashed from.
+func impWords4(k impairTuple4) [6]uint64 {
+	return [6]uint64{
+		uint64(k.MaskId) | uint64(k.Family)<<8 | uint64(k.Proto)<<16 | uint64(k.Dscp)<<24 | uint64(k.Vlan)<<32 | uint64(k.Sport)<<48,
+		uint64(k.Dport) | uint64(k.Src)<<32,
+		uint64(k.Dst),
+	}
+}
+
+// setInline fills cfg's IPv4 inline entries (port_cfg.tab4, inline.go)
+// from the IPv4 entries of its active masks, and the profile of each
+// slot they name. entries are the maps matches4 holds while cfg is
+// published, a later one's value winning for a key in several (the value
+// written last).
+func setInline(cfg *impairPortCfg, entries ...map[matchEntry]impairMatch) {
+	cfg.Prof = [maxSlots]Profile{}
+	vals := map[matchEntry]impairMatch{}
 	for _, es := range entries {
-		for e := range es {
-			id := e.key.MaskId
-			if !e.v4 || cfg.ActiveMasks&(1<<id) == 0 {
-				continue
+		for e, v := range es {
+			if e.v4 && cfg.ActiveMasks&(1<<e.key.MaskId) != 0 {
+				vals[e] = v
 			}
-			if cur, ok := one[id]; ok && cur != e {
-				many |= 1 << id
-			}
-			one[id] = e
 		}
 	}
-	for id, e := range one {
-		if many&(1<<id) != 0 {
+	ents := make([]inlineEntry, 0, len(vals))
+	ms := make([]impairMatch, 0, len(vals))
+	for e, v := range vals {
+		ents = append(ents, inlineEntry{impWords4(to4(e.key)), v.Rank})
+		ms = append(ms, v)
+	}
+	pick, more := inlineSlots(ents, impTabShift)
+	var set [maxSlots]bool
+	for s, i := range pick {
+		t := &cfg.Tab4[s]
+		// empty: a third word no key has (dst is 32 bits)
+		*t = impairAclEnt4{K: [3]uint64{2: ^uint64(0)}, Rank: noRank}
+		if more[s] {
+			t.More = 1
+		}
+		if i < 0 {
 			continue
 		}
-		var v impairMatch
-		for _, es := range entries {
-			if x, ok := es[e]; ok {
-				v = x
-			}
+		m := &ms[i]
+		if m.Slot >= maxSlots || (set[m.Slot] && cfg.Prof[m.Slot] != m.Prof) {
+			// a rule's stale entry with its old profile while the new
+			// one is inline: left to the hash, which holds its value
+			t.More = 1
+			continue
 		}
-		cfg.SingleOn |= 1 << id
-		cfg.Single[id] = impairSingle4{Key: to4(e.key), M: v}
+		set[m.Slot], cfg.Prof[m.Slot] = true, m.Prof
+		w := ents[i].w
+		t.K, t.Rank, t.Idx = [3]uint64{w[0], w[1], w[2]}, m.Rank, m.Slot
 	}
 }
 

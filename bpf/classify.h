@@ -21,6 +21,33 @@ static __always_inline void take(struct best *b, struct match *mt)
 	}
 }
 
+/* take_inline takes an inline entry (port_cfg.tab4) when it beats b:
+ * its rank, its slot (idx) and the slot's profile (cf->prof). */
+static __always_inline void take_inline(struct best *b, struct acl_ent4 *e, struct port_cfg *cf)
+{
+	__u32 s = e->idx;
+	if (e->rank < b->rank && s < MAX_SLOTS) {
+		b->rank = e->rank;
+		b->slot = s;
+		__builtin_memcpy(&b->prof, &cf->prof[s], sizeof(b->prof));
+	}
+}
+
+/* imp_w0 and imp_w1 are the first two words of an IPv4 key's inline
+ * form (impWords4 in apply.go builds the same): mask_id | family << 8 |
+ * proto << 16 | dscp << 24 | vlan << 32 | sport << 48, and dport | src
+ * << 32; the third is dst. */
+static __always_inline __u64 imp_w0(struct tuple4 *k)
+{
+	return (__u64)k->mask_id | ((__u64)k->family << 8) | ((__u64)k->proto << 16) | ((__u64)k->dscp << 24) |
+	       ((__u64)k->vlan << 32) | ((__u64)k->sport << 48);
+}
+
+static __always_inline __u64 imp_w1(struct tuple4 *k)
+{
+	return (__u64)k->dport | ((__u64)k->src << 32);
+}
+
 /* bloom_hash4 is the IPv4 pre-check's hash of a masked key (bloomHash in
  * apply.go computes the same): the per-mask blooms take its top 14 bits,
  * the shape filter its top FILTER_SHIFT bits. */
@@ -65,7 +92,6 @@ static __always_inline __u32 shape_filter4(struct tuple *t, struct port_cfg *cf,
  * plain spill, which the verifier tracks). */
 static __always_inline void classify4(struct tuple *t, __u32 active, struct port_cfg *cf, struct best *b)
 {
-	__u32 single = cf->single_on;
 	for (__u32 m = 0; m < MAX_MASKS; m++) {
 		if (!(active >> m))
 			break;
@@ -86,14 +112,17 @@ static __always_inline void classify4(struct tuple *t, __u32 active, struct port
 			.src = t->src[0] & mk->src[0],
 			.dst = t->dst[0] & mk->dst[0],
 		};
-		if ((single >> m) & 1) {
-			/* the mask's only entry: compare in place, no lookup */
-			struct single4 *e = &cf->single[m & (MAX_MASKS - 1)];
-			__u32 *x = (__u32 *)&k, *y = (__u32 *)&e->key; /* 5 words, 4-aligned */
-			if (x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4])
-				take(b, &e->m);
+		/* the inline entry of the key's slot (imp_words4, inline.h) */
+		__u64 w0 = imp_w0(&k), w1 = imp_w1(&k), w2 = k.dst;
+		__u64 hh = w0 * ACL_C0 + w1 * ACL_C1 + w2 * ACL_C2;
+		struct acl_ent4 *e = &cf->tab4[(hh >> (64 - IMP_TAB_SHIFT)) & ((1 << IMP_TAB_SHIFT) - 1)];
+		int r = inline_probe4(e, w0, w1, w2);
+		if (r == INL_HIT) {
+			take_inline(b, e, cf);
 			continue;
 		}
+		if (r == INL_MISS)
+			continue;
 		struct bloom *bl = bpf_map_lookup_elem(&blooms, &mid);
 		if (bl && bl->on) {
 			__u32 idx = bloom_hash4(&k) >> 50;

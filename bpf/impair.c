@@ -20,6 +20,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+/* inline entries (shared with the ACL) */
+#include "inline.h"
+
 char __license[] SEC("license") = "Dual MIT/GPL";
 
 #define MAX_SLOTS 1025 /* slot 0 = port profile, 1..1024 = IMPAIRMENT_FLOW rules */
@@ -104,14 +107,6 @@ struct match {
 	struct profile prof;
 };
 
-/* The one IPv4 entry of a mask (port_cfg.single): its key (mask_id
- * set) and value. */
-struct single4 {
-	struct tuple4 key;
-	__u32 pad;
-	struct match m;
-};
-
 /* Port-wide config: bit m of active_masks set = masks[m] is in use; the
  * port profile (slot 0) when has_port. It lives in a one-element array
  * that is never written after it is published: a change publishes a new
@@ -120,6 +115,7 @@ struct single4 {
  * whole old or the whole new config, and both lookups are inlined array
  * lookups (a hash lookup costs ~20 ns per packet). */
 #define FILTER_SHIFT 14 /* shape filter: 16384 entries */
+#define IMP_TAB_SHIFT 12 /* IPv4 inline entries: 4096 */
 struct port_cfg {
 	__u32 active_masks;
 	__u32 has_port;
@@ -131,14 +127,18 @@ struct port_cfg {
 	 * hashes there, so the other masks are not searched. filter_on 0:
 	 * search every active mask. */
 	__u32 filter_on;
-	/* bit m set: IPv4 mask m has exactly one matches4 entry, copied in
-	 * single[m], which the packet compares inline instead of the bloom
-	 * and hash lookup (~12 ns); published with the config, so a rule's
-	 * profile change republishes it */
-	__u32 single_on;
+	__u32 pad;
 	struct tuple4 common;
 	__u32 filter[1 << FILTER_SHIFT];
-	struct single4 single[MAX_MASKS];
+	/* IPv4 inline entries (inline.h): the best-ranked matches4 entry of
+	 * each slot, key in imp_words4's words, the rule's slot in idx; its
+	 * profile is prof[idx]. Published with the config (a rule's profile
+	 * change republishes it), so a match on one costs no hash lookup. A
+	 * key whose slot is unshared (more 0) and holds another key has no
+	 * entry: neither pre-check bloom nor lookup. */
+	struct acl_ent4 tab4[1 << IMP_TAB_SHIFT];
+	/* the profile of each rule slot with an inline entry */
+	struct profile prof[MAX_SLOTS];
 };
 
 /* A CPU's view of a shared policer bucket (police_share): its share of

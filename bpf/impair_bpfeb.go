@@ -144,11 +144,12 @@ type impairPortCfg struct {
 	HasPort     uint32
 	Port        impairProfile
 	FilterOn    uint32
-	SingleOn    uint32
+	Pad         uint32
 	Common      impairTuple4
 	Filter      [16384]uint32
 	_           [4]byte
-	Single      [32]impairSingle4
+	Tab4        [4096]impairAclEnt4
+	Prof        [1025]impairProfile
 }
 
 type impairProfile struct {
@@ -167,13 +168,6 @@ type impairProfile struct {
 	Depth       uint64
 	EdtClass    uint32
 	Dup         uint32
-}
-
-type impairSingle4 struct {
-	_   structs.HostLayout
-	Key impairTuple4
-	Pad uint32
-	M   impairMatch
 }
 
 type impairSlotName struct {

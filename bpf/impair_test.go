@@ -492,22 +492,31 @@ func TestBloomPrecheck(t *testing.T) {
 	check("re-applied")
 }
 
-// TestSingleEntryMask: an IPv4 mask with one entry is compared in place
-// from the published config (port_cfg.single), one with more goes
-// through the hash; verdicts are the same either way, through adding a
-// second entry to the mask, changing the profile and removing it again.
-func TestSingleEntryMask(t *testing.T) {
+// TestInlineEntries: IPv4 entries are compared in place from the
+// published config (port_cfg.tab4, the rule's slot and profile) instead
+// of the bloom and hash lookup; verdicts follow adding a second entry to
+// the mask, changing a profile and removing a rule.
+func TestInlineEntries(t *testing.T) {
 	p := loadPort(t)
 	a := RuleSpec{Name: "a", Match: Match{Dst: netip.MustParsePrefix("10.0.0.1/32")}, Spec: Spec{Loss: 100}}
 	b := RuleSpec{Name: "b", Match: Match{Dst: netip.MustParsePrefix("10.0.0.2/32")}, Spec: Spec{Loss: 100}}
-	check := func(what string, single bool, want1, want2 uint32) {
+	check := func(what string, inline int, want1, want2 uint32) {
 		t.Helper()
 		cfg, ok, err := p.readCfg()
 		if err != nil || !ok {
 			t.Fatalf("%s: config %v %v", what, ok, err)
 		}
-		if got := cfg.SingleOn != 0; got != single {
-			t.Errorf("%s: single_on %#x, want a single-entry mask: %v", what, cfg.SingleOn, single)
+		n := 0
+		for _, e := range cfg.Tab4 {
+			if e.Rank != noRank {
+				n++
+				if cfg.Prof[e.Idx].Flags == 0 && cfg.Prof[e.Idx].Gen == 0 {
+					t.Errorf("%s: inline entry of slot %d without its profile", what, e.Idx)
+				}
+			}
+		}
+		if n != inline {
+			t.Errorf("%s: %d inline entries, want %d", what, n, inline)
 		}
 		if got := run(t, p, udp4("10.0.0.1", 9).bytes()); got != want1 {
 			t.Errorf("%s: 10.0.0.1: verdict %d, want %d", what, got, want1)
@@ -517,15 +526,15 @@ func TestSingleEntryMask(t *testing.T) {
 		}
 	}
 	apply(t, p, nil, a)
-	check("one rule", true, xdpDrop, xdpPass)
+	check("one rule", 1, xdpDrop, xdpPass)
 	apply(t, p, nil, a, b)
-	check("two entries in the mask", false, xdpDrop, xdpDrop)
+	check("two entries in the mask", 2, xdpDrop, xdpDrop)
 	a.Spec = Spec{}
 	apply(t, p, nil, a, b)
-	check("a changed", false, xdpPass, xdpDrop)
+	check("a changed", 2, xdpPass, xdpDrop)
 	apply(t, p, nil, b)
-	check("b alone", true, xdpPass, xdpDrop)
+	check("b alone", 1, xdpPass, xdpDrop)
 	b.Spec = Spec{Loss: 0.0001}
 	apply(t, p, nil, b)
-	check("b changed", true, xdpPass, xdpPass)
+	check("b changed", 1, xdpPass, xdpPass)
 }
