@@ -14,7 +14,7 @@
  * source and destination /16 (IPv4) or /48 (IPv6) buckets (askip) and
  * the VLAN ID (vskip, exact), ORed into one word; a per-family bloom
  * turns most other shapes into a hash computation without a lookup, and
- * the best-ranked entry of each of 4,096 slots per family is held inline
+ * the best-ranked entry of each of 1,024 slots per family is held inline
  * in the header (tab4/tab6), so a match on it costs no hash lookup.
  * Rules matching every IP packet (match-all, ETHER_TYPE 0x0800/0x86DD)
  * are a fallback the search starts from. A rule set is a header (shapes,
@@ -33,7 +33,7 @@
 #define ACL_BLOOM_WORDS (1 << (ACL_BLOOM_SHIFT - 6))
 #define ACL_DPORT_SHIFT 13     /* destination-port pre-check buckets per family */
 #define ACL_ADDR_SHIFT 13      /* address pre-check buckets per family and direction */
-#define ACL_TAB_SHIFT 12       /* inline entries per stage and family */
+#define ACL_TAB_SHIFT 10       /* inline entries per stage and family (1,024; docs/acl.md) */
 
 /* What parse reads beyond the impairment tuple. */
 struct pkt_extra {

@@ -131,7 +131,7 @@ func aclVlanSkip(shapes []impairAclShape, entries map[aclFields]uint32, v6 bool)
 }
 
 // aclTabShift is acl.h's ACL_TAB_SHIFT: inline entries per family.
-const aclTabShift = 12
+const aclTabShift = 10
 
 // aclInline fills family fi's inline entries of hdr (acl.h tab4/tab6):
 // each slot holds the best-ranked entry whose pre-check hash names it

@@ -60,8 +60,8 @@ type impairAclHdr struct {
 	Dskip  [2][8192]uint64
 	Askip  [2][2][8192]uint64
 	Vskip  [2][4096]uint64
-	Tab4   [4096]impairAclEnt4
-	Tab6   [4096]impairAclEnt6
+	Tab4   [1024]impairAclEnt4
+	Tab6   [1024]impairAclEnt6
 }
 
 type impairAclKey struct {
