@@ -472,7 +472,8 @@ func setFilter(cfg *impairPortCfg, maskOf map[uint8]Tuple, entries ...map[matchE
 	cfg.FilterOn, cfg.Common = 1, common
 }
 
-// impTabShift is impair.c's IMP_TAB_SHIFT: IPv4 inline entries per port.
+// impTabShift is impair.c's IMP_TAB_SHIFT: inline entries per port and
+// address family.
 const impTabShift = 12
 
 // impWords4 gives an IPv4 key's inline form (classify.h imp_w0, imp_w1,
@@ -485,49 +486,79 @@ func impWords4(k impairTuple4) [6]uint64 {
 	}
 }
 
-// setInline fills cfg's IPv4 inline entries (port_cfg.tab4, inline.go)
-// from the IPv4 entries of its active masks, and the profile of each
-// slot they name. entries are the maps matches4 holds while cfg is
-// published, a later one's value winning for a key in several (the value
-// written last).
+// impWords6 gives an IPv6 key's inline form (classify.h, classify6):
+// imp_w0's word, dport, then the addresses two 32-bit words (as loaded)
+// per 64-bit word, the first in the high half.
+func impWords6(k Tuple) [6]uint64 {
+	w := impWords4(to4(k))
+	return [6]uint64{w[0], uint64(k.Dport),
+		uint64(k.Src[0])<<32 | uint64(k.Src[1]), uint64(k.Src[2])<<32 | uint64(k.Src[3]),
+		uint64(k.Dst[0])<<32 | uint64(k.Dst[1]), uint64(k.Dst[2])<<32 | uint64(k.Dst[3])}
+}
+
+// setInline fills cfg's inline entries (port_cfg.tab4 and tab6,
+// inline.go) from the entries of its active masks, and the profile of
+// each rule slot they name. entries are the maps matches4 and matches6
+// hold while cfg is published, a later one's value winning for a key in
+// several (the value written last).
 func setInline(cfg *impairPortCfg, entries ...map[matchEntry]impairMatch) {
 	cfg.Prof = [maxSlots]Profile{}
 	vals := map[matchEntry]impairMatch{}
 	for _, es := range entries {
 		for e, v := range es {
-			if e.v4 && cfg.ActiveMasks&(1<<e.key.MaskId) != 0 {
+			if cfg.ActiveMasks&(1<<e.key.MaskId) != 0 {
 				vals[e] = v
 			}
 		}
 	}
-	ents := make([]inlineEntry, 0, len(vals))
-	ms := make([]impairMatch, 0, len(vals))
-	for e, v := range vals {
-		ents = append(ents, inlineEntry{impWords4(to4(e.key)), v.Rank})
-		ms = append(ms, v)
-	}
-	pick, more := inlineSlots(ents, impTabShift)
 	var set [maxSlots]bool
-	for s, i := range pick {
-		t := &cfg.Tab4[s]
-		// empty: a third word no key has (dst is 32 bits)
-		*t = impairAclEnt4{K: [3]uint64{2: ^uint64(0)}, Rank: noRank}
-		if more[s] {
-			t.More = 1
-		}
-		if i < 0 {
-			continue
-		}
-		m := &ms[i]
+	// take reports whether an entry of rule slot m.Slot can be inline: its
+	// profile is the one prof holds for the slot (a rule's stale entry
+	// with its old profile while the new one is inline is left to the
+	// hash, which holds its value).
+	take := func(m *impairMatch) bool {
 		if m.Slot >= maxSlots || (set[m.Slot] && cfg.Prof[m.Slot] != m.Prof) {
-			// a rule's stale entry with its old profile while the new
-			// one is inline: left to the hash, which holds its value
-			t.More = 1
-			continue
+			return false
 		}
 		set[m.Slot], cfg.Prof[m.Slot] = true, m.Prof
-		w := ents[i].w
-		t.K, t.Rank, t.Idx = [3]uint64{w[0], w[1], w[2]}, m.Rank, m.Slot
+		return true
+	}
+	for _, v4 := range []bool{true, false} {
+		var ents []inlineEntry
+		var ms []impairMatch
+		for e, v := range vals {
+			if e.v4 != v4 {
+				continue
+			}
+			w := impWords6(e.key)
+			if v4 {
+				w = impWords4(to4(e.key))
+			}
+			ents = append(ents, inlineEntry{w, v.Rank})
+			ms = append(ms, v)
+		}
+		pick, more := inlineSlots(ents, impTabShift)
+		for s, i := range pick {
+			var m uint32
+			if more[s] {
+				m = 1
+			}
+			// empty: a word no key has (dst, dport are 32, 16 bits)
+			e4 := impairAclEnt4{K: [3]uint64{2: ^uint64(0)}, Rank: noRank, More: m}
+			e6 := impairAclEnt6{K: [6]uint64{1: ^uint64(0)}, Rank: noRank, More: m}
+			if i >= 0 && take(&ms[i]) {
+				w := ents[i].w
+				e4 = impairAclEnt4{K: [3]uint64{w[0], w[1], w[2]}, Rank: ms[i].Rank, Idx: ms[i].Slot, More: m}
+				e6 = impairAclEnt6{K: w, Rank: ms[i].Rank, Idx: ms[i].Slot, More: m}
+			} else if i >= 0 {
+				e4.More, e6.More = 1, 1
+			}
+			if v4 {
+				cfg.Tab4[s] = e4
+			} else {
+				cfg.Tab6[s] = e6
+			}
+		}
 	}
 }
 

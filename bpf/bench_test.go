@@ -36,6 +36,7 @@ func BenchmarkImpair(b *testing.B) {
 		port  *Spec
 		flows func() []RuleSpec
 		empty bool
+		v6    bool // an IPv6 frame to 2001:db8::1 instead of IPv4 to 10.0.0.1
 	}{
 		{name: "no-impairment", empty: true},
 		{name: "random-loss", port: &Spec{Loss: 1}},
@@ -46,6 +47,17 @@ func BenchmarkImpair(b *testing.B) {
 		{name: "duplicate", port: &Spec{Duplicate: 1}},
 		{name: "1000-rules-match-last", flows: func() []RuleSpec { return flowsLast(1000, 1) }},
 		{name: "1000-rules-8-shapes", flows: func() []RuleSpec { return flowsLast(1000, 8) }},
+		{name: "1000-rules-ipv6-match-last", v6: true, flows: func() []RuleSpec {
+			out := flowsLast(1000, 1)
+			for i := range out {
+				a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(i >> 8), 15: byte(i)})
+				if i == len(out)-1 {
+					a = netip.MustParseAddr("2001:db8::1")
+				}
+				out[i].Match.Dst = netip.PrefixFrom(a, 128)
+			}
+			return out
+		}},
 		{name: "scope-flow", flows: func() []RuleSpec {
 			s := gilbert
 			s.Rate, s.Burst = rate10g, burst10g
@@ -65,6 +77,10 @@ func BenchmarkImpair(b *testing.B) {
 			}
 			f := udp4("10.0.0.1", 9)
 			f.payloadLen = 64 - 42 // a 64-byte frame
+			if bc.v6 {
+				f.src, f.dst = netip.MustParseAddr("2001:db8:ffff::1"), netip.MustParseAddr("2001:db8::1")
+				f.payloadLen = 0 // 14 + 40 + 8 = 62 bytes: the smallest UDP/IPv6 frame
+			}
 			data := f.bytes()
 			b.ResetTimer()
 			_, per, err := p.objs.Impair.Benchmark(data, b.N, nil)

@@ -21,13 +21,12 @@ static __always_inline void take(struct best *b, struct match *mt)
 	}
 }
 
-/* take_inline takes an inline entry (port_cfg.tab4) when it beats b:
- * its rank, its slot (idx) and the slot's profile (cf->prof). */
-static __always_inline void take_inline(struct best *b, struct acl_ent4 *e, struct port_cfg *cf)
+/* take_inline takes an inline entry (port_cfg.tab4/tab6: its rank and
+ * rule slot) when it beats b, with the slot's profile (cf->prof). */
+static __always_inline void take_inline(struct best *b, __u32 rank, __u32 s, struct port_cfg *cf)
 {
-	__u32 s = e->idx;
-	if (e->rank < b->rank && s < MAX_SLOTS) {
-		b->rank = e->rank;
+	if (rank < b->rank && s < MAX_SLOTS) {
+		b->rank = rank;
 		b->slot = s;
 		__builtin_memcpy(&b->prof, &cf->prof[s], sizeof(b->prof));
 	}
@@ -36,7 +35,9 @@ static __always_inline void take_inline(struct best *b, struct acl_ent4 *e, stru
 /* imp_w0 and imp_w1 are the first two words of an IPv4 key's inline
  * form (impWords4 in apply.go builds the same): mask_id | family << 8 |
  * proto << 16 | dscp << 24 | vlan << 32 | sport << 48, and dport | src
- * << 32; the third is dst. */
+ * << 32; the third is dst. An IPv6 key's six words (imp_words6 in
+ * classify6, impWords6): imp_w0, dport, then the addresses, two 32-bit
+ * words per 64-bit word, the first in the high half. */
 static __always_inline __u64 imp_w0(struct tuple4 *k)
 {
 	return (__u64)k->mask_id | ((__u64)k->family << 8) | ((__u64)k->proto << 16) | ((__u64)k->dscp << 24) |
@@ -118,7 +119,7 @@ static __always_inline void classify4(struct tuple *t, __u32 active, struct port
 		struct acl_ent4 *e = &cf->tab4[(hh >> (64 - IMP_TAB_SHIFT)) & ((1 << IMP_TAB_SHIFT) - 1)];
 		int r = inline_probe4(e, w0, w1, w2);
 		if (r == INL_HIT) {
-			take_inline(b, e, cf);
+			take_inline(b, e->rank, e->idx, cf);
 			continue;
 		}
 		if (r == INL_MISS)
@@ -133,7 +134,7 @@ static __always_inline void classify4(struct tuple *t, __u32 active, struct port
 	}
 }
 
-static __always_inline void classify6(struct tuple *t, __u32 active, struct best *b)
+static __always_inline void classify6(struct tuple *t, __u32 active, struct port_cfg *cf, struct best *b)
 {
 	for (__u32 m = 0; m < MAX_MASKS; m++) {
 		if (!(active >> m))
@@ -158,6 +159,21 @@ static __always_inline void classify6(struct tuple *t, __u32 active, struct best
 			k.src[i] = t->src[i] & mk->src[i];
 			k.dst[i] = t->dst[i] & mk->dst[i];
 		}
+		/* the inline entry of the key's slot (imp_words6) */
+		/* tuple and tuple4 begin alike: imp_w0 reads those 8 bytes */
+		__u64 w[6] = {imp_w0((struct tuple4 *)&k), k.dport,
+			      ((__u64)k.src[0] << 32) | k.src[1], ((__u64)k.src[2] << 32) | k.src[3],
+			      ((__u64)k.dst[0] << 32) | k.dst[1], ((__u64)k.dst[2] << 32) | k.dst[3]};
+		__u64 hh = w[0] * ACL_C0 + w[1] * ACL_C1 + w[2] * ACL_C2 + w[3] * ACL_C3 + w[4] * ACL_C4 +
+			   w[5] * ACL_C5;
+		struct acl_ent6 *e = &cf->tab6[(hh >> (64 - IMP_TAB_SHIFT)) & ((1 << IMP_TAB_SHIFT) - 1)];
+		int r = inline_probe6(e, w);
+		if (r == INL_HIT) {
+			take_inline(b, e->rank, e->idx, cf);
+			continue;
+		}
+		if (r == INL_MISS)
+			continue;
 		take(b, bpf_map_lookup_elem(&matches6, &k));
 	}
 }
@@ -176,7 +192,7 @@ static __always_inline void classify(struct tuple *t, struct port_cfg *cf, struc
 		if (active)
 			classify4(t, active, cf, b);
 	} else {
-		classify6(t, active, b);
+		classify6(t, active, cf, b);
 	}
 }
 

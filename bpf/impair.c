@@ -115,7 +115,7 @@ struct match {
  * whole old or the whole new config, and both lookups are inlined array
  * lookups (a hash lookup costs ~20 ns per packet). */
 #define FILTER_SHIFT 14 /* shape filter: 16384 entries */
-#define IMP_TAB_SHIFT 12 /* IPv4 inline entries: 4096 */
+#define IMP_TAB_SHIFT 12 /* inline entries per family: 4096 */
 struct port_cfg {
 	__u32 active_masks;
 	__u32 has_port;
@@ -137,6 +137,8 @@ struct port_cfg {
 	 * key whose slot is unshared (more 0) and holds another key has no
 	 * entry: neither pre-check bloom nor lookup. */
 	struct acl_ent4 tab4[1 << IMP_TAB_SHIFT];
+	/* IPv6 inline entries, as tab4 for matches6 (imp_words6's words) */
+	struct acl_ent6 tab6[1 << IMP_TAB_SHIFT];
 	/* the profile of each rule slot with an inline entry */
 	struct profile prof[MAX_SLOTS];
 };

@@ -149,6 +149,7 @@ type impairPortCfg struct {
 	Filter      [16384]uint32
 	_           [4]byte
 	Tab4        [4096]impairAclEnt4
+	Tab6        [4096]impairAclEnt6
 	Prof        [1025]impairProfile
 }
 

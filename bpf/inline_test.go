@@ -32,14 +32,19 @@ func impMatches(m *Match, f frame) bool {
 // inlineRules is a random rule set of n rules in a few shapes, most of
 // them /32 destinations with a destination port range (aligned blocks:
 // several entries each), so that thousands of IPv4 entries share the
-// 4,096 inline slots.
+// 4,096 inline slots; a third are IPv6 rules (to6 of the IPv4 ones).
 func inlineRules(rnd *rand.Rand, n int) []RuleSpec {
+	var v6 bool
 	addr := func(bits int) netip.Prefix {
 		a := netip.AddrFrom4([4]byte{10, byte(rnd.Intn(4)), byte(rnd.Intn(8)), byte(rnd.Intn(256))})
+		if v6 {
+			a, bits = to6(a), bits+96
+		}
 		return netip.PrefixFrom(a, bits).Masked()
 	}
 	var out []RuleSpec
 	for i := 0; i < n; i++ {
+		v6 = rnd.Intn(3) == 0
 		var m Match
 		switch rnd.Intn(8) {
 		case 0, 1, 2, 3:
@@ -58,6 +63,15 @@ func inlineRules(rnd *rand.Rand, n int) []RuleSpec {
 	return out
 }
 
+// to6 maps 10.a.b.c to 2001:db8::a:b:c (the IPv6 rules and packets of
+// the inline tests).
+func to6(a netip.Addr) netip.Addr {
+	b := [16]byte{0x20, 0x01, 0x0d, 0xb8}
+	v := a.As4()
+	copy(b[12:], v[:])
+	return netip.AddrFrom16(b)
+}
+
 // inlinePacket is a UDP or TCP frame matching rule r (or, one time in
 // four, a random one near the rule set's addresses).
 func inlinePacket(rnd *rand.Rand, r *RuleSpec) frame {
@@ -70,17 +84,24 @@ func inlinePacket(rnd *rand.Rand, r *RuleSpec) frame {
 	if rnd.Intn(3) == 0 {
 		f.vlans = []uint16{uint16(1 + rnd.Intn(3))}
 	}
+	m := &r.Match
+	if fam := m.Family(); fam == 6 || fam == 0 && rnd.Intn(2) == 0 {
+		f.src, f.dst = to6(f.src), to6(f.dst)
+	}
 	if rnd.Intn(4) == 0 {
 		return f
 	}
-	m := &r.Match
 	if m.Src.IsValid() {
 		f.src = m.Src.Addr()
 	}
 	if m.Dst.IsValid() {
-		b := m.Dst.Addr().As4()
-		b[3] |= byte(rnd.Intn(256)) & ^byte(0xff<<(32-m.Dst.Bits())) // a host of the prefix
-		f.dst = netip.AddrFrom4(b)
+		b := m.Dst.Addr().As16()
+		host := m.Dst.Addr().BitLen() - m.Dst.Bits() // 0..8 here
+		b[15] |= byte(rnd.Intn(256)) & ^byte(0xff<<host)
+		f.dst = netip.AddrFrom16(b)
+		if m.Dst.Addr().Is4() {
+			f.dst = f.dst.Unmap()
+		}
 	}
 	if m.ProtoSet {
 		f.proto = m.Proto
@@ -99,8 +120,8 @@ func inlinePacket(rnd *rand.Rand, r *RuleSpec) frame {
 
 // TestImpairInlineReference: the data plane (shape filter, inline
 // entries, blooms, hash) against the reference matcher, counted per rule,
-// with thousands of IPv4 entries (many in shared slots), after changes
-// of the rule set; and every entry of matches4 is inline or its slot is shared.
+// with thousands of IPv4 and IPv6 entries (many in shared slots), after
+// changes of the rule set; and every entry of matches4 is inline or its slot is shared.
 func TestImpairInlineReference(t *testing.T) {
 	p := loadPort(t)
 	rnd := rand.New(rand.NewSource(15))
@@ -121,22 +142,35 @@ func TestImpairInlineReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n4, inl, shared := 0, 0, 0
+		n4, n6, inl, shared := 0, 0, 0, 0
 		for e, v := range have {
-			if !e.v4 {
-				continue
-			}
-			n4++
-			w := impWords4(to4(e.key))
-			s := &cfg.Tab4[inlineSlot(w, impTabShift)]
-			switch {
-			case s.K == [3]uint64{w[0], w[1], w[2]}:
-				inl++
-				if s.Rank != v.Rank || s.Idx != v.Slot || cfg.Prof[s.Idx] != v.Prof {
-					t.Errorf("round %d: inline entry %+v: rank %d slot %d, the hash has %d %d (or another profile)", round, e.key, s.Rank, s.Idx, v.Rank, v.Slot)
+			var k []uint64
+			var r, idx, more uint32
+			if e.v4 {
+				n4++
+				w := impWords4(to4(e.key))
+				s := &cfg.Tab4[inlineSlot(w, impTabShift)]
+				if s.K == [3]uint64{w[0], w[1], w[2]} {
+					k = w[:3]
 				}
-			case s.More == 0:
-				t.Errorf("round %d: entry %+v neither inline nor announced by its slot", round, e.key)
+				r, idx, more = s.Rank, s.Idx, s.More
+			} else {
+				n6++
+				w := impWords6(e.key)
+				s := &cfg.Tab6[inlineSlot(w, impTabShift)]
+				if s.K == w {
+					k = w[:]
+				}
+				r, idx, more = s.Rank, s.Idx, s.More
+			}
+			switch {
+			case k != nil:
+				inl++
+				if r != v.Rank || idx != v.Slot || cfg.Prof[idx] != v.Prof {
+					t.Errorf("round %d: inline entry %+v: rank %d slot %d, the hash has %d %d (or another profile)", round, e.key, r, idx, v.Rank, v.Slot)
+				}
+			case more == 0:
+				t.Errorf("round %d: entry %+v (v4 %v) neither inline nor announced by its slot", round, e.key, e.v4)
 			default:
 				shared++
 			}
@@ -144,7 +178,7 @@ func TestImpairInlineReference(t *testing.T) {
 		if shared == 0 {
 			t.Errorf("round %d: %d IPv4 entries, none in a shared slot: the test wants shared slots", round, n4)
 		}
-		t.Logf("round %d: %d rules, %d IPv4 entries: %d inline, %d in shared slots only", round, len(rules), n4, inl, shared)
+		t.Logf("round %d: %d rules, %d IPv4 and %d IPv6 entries: %d inline, %d in shared slots only", round, len(rules), n4, n6, inl, shared)
 
 		ranked := append([]RuleSpec(nil), rules...)
 		sort.SliceStable(ranked, func(i, j int) bool {
