@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"math/bits"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +26,9 @@ type Entry struct {
 	// result set with it (Handle.SetResultOf) needs no look-up to know
 	// the key is still cached while no key was deleted since.
 	dels uint64
+	// id is the key's small integer while it is cached (Cache ids): the
+	// index of its result in the engine's results, no look-up by name.
+	id int32
 }
 
 // Stamp returns r marked as the result of this version of the entry: its
@@ -64,12 +68,25 @@ type Cache struct {
 	recentTable   [8]string
 	recentWarning [8]string
 	recentNext    int
+	// ids: every cached key has a small integer, the lowest free one
+	// (freeIDs: bit set = free below nextID), so ids stay dense and a
+	// burst of deletes of the newest keys gives the top back.
+	nextID  int32
+	freeIDs []uint64
+	nfree   int // bits set in freeIDs
+	lowFree int // no free id in the words of freeIDs below it
+	// onEvict (the engine's results) is told of an id whose key left
+	// the cache, with the id bound after it: called outside mu, before
+	// the id can be handed out again (Set and Delete run on one
+	// goroutine, the engine's consume).
+	onEvict func(id, bound int32)
 }
 
 // cached is an entry as the cache keeps it: the hash packed into one
 // string (shrink.Pack) — 100k routes are 100k small strings, not 100k maps.
 type cached struct {
 	fields, gen string
+	id          int32 // Entry.id
 }
 
 type index struct {
@@ -129,6 +146,11 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	if had && old.gen == e.gen {
 		c.unholdLocked(table, key)
 		return false // same hash: nothing new to keep
+	}
+	if had {
+		e.id = old.id
+	} else {
+		e.id = c.allocIDLocked()
 	}
 	if !known {
 		c.rememberLocked(table, e, warning)
@@ -196,11 +218,78 @@ func (c *Cache) setWarningLocked(table, key, warning string) {
 // Delete forgets table|key; false when it was not there.
 func (c *Cache) Delete(table, key string) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.unholdLocked(table, key)
-	if _, ok := c.tables[table][key]; !ok {
-		return false
+	old, ok := c.tables[table][key]
+	if ok {
+		c.deleteLocked(table, key)
+	} else {
+		c.unholdLocked(table, key)
 	}
+	bound, evict := c.nextID, c.onEvict
+	c.mu.Unlock()
+	if ok && evict != nil {
+		evict(old.id, bound)
+	}
+	return ok
+}
+
+// allocIDLocked hands out the lowest free id.
+func (c *Cache) allocIDLocked() int32 {
+	for w := c.lowFree; c.nfree > 0 && w < len(c.freeIDs); w++ {
+		if free := c.freeIDs[w]; free != 0 {
+			b := int32(w*64 + bits.TrailingZeros64(free))
+			c.freeIDs[w] &^= 1 << (b % 64)
+			c.nfree--
+			c.lowFree = w
+			return b
+		}
+	}
+	c.nextID++
+	c.growIDsLocked()
+	return c.nextID - 1
+}
+
+// freeIDLocked gives id back; free ids at the top lower the bound.
+func (c *Cache) freeIDLocked(id int32) {
+	if id != c.nextID-1 {
+		c.freeIDs[id/64] |= 1 << (id % 64)
+		c.nfree++
+		c.lowFree = min(c.lowFree, int(id/64))
+		return
+	}
+	c.nextID--
+	for c.nextID > 0 && c.freeIDs[(c.nextID-1)/64]&(1<<((c.nextID-1)%64)) != 0 {
+		c.nextID--
+		c.freeIDs[c.nextID/64] &^= 1 << (c.nextID % 64)
+		c.nfree--
+	}
+	n := int(c.nextID+63) / 64
+	c.lowFree = min(c.lowFree, n)
+	c.freeIDs = c.freeIDs[:n]
+	if cap(c.freeIDs) > 2*n+16 {
+		c.freeIDs = append([]uint64(nil), c.freeIDs...)
+	}
+}
+
+// growIDsLocked makes room in freeIDs for ids below nextID.
+func (c *Cache) growIDsLocked() {
+	for len(c.freeIDs)*64 < int(c.nextID) {
+		c.freeIDs = append(c.freeIDs, 0)
+	}
+}
+
+// idOf returns the id of table|key while it is cached.
+func (c *Cache) idOf(table, key string) (int32, bool) {
+	c.mu.RLock()
+	e, ok := c.tables[table][key]
+	c.mu.RUnlock()
+	return e.id, ok
+}
+
+// deleteLocked removes a cached key.
+func (c *Cache) deleteLocked(table, key string) {
+	c.unholdLocked(table, key)
+	old := c.tables[table][key]
+	c.freeIDLocked(old.id)
 	delete(c.tables[table], key)
 	c.dels.Add(1)
 	c.tables[table] = shrink.Map(c.tables[table], c.peaks[table])
@@ -213,7 +302,6 @@ func (c *Cache) Delete(table, key string) bool {
 			}
 		}
 	}
-	return true
 }
 
 // unholdLocked ends a hold of table|key; the usual case, nothing held,
@@ -277,7 +365,7 @@ func (c *Cache) Get(table, key string) (Entry, bool) {
 	if f == nil {
 		f = schema.Fields{}
 	}
-	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: c.warnings[table][key], dels: c.dels.Load()}, true
+	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: c.warnings[table][key], dels: c.dels.Load(), id: e.id}, true
 }
 
 // GetInto is Get with the fields put in into (cleared first) instead of a
@@ -306,7 +394,7 @@ func (c *Cache) GetInto(table, key string, into schema.Fields) (Entry, bool) {
 		into[k] = v
 		s = rest
 	}
-	return Entry{Table: table, Key: key, Fields: into, Gen: e.gen, Warning: warning, dels: dels}, true
+	return Entry{Table: table, Key: key, Fields: into, Gen: e.gen, Warning: warning, dels: dels, id: e.id}, true
 }
 
 // cachedSince reports whether e's key is still cached: without a look-up
@@ -384,3 +472,4 @@ func splitConfigKey(ck string) (string, string) {
 	}
 	return ck, ""
 }
+

@@ -126,23 +126,108 @@ type results struct {
 
 	mu      sync.Mutex
 	peaks   [3]int                         // high-water marks of current, bad, byItem (shrink)
-	current map[string]kept                // "T|k" -> result
+	byID    []slot                         // results of cached keys, by Cache id
+	current map[string]kept                // "T|k" -> result of a key no longer cached
 	bad     map[string]schema.Result       // "T|k" -> engine-made error
 	nbad    atomic.Int64                   // len(bad), written under mu: clearBad asks it first
 	byItem  map[string]map[string]struct{} // item -> "T|k" with a result
-	pending map[string]write               // STATE_DB key -> write
+	pending map[string]write               // STATE_DB key -> write (deletions, keys without a slot)
 	spare   map[string]write               // the last batch's map, emptied, for the next
+	pendIDs []int32                        // slots to write (slot.queued), written after pending
+	spareID []int32                        // the last batch's pendIDs, emptied
 	writing bool                           // a batch is being sent
 	kick    chan struct{}
 	// counts of results set since the last summary: table -> state -> n
 	counts map[string]map[schema.State]int
 }
 
+// slot is the result of a cached key, at the key's Cache id: a burst of
+// results is array indexing, not look-ups and inserts in 100k-key maps.
+// A key leaving the cache (Cache.Delete → evict) takes its result to
+// current.
+type slot struct {
+	ck     string // "TABLE|key"; "" = free
+	k      kept
+	has    bool // k is the key's result
+	queued bool // k is to be written (in pendIDs)
+}
+
+// slotWrite is a queued slot's write as a batch takes it.
+type slotWrite struct {
+	id int32
+	ck string
+	k  kept
+}
+
 func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables []string, item func(string, string) string, m *metrics) *results {
-	return &results{sw: sw, log: log, cache: cache, tables: tables, item: item, m: m,
+	r := &results{sw: sw, log: log, cache: cache, tables: tables, item: item, m: m,
 		current: map[string]kept{}, bad: map[string]schema.Result{},
 		byItem: map[string]map[string]struct{}{}, pending: map[string]write{},
 		kick: make(chan struct{}, 1)}
+	cache.mu.Lock()
+	cache.onEvict = r.evict
+	cache.mu.Unlock()
+	return r
+}
+
+// slotLocked returns id's slot, taken over for ck: a previous key's
+// result there is moved to current, a result of ck in current moved in.
+func (r *results) slotLocked(id int32, ck string) *slot {
+	if int(id) >= len(r.byID) {
+		r.byID = append(r.byID, make([]slot, int(id)+1-len(r.byID))...)
+	}
+	s := &r.byID[id]
+	if s.ck != ck {
+		if s.ck != "" {
+			r.evictLocked(s)
+		}
+		s.ck = ck
+		if len(r.current) > 0 {
+			if k, ok := r.current[ck]; ok {
+				s.k, s.has = k, true
+				delete(r.current, ck)
+			}
+		}
+	}
+	return s
+}
+
+// slotOfLocked is the slot holding table|key's result, nil when none.
+func (r *results) slotOfLocked(table, key, ck string) *slot {
+	if id, ok := r.cache.idOf(table, key); ok && int(id) < len(r.byID) && r.byID[id].ck == ck {
+		return &r.byID[id]
+	}
+	return nil
+}
+
+// evict is the cache's word that id's key is gone (Cache.onEvict): its
+// result moves to current (reconciled removes it), a queued write of it
+// to pending; slots from bound on are let go.
+func (r *results) evict(id, bound int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if int(id) < len(r.byID) && r.byID[id].ck != "" {
+		r.evictLocked(&r.byID[id])
+	}
+	if n := int(bound); n < len(r.byID) {
+		clear(r.byID[n:]) // every id from bound on is free, so evicted
+		r.byID = r.byID[:n]
+		if cap(r.byID) > 2*n+64 {
+			r.byID = append([]slot(nil), r.byID...)
+		}
+	}
+}
+
+func (r *results) evictLocked(s *slot) {
+	if s.has {
+		r.current[s.ck] = s.k
+		shrink.Grew(r.current, &r.peaks[0])
+		if s.queued {
+			t, k := splitConfigKey(s.ck)
+			r.putLocked(schema.ResultKey(t, k), write{k: s.k})
+		}
+	}
+	*s = slot{}
 }
 
 func clipReason(s string) string {
@@ -170,13 +255,6 @@ func (r *results) setOf(ck string, e *Entry, table, key string, res schema.Resul
 		res.Reason = ""
 	}
 	rec := record{res: res, extra: maps.Clone(extra)}
-	if e != nil && e.Table == table && e.Key == key {
-		if !r.cache.cachedSince(e) {
-			return
-		}
-	} else if !r.cache.Has(table, key) {
-		return
-	}
 	// An item that is the key itself (orchagent) is the key's name here
 	// too: one string, not two (none when the caller gave it).
 	var it string
@@ -191,15 +269,26 @@ func (r *results) setOf(ck string, e *Entry, table, key string, res schema.Resul
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, bad := r.bad[ck]; bad {
+	// Under mu: a key the cache drops after this is evicted after this
+	// result is in its slot (evict waits for mu), so nothing is lost.
+	var id int32
+	if e != nil && e.Table == table && e.Key == key && e.Gen != "" && r.cache.dels.Load() == e.dels {
+		id = e.id // no key deleted since e was read: still cached, same id
+	} else if id2, ok := r.cache.idOf(table, key); ok {
+		id = id2
+	} else {
+		return // not cached: its deletion is on the way
+	}
+	if len(r.bad) > 0 {
+		if _, bad := r.bad[ck]; bad {
+			return
+		}
+	}
+	s := r.slotLocked(id, ck)
+	if s.has && s.k.record().equal(rec) {
 		return
 	}
-	if old, ok := r.current[ck]; ok && old.record().equal(rec) {
-		return
-	}
-	kp := keep(rec)
-	r.current[ck] = kp
-	shrink.Grew(r.current, &r.peaks[0])
+	s.k, s.has = keep(rec), true
 	if r.counts == nil {
 		r.counts = map[string]map[schema.State]int{}
 	}
@@ -219,7 +308,19 @@ func (r *results) setOf(ck string, e *Entry, table, key string, res schema.Resul
 	if r.cache.Held(table, key) {
 		return
 	}
-	r.putLocked(schema.ResultKey(table, key), write{k: kp})
+	r.queueLocked(id, s)
+}
+
+// queueLocked queues the write of slot s (id's).
+func (r *results) queueLocked(id int32, s *slot) {
+	if !s.queued {
+		s.queued = true
+		r.pendIDs = append(r.pendIDs, id)
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // isConfigKey reports whether s is table|key.
@@ -236,11 +337,18 @@ func (r *results) remove(table, key string) {
 	if _, bad := r.bad[ck]; bad {
 		return
 	}
-	r.removeLocked(table, key)
+	r.removeLocked(table, key, true)
 }
 
-func (r *results) removeLocked(table, key string) {
+// removeLocked deletes table|key's result; cached: the key may still be
+// in the cache (its slot is emptied too).
+func (r *results) removeLocked(table, key string, cached bool) {
 	ck := table + schema.ConfigSep + key
+	if cached {
+		if s := r.slotOfLocked(table, key, ck); s != nil {
+			s.has, s.queued = false, false
+		}
+	}
 	delete(r.current, ck)
 	r.current = shrink.Map(r.current, &r.peaks[0])
 	if it := r.item(table, key); it == ck {
@@ -267,6 +375,9 @@ func (r *results) setBad(table, key string, res schema.Result) {
 	}
 	r.bad[ck] = res
 	r.nbad.Store(int64(len(r.bad)))
+	if s := r.slotOfLocked(table, key, ck); s != nil {
+		s.queued = false // the error is newer than the result queued
+	}
 	shrink.Grew(r.bad, &r.peaks[1])
 	r.putLocked(schema.ResultKey(table, key), write{k: keep(record{res: res})})
 }
@@ -286,7 +397,7 @@ func (r *results) clearBad(table, key string) bool {
 	delete(r.bad, ck)
 	r.nbad.Store(int64(len(r.bad)))
 	r.bad = shrink.Map(r.bad, &r.peaks[1])
-	r.removeLocked(table, key)
+	r.removeLocked(table, key, true)
 	return true
 }
 
@@ -308,14 +419,14 @@ func (r *results) reconciled(item string) {
 	if t, k := splitConfigKey(item); !r.cache.Has(t, k) {
 		if _, ok := r.current[item]; ok {
 			if _, bad := r.bad[item]; !bad && r.item(t, k) == item {
-				r.removeLocked(t, k)
+				r.removeLocked(t, k, false)
 			}
 		}
 	}
 	for ck := range r.byItem[item] {
 		t, k := splitConfigKey(ck)
 		if _, bad := r.bad[ck]; !bad && !r.cache.Has(t, k) {
-			r.removeLocked(t, k)
+			r.removeLocked(t, k, false)
 		}
 	}
 }
@@ -325,7 +436,9 @@ func (r *results) rewrite(table, key string) {
 	ck := table + schema.ConfigSep + key
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if k, ok := r.current[ck]; ok {
+	if id, ok := r.cache.idOf(table, key); ok && int(id) < len(r.byID) && r.byID[id].ck == ck && r.byID[id].has {
+		r.queueLocked(id, &r.byID[id])
+	} else if k, ok := r.current[ck]; ok {
 		r.putLocked(schema.ResultKey(table, key), write{k: k})
 	}
 }
@@ -337,6 +450,18 @@ func (r *results) rewriteAll() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
+	for id := range r.byID {
+		s := &r.byID[id]
+		if !s.has {
+			continue
+		}
+		t, k := splitConfigKey(s.ck)
+		if _, bad := r.bad[s.ck]; bad || r.cache.Held(t, k) {
+			continue
+		}
+		r.queueLocked(int32(id), s)
+		n++
+	}
 	for ck, kp := range r.current {
 		t, k := splitConfigKey(ck)
 		if _, bad := r.bad[ck]; bad || r.cache.Held(t, k) {
@@ -396,6 +521,7 @@ func (r *results) putLocked(sk string, w write) {
 func (r *results) run(ctx context.Context) {
 	retry := 50 * time.Millisecond
 	var b *redisx.Batch // reused: its operations' array is kept
+	var slots []slotWrite
 	for {
 		select {
 		case <-ctx.Done():
@@ -409,9 +535,29 @@ func (r *results) run(ctx context.Context) {
 			if r.pending == nil {
 				r.pending = map[string]write{}
 			}
-			r.writing = len(batch) > 0
+			// Slots are taken under mu (a result set meanwhile queues its
+			// slot again) and written after the map's writes, which are
+			// older or of other keys (setBad and removal unqueue a slot).
+			ids := r.pendIDs
+			r.pendIDs, r.spareID = r.spareID, nil
+			slots = slots[:0]
+			for _, id := range ids {
+				if int(id) < len(r.byID) {
+					if s := &r.byID[id]; s.queued {
+						s.queued = false
+						slots = append(slots, slotWrite{id: id, ck: s.ck, k: s.k})
+					}
+				}
+			}
+			n := len(batch) + len(slots)
+			r.writing = n > 0
 			r.mu.Unlock()
-			if len(batch) == 0 {
+			if cap(ids) <= 4096 { // kept for the next batch; a 100k one is let go
+				r.mu.Lock()
+				r.spareID = ids[:0]
+				r.mu.Unlock()
+			}
+			if n == 0 {
 				break
 			}
 			if b == nil {
@@ -424,11 +570,15 @@ func (r *results) run(ctx context.Context) {
 					b.SetPacked(k, w.k.record().pack())
 				}
 			}
+			for i := range slots {
+				t, k := splitConfigKey(slots[i].ck)
+				b.SetPacked(schema.ResultKey(t, k), slots[i].k.record().pack())
+			}
 			err := b.Flush(ctx)
 			r.mu.Lock()
 			r.writing = false
 			r.mu.Unlock()
-			r.m.resultBatch(len(batch), err)
+			r.m.resultBatch(n, err)
 			if err == nil {
 				retry = 50 * time.Millisecond
 				if len(batch) <= 4096 { // kept for the next batch; a 100k one is let go
@@ -437,16 +587,33 @@ func (r *results) run(ctx context.Context) {
 					r.spare = batch
 					r.mu.Unlock()
 				}
+				clear(slots)
+				if cap(slots) > 4096 {
+					slots = nil
+				}
 				continue
 			}
 			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 				return
 			}
-			r.log.WithError(err).WithField("keys", len(batch)).Warn("write results to STATE_DB: retrying")
+			r.log.WithError(err).WithField("keys", n).Warn("write results to STATE_DB: retrying")
 			r.mu.Lock()
 			for k, rec := range batch {
 				if _, newer := r.pending[k]; !newer {
 					r.pending[k] = rec
+				}
+			}
+			for _, sw := range slots {
+				// Again from its slot, unless the key left it (then as it was).
+				if int(sw.id) < len(r.byID) && r.byID[sw.id].ck == sw.ck {
+					if s := &r.byID[sw.id]; s.has {
+						r.queueLocked(sw.id, s)
+					}
+					continue
+				}
+				t, k := splitConfigKey(sw.ck)
+				if sk := schema.ResultKey(t, k); !r.hasPendingLocked(sk) {
+					r.pending[sk] = write{k: sw.k}
 				}
 			}
 			r.mu.Unlock()
@@ -460,6 +627,11 @@ func (r *results) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+func (r *results) hasPendingLocked(sk string) bool {
+	_, ok := r.pending[sk]
+	return ok
 }
 
 // summary returns and resets the per-table counts of results changed
@@ -497,7 +669,7 @@ func (r *results) summary() string {
 func (r *results) flushed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.pending) == 0 && !r.writing
+	return len(r.pending) == 0 && len(r.pendIDs) == 0 && !r.writing
 }
 
 // waitFlushed waits until every queued result is written (false when ctx

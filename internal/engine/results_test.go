@@ -2,6 +2,7 @@ package engine
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -46,19 +47,19 @@ func TestResultsSetOfKeepsCallersKey(t *testing.T) {
 	r.keyItems = true
 	ck := string([]byte("ROUTE|10.0.0.0/24"))
 	r.setOf(ck, nil, "ROUTE", "10.0.0.0/24", schema.OK(), nil)
-	for k := range r.current {
+	for k := range r.all() {
 		if unsafe.StringData(k) != unsafe.StringData(ck) {
 			t.Fatal("result kept under a new string, not the caller's")
 		}
 	}
-	if items != 0 || len(r.pending) != 1 {
-		t.Fatalf("%d items built, %d writes queued; want 0, 1", items, len(r.pending))
+	if items != 0 || len(r.pending)+len(r.pendIDs) != 1 {
+		t.Fatalf("%d items built, %d writes queued; want 0, 1", items, len(r.pending)+len(r.pendIDs))
 	}
 	r.setOf("ROUTE|other", nil, "ROUTE", "10.0.0.0/24", schema.Pending("x"), nil)
 	r.keyItems = false
 	r.setOf(ck, nil, "ROUTE", "10.0.0.0/24", schema.OK(), nil)
-	if items != 2 || len(r.current) != 1 {
-		t.Fatalf("%d items built, %d results; want 2, 1", items, len(r.current))
+	if items != 2 || len(r.all()) != 1 {
+		t.Fatalf("%d items built, %d results; want 2, 1", items, len(r.all()))
 	}
 }
 
@@ -76,15 +77,96 @@ func TestResultsSetOfEntry(t *testing.T) {
 	r.setOf("ROUTE|a", &ea, "ROUTE", "a", ea.Stamp(schema.OK()), nil)
 	c.Delete("ROUTE", "a")
 	r.setOf("ROUTE|b", &eb, "ROUTE", "b", eb.Stamp(schema.OK()), nil) // a deletion since: asked
-	if len(r.current) != 2 {
-		t.Fatalf("%d results, want 2", len(r.current))
+	if len(r.all()) != 2 {
+		t.Fatalf("%d results, want 2", len(r.all()))
 	}
 	r.setOf("ROUTE|a", &ea, "ROUTE", "a", ea.Stamp(schema.Pending("x")), nil) // a itself is gone
-	if got := r.current["ROUTE|a"].record().res.State; got != schema.StateOK {
+	if got := r.all()["ROUTE|a"].record().res.State; got != schema.StateOK {
 		t.Fatalf("result of a deleted key changed to %s", got)
 	}
 	var zero Entry
 	if c.cachedSince(&zero) || !c.cachedSince(&eb) {
 		t.Fatal("cachedSince: a zero entry counts as cached, or a cached one does not")
+	}
+}
+
+// all is every result kept, by "TABLE|key": the slots' and current's.
+func (r *results) all() map[string]kept {
+	m := map[string]kept{}
+	for _, s := range r.byID {
+		if s.has {
+			m[s.ck] = s.k
+		}
+	}
+	for ck, k := range r.current {
+		m[ck] = k
+	}
+	return m
+}
+
+// Cache ids are the lowest free ones, and deleting the newest keys gives
+// the top back; results live in the slot of their key's id while it is
+// cached, move out when it leaves (a queued write with them), and are
+// never handed to the key that takes the id next.
+func TestResultSlotsFollowCacheIDs(t *testing.T) {
+	c := NewCache(nil)
+	r := newResults(nil, nil, c, []string{"ROUTE"}, func(t, k string) string { return t + "|" + k }, nil)
+	r.keyItems = true
+	f := schema.Fields{"ifname": "eth0"}
+	for _, k := range []string{"a", "b", "c"} {
+		c.Set("ROUTE", k, f)
+		e, _ := c.Get("ROUTE", k)
+		if e.id != int32(k[0]-'a') {
+			t.Fatalf("id of %s = %d", k, e.id)
+		}
+		r.setOf("ROUTE|"+k, &e, "ROUTE", k, e.Stamp(schema.OK()), nil)
+	}
+	c.Delete("ROUTE", "b") // queued result of b: to pending, result to current
+	if _, ok := r.current["ROUTE|b"]; !ok || len(r.pending) != 1 || r.byID[1].ck != "" {
+		t.Fatalf("b not evicted: current %v pending %v slot %+v", r.current, r.pending, r.byID[1])
+	}
+	c.Set("ROUTE", "d", f) // takes b's id
+	e, _ := c.Get("ROUTE", "d")
+	if e.id != 1 {
+		t.Fatalf("d got id %d, want b's 1", e.id)
+	}
+	r.setOf("ROUTE|d", &e, "ROUTE", "d", e.Stamp(schema.Pending("x")), nil)
+	if got := r.all(); len(got) != 4 || got["ROUTE|b"].record().res.State != schema.StateOK ||
+		got["ROUTE|d"].record().res.State != schema.StatePending {
+		t.Fatalf("results %v", got)
+	}
+	r.reconciled("ROUTE|b") // b is not cached: its result goes, a deletion queued
+	if _, ok := r.all()["ROUTE|b"]; ok || !r.pending[schema.ResultKey("ROUTE", "b")].del {
+		t.Fatal("b's result not removed")
+	}
+	// A late result of a deleted key (read before the deletion) is dropped.
+	ec, _ := c.Get("ROUTE", "c")
+	c.Delete("ROUTE", "c")
+	r.setOf("ROUTE|c", &ec, "ROUTE", "c", ec.Stamp(schema.Pending("late")), nil)
+	if got := r.all()["ROUTE|c"].record().res.State; got != schema.StateOK {
+		t.Fatalf("late result of deleted c: %s", got)
+	}
+	// The bad override unqueues the slot's write.
+	r.setBad("ROUTE", "a", schema.Error("bad"))
+	if r.byID[0].queued {
+		t.Fatal("a's result still queued after its error")
+	}
+	// Deleting everything gives every id and slot back.
+	for _, k := range []string{"a", "d"} {
+		c.Delete("ROUTE", k)
+	}
+	if c.nextID != 0 || len(c.freeIDs) != 0 || len(r.byID) != 0 || c.nfree != 0 {
+		t.Fatalf("ids not given back: next %d free %v nfree %d slots %d", c.nextID, c.freeIDs, c.nfree, len(r.byID))
+	}
+	// Many keys, the older half deleted: the lowest ids are reused.
+	for i := range 200 {
+		c.Set("ROUTE", strconv.Itoa(i), f)
+	}
+	for i := range 100 {
+		c.Delete("ROUTE", strconv.Itoa(i))
+	}
+	c.Set("ROUTE", "x", f)
+	if e, _ := c.Get("ROUTE", "x"); e.id != 0 || c.nextID != 200 || c.nfree != 99 {
+		t.Fatalf("id %d, next %d, free %d", e.id, c.nextID, c.nfree)
 	}
 }
