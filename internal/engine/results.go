@@ -135,6 +135,8 @@ type results struct {
 	spare   map[string]write               // the last batch's map, emptied, for the next
 	pendIDs []int32                        // slots to write (slot.queued), written after pending
 	spareID []int32                        // the last batch's pendIDs, emptied
+	epoch   uint32                         // the last slot.ep handed out
+	trimTo  int32                          // the writer's slots from here on may go (-1: none)
 	writing bool                           // a batch is being sent
 	kick    chan struct{}
 	// counts of results set since the last summary: table -> state -> n
@@ -148,13 +150,19 @@ type results struct {
 type slot struct {
 	ck     string // "TABLE|key"; "" = free
 	k      kept
-	has    bool // k is the key's result
-	queued bool // k is to be written (in pendIDs)
+	has    bool   // k is the key's result
+	queued bool   // k is to be written (in pendIDs)
+	ep     uint32 // the writer's epoch of the slot (Batch.SetPackedAt): new when the key changes or is written by name
+	// byName: STATE_DB holds a result the writer knows under another
+	// slot or epoch (the key left the cache and came back): the next
+	// write goes by name, in full.
+	byName bool
 }
 
 // slotWrite is a queued slot's write as a batch takes it.
 type slotWrite struct {
 	id int32
+	ep uint32 // 0: by name
 	ck string
 	k  kept
 }
@@ -163,7 +171,7 @@ func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables 
 	r := &results{sw: sw, log: log, cache: cache, tables: tables, item: item, m: m,
 		current: map[string]kept{}, bad: map[string]schema.Result{},
 		byItem: map[string]map[string]struct{}{}, pending: map[string]write{},
-		kick: make(chan struct{}, 1)}
+		kick: make(chan struct{}, 1), trimTo: -1}
 	cache.mu.Lock()
 	cache.onEvict = r.evict
 	cache.mu.Unlock()
@@ -182,14 +190,26 @@ func (r *results) slotLocked(id int32, ck string) *slot {
 			r.evictLocked(s)
 		}
 		s.ck = ck
+		r.newEpochLocked(s)
 		if len(r.current) > 0 {
 			if k, ok := r.current[ck]; ok {
-				s.k, s.has = k, true
+				s.k, s.has, s.byName = k, true, true
 				delete(r.current, ck)
 			}
 		}
 	}
 	return s
+}
+
+// newEpochLocked gives s a new epoch: what the writer keeps of the slot
+// under the old one is never trusted again (its key changed, or was
+// written by name).
+func (r *results) newEpochLocked(s *slot) {
+	r.epoch++
+	if r.epoch == 0 {
+		r.epoch++
+	}
+	s.ep = r.epoch
 }
 
 // slotOfLocked is the slot holding table|key's result, nil when none.
@@ -214,6 +234,7 @@ func (r *results) evict(id, bound int32) {
 		r.byID = r.byID[:n]
 		if cap(r.byID) > 2*n+64 {
 			r.byID = append([]slot(nil), r.byID...)
+			r.trimTo = bound // the writer's too, after its next batch
 		}
 	}
 }
@@ -347,6 +368,7 @@ func (r *results) removeLocked(table, key string, cached bool) {
 	if cached {
 		if s := r.slotOfLocked(table, key, ck); s != nil {
 			s.has, s.queued = false, false
+			r.newEpochLocked(s) // deleted by name
 		}
 	}
 	delete(r.current, ck)
@@ -377,6 +399,7 @@ func (r *results) setBad(table, key string, res schema.Result) {
 	r.nbad.Store(int64(len(r.bad)))
 	if s := r.slotOfLocked(table, key, ck); s != nil {
 		s.queued = false // the error is newer than the result queued
+		r.newEpochLocked(s)
 	}
 	shrink.Grew(r.bad, &r.peaks[1])
 	r.putLocked(schema.ResultKey(table, key), write{k: keep(record{res: res})})
@@ -545,7 +568,12 @@ func (r *results) run(ctx context.Context) {
 				if int(id) < len(r.byID) {
 					if s := &r.byID[id]; s.queued {
 						s.queued = false
-						slots = append(slots, slotWrite{id: id, ck: s.ck, k: s.k})
+						ep := s.ep
+						if s.byName {
+							ep, s.byName = 0, false
+							r.newEpochLocked(s)
+						}
+						slots = append(slots, slotWrite{id: id, ep: ep, ck: s.ck, k: s.k})
 					}
 				}
 			}
@@ -572,12 +600,21 @@ func (r *results) run(ctx context.Context) {
 			}
 			for i := range slots {
 				t, k := splitConfigKey(slots[i].ck)
-				b.SetPacked(schema.ResultKey(t, k), slots[i].k.record().pack())
+				if slots[i].ep == 0 {
+					b.SetPacked(schema.ResultKey(t, k), slots[i].k.record().pack())
+				} else {
+					b.SetPackedAt(slots[i].id, slots[i].ep, schema.ResultKey(t, k), slots[i].k.record().pack())
+				}
 			}
 			err := b.Flush(ctx)
 			r.mu.Lock()
 			r.writing = false
+			trim := r.trimTo
+			r.trimTo = -1
 			r.mu.Unlock()
+			if trim >= 0 {
+				r.sw.TrimSlots(int(trim))
+			}
 			r.m.resultBatch(n, err)
 			if err == nil {
 				retry = 50 * time.Millisecond
@@ -607,6 +644,7 @@ func (r *results) run(ctx context.Context) {
 				// Again from its slot, unless the key left it (then as it was).
 				if int(sw.id) < len(r.byID) && r.byID[sw.id].ck == sw.ck {
 					if s := &r.byID[sw.id]; s.has {
+						s.byName = true // what Redis holds is unknown now
 						r.queueLocked(sw.id, s)
 					}
 					continue

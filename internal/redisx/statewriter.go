@@ -73,6 +73,7 @@ type StateWriter struct {
 	seed    maphash.Seed
 	sums    map[string]written
 	sumPeak int
+	slots   []slotSum // fingerprints of keys written by slot (SetPackedAt)
 	runID   string // for CheckRestart
 
 	// The flush's connection and transaction (statewriter_tx.go), under mu.
@@ -188,23 +189,25 @@ type op struct {
 	key    string
 	packed string
 	del    bool
+	slot   int32 // SetPackedAt's slot; -1 (or ep 0): none
+	ep     uint32
 }
 
 // Set queues StateWriter.Set(key, fields); fields is copied. A field the
 // writer does not own fails the whole Flush.
 func (b *Batch) Set(key string, fields map[string]string) {
-	b.ops = append(b.ops, op{key: key, packed: shrink.Pack(fields)})
+	b.ops = append(b.ops, op{key: key, packed: shrink.Pack(fields), slot: -1})
 }
 
 // SetPacked is Set of fields already packed by shrink.Pack (or built by
 // shrink.AppendPair in ascending name order): the writer keeps the string
 // as its cache of the key, without another copy.
 func (b *Batch) SetPacked(key, packed string) {
-	b.ops = append(b.ops, op{key: key, packed: packed})
+	b.ops = append(b.ops, op{key: key, packed: packed, slot: -1})
 }
 
 // Delete queues StateWriter.Delete(key).
-func (b *Batch) Delete(key string) { b.ops = append(b.ops, op{key: key, del: true}) }
+func (b *Batch) Delete(key string) { b.ops = append(b.ops, op{key: key, del: true, slot: -1}) }
 
 // Len is the number of queued operations.
 func (b *Batch) Len() int { return len(b.ops) }
@@ -290,12 +293,18 @@ func (b *Batch) Flush(ctx context.Context) error {
 			if o.key != "" {
 				delete(w.cache, o.key)
 				delete(w.sums, o.key)
+				w.forgetSlot(&o)
 			}
 		}
 		w.cache = shrink.Map(w.cache, &w.peak)
 		w.sums = shrink.Map(w.sums, &w.sumPeak)
 		w.loaded = nil
 		return fmt.Errorf("write %d state keys: %w", touched, err)
+	}
+	for i := range ops {
+		if _, bad := failed[ops[i].key]; bad {
+			w.forgetSlot(&ops[i])
+		}
 	}
 	for k := range failed {
 		delete(w.cache, k)
@@ -440,8 +449,11 @@ func (w *StateWriter) queue(tx *txWriter, o *op, args []any) ([]any, bool) {
 
 // queueCompact is queue for a key whose cache is a fingerprint.
 func (w *StateWriter) queueCompact(tx *txWriter, o *op, args []any, list []string) ([]any, bool) {
-	old, known := w.sums[o.key]
-	if !known && w.inLoaded(o.key) {
+	old, known := w.lookupSum(o)
+	// Under a loaded prefix a key without a fingerprint holds nothing of
+	// ours — unless, written by name, its fingerprint is in a slot: with
+	// slots in use, a key written by name and not found is unknown.
+	if !known && (o.ep != 0 || len(w.slots) == 0) && w.inLoaded(o.key) {
 		known = true
 	}
 	all := uint64(1)<<len(list) - 1
@@ -458,6 +470,9 @@ func (w *StateWriter) queueCompact(tx *txWriter, o *op, args []any, list []strin
 	}
 	now := w.fingerprint(list, o.packed)
 	if known && now == old {
+		if o.ep != 0 && o.slot >= 0 {
+			w.storeSlot(o, now) // taken from the map, or kept
+		}
 		return args, false
 	}
 	sent := false
@@ -485,10 +500,13 @@ func (w *StateWriter) queueCompact(tx *txWriter, o *op, args []any, list []strin
 	}
 	args, deleted := w.hdelMask(tx, o.key, list, gone, args)
 	sent = sent || deleted
-	if o.packed == "" {
+	switch {
+	case o.ep != 0 && o.slot >= 0:
+		w.storeSlot(o, now)
+	case o.packed == "":
 		delete(w.sums, o.key)
 		w.sums = shrink.Map(w.sums, &w.sumPeak)
-	} else {
+	default:
 		w.sums[o.key] = now
 		shrink.Grew(w.sums, &w.sumPeak)
 	}

@@ -1,0 +1,128 @@
+package redisx
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"github.com/switchyard-net/switchyard/internal/shrink"
+)
+
+// A compact writer whose keys are written by slot (the engine's
+// protocol: a new epoch when a key takes a slot or is written by name; a
+// key moving slots is deleted by name first or next written by name)
+// leaves Redis exactly as a plain writer does, over a random sequence
+// with Forgets and Loads; an unchanged slot write sends nothing, and no
+// map entry is kept per slot-written key.
+func TestStateWriterSlotsMatchPlain(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	owned := []string{"generation", "reason", "state", "warning"}
+	plainDB, slotDB := c.DB(6), c.DB(7)
+	plain := NewStateWriter(plainDB, owned)
+	sw := NewStateWriter(slotDB, owned)
+	sw.Compact()
+	keys := []string{"R_TABLE|a", "R_TABLE|b", "R_TABLE|c"}
+	for _, k := range keys { // another owner's field, never touched
+		plainDB.HSet(ctx, k, "oper", "up")
+		slotDB.HSet(ctx, k, "oper", "up")
+	}
+	type held struct {
+		slot   int32
+		ep     uint32
+		byName bool
+	}
+	var epoch uint32
+	next := func() uint32 { epoch++; return epoch }
+	at := map[string]*held{}
+	owner := map[int32]string{}
+	for i, k := range keys {
+		at[k] = &held{slot: int32(i), ep: next()}
+		owner[int32(i)] = k
+	}
+	rng := rand.New(rand.NewSource(1))
+	randFields := func() map[string]string {
+		f := map[string]string{}
+		for _, n := range owned {
+			if rng.Intn(2) == 0 {
+				f[n] = fmt.Sprint(rng.Intn(3))
+			}
+		}
+		return f
+	}
+	for step := 0; step < 2000; step++ {
+		k := keys[rng.Intn(len(keys))]
+		h := at[k]
+		var what string
+		switch n := rng.Intn(24); {
+		case n == 0:
+			what = "forget"
+			plain.Forget()
+			sw.Forget()
+		case n == 1:
+			what = "load"
+			if err := plain.Load(ctx, "R_TABLE|*"); err != nil {
+				t.Fatal(err)
+			}
+			if err := sw.Load(ctx, "R_TABLE|*"); err != nil {
+				t.Fatal(err)
+			}
+		case n < 5:
+			what = "delete " + k
+			if err := plain.Delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			if err := sw.Delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			h.ep = next()
+		case n < 7: // to a free slot: its result stays, next written by name
+			what = "move " + k
+			free := int32(0)
+			for owner[free] != "" {
+				free++
+			}
+			delete(owner, h.slot)
+			owner[free] = k
+			h.slot, h.ep, h.byName = free, next(), true
+			top := int32(0) // the slots above every owned one may go
+			for s := range owner {
+				top = max(top, s+1)
+			}
+			sw.TrimSlots(int(top) + rng.Intn(3))
+		default:
+			f := randFields()
+			what = fmt.Sprintf("set %s %v", k, f)
+			if err := plain.Set(ctx, k, f); err != nil {
+				t.Fatal(err)
+			}
+			set := func() {
+				b := sw.Batch()
+				if h.byName {
+					b.SetPacked(k, shrink.Pack(f))
+					h.byName, h.ep = false, next()
+				} else {
+					b.SetPackedAt(h.slot, h.ep, k, shrink.Pack(f))
+				}
+				if err := b.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			set()
+			before := sw.Commands()
+			set()
+			if len(f) > 0 && sw.Commands() != before {
+				t.Fatalf("step %d %s: an unchanged write sent commands", step, what)
+			}
+		}
+		for _, k := range keys {
+			p, _ := plainDB.HGetAll(ctx, k).Result()
+			q, _ := slotDB.HGetAll(ctx, k).Result()
+			if !reflect.DeepEqual(p, q) {
+				t.Fatalf("step %d %s: %s is %v, plain writer made %v", step, what, k, q, p)
+			}
+		}
+	}
+}
