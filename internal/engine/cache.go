@@ -472,4 +472,3 @@ func splitConfigKey(ck string) (string, string) {
 	}
 	return ck, ""
 }
-

@@ -74,7 +74,7 @@ type StateWriter struct {
 	sums    map[string]written
 	sumPeak int
 	slots   []slotSum // fingerprints of keys written by slot (SetPackedAt)
-	runID   string // for CheckRestart
+	runID   string    // for CheckRestart
 
 	// The flush's connection and transaction (statewriter_tx.go), under mu.
 	conn net.Conn
