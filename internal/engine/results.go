@@ -437,10 +437,11 @@ func (r *results) isBad(table, key string) bool {
 func (r *results) reconciled(item string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// An item that is its key: the cache is asked first, as a key still
-	// configured (every key of a burst) is then one lookup, not two.
-	if t, k := splitConfigKey(item); !r.cache.Has(t, k) {
-		if _, ok := r.current[item]; ok {
+	// An item that is its key: the result of a key no longer cached is
+	// in current (evicted from its slot), which a burst leaves empty: no
+	// look-up in the cache for a key still configured.
+	if _, ok := r.current[item]; ok {
+		if t, k := splitConfigKey(item); !r.cache.Has(t, k) {
 			if _, bad := r.bad[item]; !bad && r.item(t, k) == item {
 				r.removeLocked(t, k, false)
 			}
