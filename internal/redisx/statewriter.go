@@ -74,6 +74,7 @@ type StateWriter struct {
 	sums    map[string]written
 	sumPeak int
 	slots   []slotSum // fingerprints of keys written by slot (SetPackedAt)
+	args    []any     // Flush's argument array, kept for the next
 	runID   string    // for CheckRestart
 
 	// The flush's connection and transaction (statewriter_tx.go), under mu.
@@ -264,7 +265,19 @@ func (b *Batch) Flush(ctx context.Context) error {
 	defer tx.release()
 	// One argument array for the whole batch, carved per command: a
 	// burst of results is not a slice per key.
-	args := make([]any, 0, 4*len(ops)+8)
+	// The array is the writer's, kept from one Flush to the next (under
+	// mu; nothing holds its commands after Flush): a batch of 256 results
+	// allocates none.
+	args := w.args[:0]
+	if cap(args) < 4*len(ops)+8 {
+		args = make([]any, 0, 4*len(ops)+8)
+	}
+	defer func() {
+		if cap(args) <= 1<<14 {
+			clear(args[:cap(args)])
+			w.args = args[:0]
+		}
+	}()
 	touched := 0
 	for i := range ops {
 		var sent bool

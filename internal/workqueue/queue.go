@@ -100,10 +100,13 @@ func (q *Queue) addLocked(key string) {
 	if q.shutdown {
 		return
 	}
-	if _, ok := q.dirty[key]; ok {
+	// One insert tells a key already dirty (the length stays): one map
+	// operation per key of a burst, not a look-up and an insert.
+	n := len(q.dirty)
+	q.dirty[key] = struct{}{}
+	if len(q.dirty) == n {
 		return
 	}
-	q.dirty[key] = struct{}{}
 	shrink.Grew(q.dirty, &q.peaks[0])
 	if _, ok := q.processing[key]; ok {
 		return // Done re-queues it
