@@ -150,9 +150,9 @@ type results struct {
 type slot struct {
 	ck     string // "TABLE|key"; "" = free
 	k      kept
+	ep     uint32 // the writer's epoch of the slot (Batch.SetPackedAt): new when the key changes or is written by name
 	has    bool   // k is the key's result
 	queued bool   // k is to be written (in pendIDs)
-	ep     uint32 // the writer's epoch of the slot (Batch.SetPackedAt): new when the key changes or is written by name
 	// byName: STATE_DB holds a result the writer knows under another
 	// slot or epoch (the key left the cache and came back): the next
 	// write goes by name, in full.
