@@ -126,7 +126,8 @@ type results struct {
 
 	mu      sync.Mutex
 	peaks   [3]int                         // high-water marks of current, bad, byItem (shrink)
-	byID    []slot                         // results of cached keys, by Cache id
+	byID    slotPages                      // results of cached keys, by Cache id
+	wbound  int32                          // the writer's slots in use are below it (trimTo)
 	current map[string]kept                // "T|k" -> result of a key no longer cached
 	bad     map[string]schema.Result       // "T|k" -> engine-made error
 	nbad    atomic.Int64                   // len(bad), written under mu: clearBad asks it first
@@ -181,15 +182,14 @@ func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables 
 // slotLocked returns id's slot, taken over for ck: a previous key's
 // result there is moved to current, a result of ck in current moved in.
 func (r *results) slotLocked(id int32, ck string) *slot {
-	if int(id) >= len(r.byID) {
-		r.byID = append(r.byID, make([]slot, int(id)+1-len(r.byID))...)
-	}
-	s := &r.byID[id]
+	s := r.byID.take(id)
 	if s.ck != ck {
 		if s.ck != "" {
-			r.evictLocked(s)
+			r.evictLocked(id, s)
+			s = r.byID.take(id)
 		}
 		s.ck = ck
+		r.byID.occupied(id)
 		r.newEpochLocked(s)
 		if len(r.current) > 0 {
 			if k, ok := r.current[ck]; ok {
@@ -214,8 +214,10 @@ func (r *results) newEpochLocked(s *slot) {
 
 // slotOfLocked is the slot holding table|key's result, nil when none.
 func (r *results) slotOfLocked(table, key, ck string) *slot {
-	if id, ok := r.cache.idOf(table, key); ok && int(id) < len(r.byID) && r.byID[id].ck == ck {
-		return &r.byID[id]
+	if id, ok := r.cache.idOf(table, key); ok {
+		if s := r.byID.at(id); s != nil && s.ck == ck {
+			return s
+		}
 	}
 	return nil
 }
@@ -226,20 +228,15 @@ func (r *results) slotOfLocked(table, key, ck string) *slot {
 func (r *results) evict(id, bound int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if int(id) < len(r.byID) && r.byID[id].ck != "" {
-		r.evictLocked(&r.byID[id])
+	if s := r.byID.at(id); s != nil && s.ck != "" {
+		r.evictLocked(id, s)
 	}
-	if n := int(bound); n < len(r.byID) {
-		clear(r.byID[n:]) // every id from bound on is free, so evicted
-		r.byID = r.byID[:n]
-		if cap(r.byID) > 2*n+64 {
-			r.byID = append([]slot(nil), r.byID...)
-			r.trimTo = bound // the writer's too, after its next batch
-		}
+	if 2*bound+64 < r.wbound {
+		r.trimTo, r.wbound = bound, bound // the writer's, after its next batch
 	}
 }
 
-func (r *results) evictLocked(s *slot) {
+func (r *results) evictLocked(id int32, s *slot) {
 	if s.has {
 		r.current[s.ck] = s.k
 		shrink.Grew(r.current, &r.peaks[0])
@@ -248,7 +245,7 @@ func (r *results) evictLocked(s *slot) {
 			r.putLocked(schema.ResultKey(t, k), write{k: s.k})
 		}
 	}
-	*s = slot{}
+	r.byID.vacate(id)
 }
 
 func clipReason(s string) string {
@@ -460,8 +457,9 @@ func (r *results) rewrite(table, key string) {
 	ck := table + schema.ConfigSep + key
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if id, ok := r.cache.idOf(table, key); ok && int(id) < len(r.byID) && r.byID[id].ck == ck && r.byID[id].has {
-		r.queueLocked(id, &r.byID[id])
+	if s := r.slotOfLocked(table, key, ck); s != nil && s.has {
+		id, _ := r.cache.idOf(table, key)
+		r.queueLocked(id, s)
 	} else if k, ok := r.current[ck]; ok {
 		r.putLocked(schema.ResultKey(table, key), write{k: k})
 	}
@@ -474,18 +472,17 @@ func (r *results) rewriteAll() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for id := range r.byID {
-		s := &r.byID[id]
+	r.byID.each(func(id int32, s *slot) {
 		if !s.has {
-			continue
+			return
 		}
 		t, k := splitConfigKey(s.ck)
 		if _, bad := r.bad[s.ck]; bad || r.cache.Held(t, k) {
-			continue
+			return
 		}
-		r.queueLocked(int32(id), s)
+		r.queueLocked(id, s)
 		n++
-	}
+	})
 	for ck, kp := range r.current {
 		t, k := splitConfigKey(ck)
 		if _, bad := r.bad[ck]; bad || r.cache.Held(t, k) {
@@ -566,8 +563,8 @@ func (r *results) run(ctx context.Context) {
 			r.pendIDs, r.spareID = r.spareID, nil
 			slots = slots[:0]
 			for _, id := range ids {
-				if int(id) < len(r.byID) {
-					if s := &r.byID[id]; s.queued {
+				if s := r.byID.at(id); s != nil {
+					if s.queued {
 						s.queued = false
 						ep := s.ep
 						if s.byName {
@@ -575,6 +572,7 @@ func (r *results) run(ctx context.Context) {
 							r.newEpochLocked(s)
 						}
 						slots = append(slots, slotWrite{id: id, ep: ep, ck: s.ck, k: s.k})
+						r.wbound = max(r.wbound, id+1)
 					}
 				}
 			}
@@ -643,8 +641,8 @@ func (r *results) run(ctx context.Context) {
 			}
 			for _, sw := range slots {
 				// Again from its slot, unless the key left it (then as it was).
-				if int(sw.id) < len(r.byID) && r.byID[sw.id].ck == sw.ck {
-					if s := &r.byID[sw.id]; s.has {
+				if s := r.byID.at(sw.id); s != nil && s.ck == sw.ck {
+					if s.has {
 						s.byName = true // what Redis holds is unknown now
 						r.queueLocked(sw.id, s)
 					}

@@ -93,11 +93,11 @@ func TestResultsSetOfEntry(t *testing.T) {
 // all is every result kept, by "TABLE|key": the slots' and current's.
 func (r *results) all() map[string]kept {
 	m := map[string]kept{}
-	for _, s := range r.byID {
+	r.byID.each(func(_ int32, s *slot) {
 		if s.has {
 			m[s.ck] = s.k
 		}
-	}
+	})
 	for ck, k := range r.current {
 		m[ck] = k
 	}
@@ -122,8 +122,8 @@ func TestResultSlotsFollowCacheIDs(t *testing.T) {
 		r.setOf("ROUTE|"+k, &e, "ROUTE", k, e.Stamp(schema.OK()), nil)
 	}
 	c.Delete("ROUTE", "b") // queued result of b: to pending, result to current
-	if _, ok := r.current["ROUTE|b"]; !ok || len(r.pending) != 1 || r.byID[1].ck != "" {
-		t.Fatalf("b not evicted: current %v pending %v slot %+v", r.current, r.pending, r.byID[1])
+	if _, ok := r.current["ROUTE|b"]; !ok || len(r.pending) != 1 || r.byID.at(1).ck != "" {
+		t.Fatalf("b not evicted: current %v pending %v slot %+v", r.current, r.pending, r.byID.at(1))
 	}
 	c.Set("ROUTE", "d", f) // takes b's id
 	e, _ := c.Get("ROUTE", "d")
@@ -148,15 +148,15 @@ func TestResultSlotsFollowCacheIDs(t *testing.T) {
 	}
 	// The bad override unqueues the slot's write.
 	r.setBad("ROUTE", "a", schema.Error("bad"))
-	if r.byID[0].queued {
+	if r.byID.at(0).queued {
 		t.Fatal("a's result still queued after its error")
 	}
 	// Deleting everything gives every id and slot back.
 	for _, k := range []string{"a", "d"} {
 		c.Delete("ROUTE", k)
 	}
-	if c.nextID != 0 || len(c.freeIDs) != 0 || len(r.byID) != 0 || c.nfree != 0 {
-		t.Fatalf("ids not given back: next %d free %v nfree %d slots %d", c.nextID, c.freeIDs, c.nfree, len(r.byID))
+	if c.nextID != 0 || len(c.freeIDs) != 0 || len(r.byID.pages) != 0 || c.nfree != 0 {
+		t.Fatalf("ids not given back: next %d free %v nfree %d pages %d", c.nextID, c.freeIDs, c.nfree, len(r.byID.pages))
 	}
 	// Many keys, the older half deleted: the lowest ids are reused.
 	for i := range 200 {
@@ -168,5 +168,25 @@ func TestResultSlotsFollowCacheIDs(t *testing.T) {
 	c.Set("ROUTE", "x", f)
 	if e, _ := c.Get("ROUTE", "x"); e.id != 0 || c.nextID != 200 || c.nfree != 99 {
 		t.Fatalf("id %d, next %d, free %d", e.id, c.nextID, c.nfree)
+	}
+	// A key with a high id outliving a burst's deletes keeps its page of
+	// slots, not every page.
+	for i := range 5000 {
+		k := "burst" + strconv.Itoa(i)
+		c.Set("ROUTE", k, f)
+		e, _ := c.Get("ROUTE", k)
+		r.setOf("ROUTE|"+k, &e, "ROUTE", k, e.Stamp(schema.OK()), nil)
+	}
+	for i := range 4999 {
+		c.Delete("ROUTE", "burst"+strconv.Itoa(i))
+	}
+	kept := 0
+	for _, pg := range r.byID.pages {
+		if pg != nil {
+			kept++
+		}
+	}
+	if kept != 1 {
+		t.Fatalf("%d pages of slots kept for one result, want 1", kept)
 	}
 }
