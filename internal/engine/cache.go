@@ -76,10 +76,9 @@ type Cache struct {
 	nfree   int // bits set in freeIDs
 	lowFree int // no free id in the words of freeIDs below it
 	// onEvict (the engine's results) is told of an id whose key left
-	// the cache, with the id bound after it: called outside mu, before
-	// the id can be handed out again (Set and Delete run on one
-	// goroutine, the engine's consume).
-	onEvict func(id, bound int32)
+	// the cache: called outside mu, before the id can be handed out
+	// again (Set and Delete run on one goroutine, the engine's consume).
+	onEvict func(id int32)
 }
 
 // cached is an entry as the cache keeps it: the hash packed into one
@@ -224,10 +223,10 @@ func (c *Cache) Delete(table, key string) bool {
 	} else {
 		c.unholdLocked(table, key)
 	}
-	bound, evict := c.nextID, c.onEvict
+	evict := c.onEvict
 	c.mu.Unlock()
 	if ok && evict != nil {
-		evict(old.id, bound)
+		evict(old.id)
 	}
 	return ok
 }

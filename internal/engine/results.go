@@ -127,7 +127,6 @@ type results struct {
 	mu      sync.Mutex
 	peaks   [3]int                         // high-water marks of current, bad, byItem (shrink)
 	byID    slotPages                      // results of cached keys, by Cache id
-	wbound  int32                          // the writer's slots in use are below it (trimTo)
 	current map[string]kept                // "T|k" -> result of a key no longer cached
 	bad     map[string]schema.Result       // "T|k" -> engine-made error
 	nbad    atomic.Int64                   // len(bad), written under mu: clearBad asks it first
@@ -137,7 +136,7 @@ type results struct {
 	pendIDs []int32                        // slots to write (slot.queued), written after pending
 	spareID []int32                        // the last batch's pendIDs, emptied
 	epoch   uint32                         // the last slot.ep handed out
-	trimTo  int32                          // the writer's slots from here on may go (-1: none)
+	dropped []redisx.SlotEpoch             // slots evicted: the writer's fingerprints of them go
 	writing bool                           // a batch is being sent
 	kick    chan struct{}
 	// counts of results set since the last summary: table -> state -> n
@@ -172,7 +171,7 @@ func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables 
 	r := &results{sw: sw, log: log, cache: cache, tables: tables, item: item, m: m,
 		current: map[string]kept{}, bad: map[string]schema.Result{},
 		byItem: map[string]map[string]struct{}{}, pending: map[string]write{},
-		kick: make(chan struct{}, 1), trimTo: -1}
+		kick: make(chan struct{}, 1)}
 	cache.mu.Lock()
 	cache.onEvict = r.evict
 	cache.mu.Unlock()
@@ -224,19 +223,23 @@ func (r *results) slotOfLocked(table, key, ck string) *slot {
 
 // evict is the cache's word that id's key is gone (Cache.onEvict): its
 // result moves to current (reconciled removes it), a queued write of it
-// to pending; slots from bound on are let go.
-func (r *results) evict(id, bound int32) {
+// to pending, and the writer lets its fingerprint of the slot go.
+func (r *results) evict(id int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s := r.byID.at(id); s != nil && s.ck != "" {
 		r.evictLocked(id, s)
 	}
-	if 2*bound+64 < r.wbound {
-		r.trimTo, r.wbound = bound, bound // the writer's, after its next batch
-	}
+
 }
 
 func (r *results) evictLocked(id int32, s *slot) {
+	dt, dk := splitConfigKey(s.ck)
+	r.dropped = append(r.dropped, redisx.SlotEpoch{Slot: id, Ep: s.ep, Key: schema.ResultKey(dt, dk)})
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
 	if s.has {
 		r.current[s.ck] = s.k
 		shrink.Grew(r.current, &r.peaks[0])
@@ -572,13 +575,17 @@ func (r *results) run(ctx context.Context) {
 							r.newEpochLocked(s)
 						}
 						slots = append(slots, slotWrite{id: id, ep: ep, ck: s.ck, k: s.k})
-						r.wbound = max(r.wbound, id+1)
 					}
 				}
 			}
 			n := len(batch) + len(slots)
 			r.writing = n > 0
+			dropped := r.dropped
+			r.dropped = nil
 			r.mu.Unlock()
+			if len(dropped) > 0 && r.sw != nil {
+				r.sw.DropSlots(dropped) // epochs of keys gone: never matched by a new key's
+			}
 			if cap(ids) <= 4096 { // kept for the next batch; a 100k one is let go
 				r.mu.Lock()
 				r.spareID = ids[:0]
@@ -608,12 +615,7 @@ func (r *results) run(ctx context.Context) {
 			err := b.Flush(ctx)
 			r.mu.Lock()
 			r.writing = false
-			trim := r.trimTo
-			r.trimTo = -1
 			r.mu.Unlock()
-			if trim >= 0 {
-				r.sw.TrimSlots(int(trim))
-			}
 			r.m.resultBatch(n, err)
 			if err == nil {
 				retry = 50 * time.Millisecond

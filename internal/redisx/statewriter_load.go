@@ -64,7 +64,7 @@ func (w *StateWriter) adopt(ctx context.Context, keys []string) error {
 	// its newer value replaced in the cache by the older one read here.
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.slots = nil // what Redis holds is read now: by key, not by slot
+	w.slots = sumPages{} // what Redis holds is read now: by key, not by slot
 	w.roundTrips.Add(1)
 	w.commands.Add(uint64(pipe.Len()))
 	_, _ = pipe.Exec(ctx) // per-command errors below
@@ -157,7 +157,7 @@ func (w *StateWriter) Forget() {
 	if w.compact {
 		w.sums = map[string]written{}
 	}
-	w.slots = nil
+	w.slots = sumPages{}
 	w.loaded = nil
 }
 

@@ -29,18 +29,29 @@ func (b *Batch) SetPackedAt(slot int32, ep uint32, key, packed string) {
 	b.ops = append(b.ops, op{key: key, packed: packed, slot: slot, ep: ep})
 }
 
-// TrimSlots lets the fingerprints of slots from n on go (the caller's
-// keys there are gone): after a burst of deletes the slice shrinks.
-func (w *StateWriter) TrimSlots(n int) {
+// SlotEpoch names a slot under one epoch and the key it held (DropSlots).
+type SlotEpoch struct {
+	Slot int32
+	Ep   uint32
+	Key  string
+}
+
+// DropSlots moves the fingerprints of slots whose keys left the caller
+// to the map by key (the key still holds them in Redis: a later Delete
+// by name removes exactly those), each only while it is still under the
+// epoch given (a new key there has a new one). Pages of slots left
+// empty go.
+func (w *StateWriter) DropSlots(gone []SlotEpoch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if n >= len(w.slots) {
-		return
-	}
-	clear(w.slots[n:])
-	w.slots = w.slots[:n]
-	if cap(w.slots) > 2*n+64 {
-		w.slots = append([]slotSum(nil), w.slots...)
+	for _, g := range gone {
+		if e := w.slots.at(g.Slot); e != nil && e.ep == g.Ep && g.Ep != 0 {
+			if e.wr.mask != 0 {
+				w.sums[g.Key] = e.wr
+				shrink.Grew(w.sums, &w.sumPeak)
+			}
+			w.slots.vacate(g.Slot)
+		}
 	}
 }
 
@@ -51,8 +62,8 @@ func (w *StateWriter) lookupSum(o *op) (written, bool) {
 		wr, ok := w.sums[o.key]
 		return wr, ok
 	}
-	if int(o.slot) < len(w.slots) && w.slots[o.slot].ep == o.ep {
-		return w.slots[o.slot].wr, true
+	if e := w.slots.at(o.slot); e != nil && e.ep == o.ep {
+		return e.wr, true
 	}
 	if len(w.sums) == 0 { // a burst of new keys: no look-up at all
 		return written{}, false
@@ -67,19 +78,73 @@ func (w *StateWriter) lookupSum(o *op) (written, bool) {
 
 // storeSlot keeps o's fingerprint now in its slot.
 func (w *StateWriter) storeSlot(o *op, now written) {
-	if int(o.slot) >= len(w.slots) {
-		w.slots = append(w.slots, make([]slotSum, int(o.slot)+1-len(w.slots))...)
-	}
 	if o.packed == "" {
-		w.slots[o.slot] = slotSum{}
+		if e := w.slots.at(o.slot); e != nil && e.ep != 0 {
+			w.slots.vacate(o.slot)
+		}
 		return
 	}
-	w.slots[o.slot] = slotSum{ep: o.ep, wr: now}
+	e := w.slots.take(o.slot)
+	if e.ep == 0 {
+		w.slots.occupied(o.slot)
+	}
+	*e = slotSum{ep: o.ep, wr: now}
 }
 
 // forgetSlot drops o's slot fingerprint (its write may have failed).
 func (w *StateWriter) forgetSlot(o *op) {
-	if o.ep != 0 && o.slot >= 0 && int(o.slot) < len(w.slots) && w.slots[o.slot].ep == o.ep {
-		w.slots[o.slot] = slotSum{}
+	if o.ep == 0 || o.slot < 0 {
+		return
 	}
+	if e := w.slots.at(o.slot); e != nil && e.ep == o.ep {
+		w.slots.vacate(o.slot)
+	}
+}
+
+// sumPage is how many slot fingerprints a page holds.
+const sumPage = 1024
+
+// sumPages are the fingerprints by slot, in pages: a page whose slots
+// are all dropped goes.
+type sumPages struct {
+	pages [][]slotSum
+	used  []int32 // entries with an epoch per page
+}
+
+func (p *sumPages) empty() bool { return len(p.pages) == 0 }
+
+func (p *sumPages) at(slot int32) *slotSum {
+	if i := int(slot) / sumPage; i < len(p.pages) && p.pages[i] != nil {
+		return &p.pages[i][int(slot)%sumPage]
+	}
+	return nil
+}
+
+func (p *sumPages) take(slot int32) *slotSum {
+	i := int(slot) / sumPage
+	for i >= len(p.pages) {
+		p.pages = append(p.pages, nil)
+		p.used = append(p.used, 0)
+	}
+	if p.pages[i] == nil {
+		p.pages[i] = make([]slotSum, sumPage)
+	}
+	return &p.pages[i][int(slot)%sumPage]
+}
+
+func (p *sumPages) occupied(slot int32) { p.used[int(slot)/sumPage]++ }
+
+func (p *sumPages) vacate(slot int32) {
+	i := int(slot) / sumPage
+	p.pages[i][int(slot)%sumPage] = slotSum{}
+	if p.used[i]--; p.used[i] > 0 {
+		return
+	}
+	p.pages[i] = nil
+	n := len(p.pages)
+	for n > 0 && p.pages[n-1] == nil {
+		n--
+	}
+	clear(p.pages[n:])
+	p.pages, p.used = p.pages[:n], p.used[:n]
 }
