@@ -15,7 +15,10 @@ import (
 // time, it collects and returns free memory (debug.FreeOSMemory): a steady
 // daemon pays next to nothing (a small heap's collection every few tens of
 // seconds at most), a daemon after a burst is back near its live size
-// within one interval.
+// within one interval. The interval after such a return that does not
+// call for one returns once more: a burst's tail (the last deletes of a
+// barrage, dropped references) frees memory without allocating much, and
+// the runtime would otherwise keep up to a heap goal's worth of it.
 func ReturnMemory(ctx context.Context, interval time.Duration) {
 	sample := []metrics.Sample{
 		{Name: "/gc/heap/allocs:bytes"},
@@ -26,6 +29,7 @@ func ReturnMemory(ctx context.Context, interval time.Duration) {
 		return sample[0].Value.Uint64(), sample[1].Value.Uint64()
 	}
 	last, _ := read()
+	tail := false
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -35,9 +39,20 @@ func ReturnMemory(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 		allocs, live := read()
-		if allocs-last > max(4<<20, live/2) {
+		var ret bool
+		if ret, tail = returnNow(allocs-last, live, tail); ret {
 			debug.FreeOSMemory()
 			last, _ = read()
 		}
 	}
+}
+
+// returnNow says whether to return memory now, given the bytes allocated
+// since the last return, the live heap and whether the last interval
+// returned after a burst (tail), and the tail state for the next interval.
+func returnNow(allocated, live uint64, tail bool) (ret, nextTail bool) {
+	if allocated > max(4<<20, live/2) {
+		return true, true // a burst: return, and once more when it is over
+	}
+	return tail, false
 }

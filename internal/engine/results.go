@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/switchyard-net/switchyard/internal/paged"
 	"maps"
 	"sort"
 	"strings"
@@ -126,7 +127,7 @@ type results struct {
 
 	mu      sync.Mutex
 	peaks   [3]int                         // high-water marks of current, bad, byItem (shrink)
-	byID    slotPages                      // results of cached keys, by Cache id
+	byID    paged.Slice[slot]              // results of cached keys, by Cache id
 	current map[string]kept                // "T|k" -> result of a key no longer cached
 	bad     map[string]schema.Result       // "T|k" -> engine-made error
 	nbad    atomic.Int64                   // len(bad), written under mu: clearBad asks it first
@@ -181,14 +182,14 @@ func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables 
 // slotLocked returns id's slot, taken over for ck: a previous key's
 // result there is moved to current, a result of ck in current moved in.
 func (r *results) slotLocked(id int32, ck string) *slot {
-	s := r.byID.take(id)
+	s := r.byID.Take(id)
 	if s.ck != ck {
 		if s.ck != "" {
 			r.evictLocked(id, s)
-			s = r.byID.take(id)
+			s = r.byID.Take(id)
 		}
 		s.ck = ck
-		r.byID.occupied(id)
+		r.byID.Occupied(id)
 		r.newEpochLocked(s)
 		if len(r.current) > 0 {
 			if k, ok := r.current[ck]; ok {
@@ -214,7 +215,7 @@ func (r *results) newEpochLocked(s *slot) {
 // slotOfLocked is the slot holding table|key's result, nil when none.
 func (r *results) slotOfLocked(table, key, ck string) *slot {
 	if id, ok := r.cache.idOf(table, key); ok {
-		if s := r.byID.at(id); s != nil && s.ck == ck {
+		if s := r.byID.At(id); s != nil && s.ck == ck {
 			return s
 		}
 	}
@@ -227,7 +228,7 @@ func (r *results) slotOfLocked(table, key, ck string) *slot {
 func (r *results) evict(id int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s := r.byID.at(id); s != nil && s.ck != "" {
+	if s := r.byID.At(id); s != nil && s.ck != "" {
 		r.evictLocked(id, s)
 	}
 
@@ -248,7 +249,7 @@ func (r *results) evictLocked(id int32, s *slot) {
 			r.putLocked(schema.ResultKey(t, k), write{k: s.k})
 		}
 	}
-	r.byID.vacate(id)
+	r.byID.Vacate(id)
 }
 
 func clipReason(s string) string {
@@ -475,7 +476,7 @@ func (r *results) rewriteAll() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	r.byID.each(func(id int32, s *slot) {
+	r.byID.Each(func(id int32, s *slot) {
 		if !s.has {
 			return
 		}
@@ -566,7 +567,7 @@ func (r *results) run(ctx context.Context) {
 			r.pendIDs, r.spareID = r.spareID, nil
 			slots = slots[:0]
 			for _, id := range ids {
-				if s := r.byID.at(id); s != nil {
+				if s := r.byID.At(id); s != nil {
 					if s.queued {
 						s.queued = false
 						ep := s.ep
@@ -643,7 +644,7 @@ func (r *results) run(ctx context.Context) {
 			}
 			for _, sw := range slots {
 				// Again from its slot, unless the key left it (then as it was).
-				if s := r.byID.at(sw.id); s != nil && s.ck == sw.ck {
+				if s := r.byID.At(sw.id); s != nil && s.ck == sw.ck {
 					if s.has {
 						s.byName = true // what Redis holds is unknown now
 						r.queueLocked(sw.id, s)

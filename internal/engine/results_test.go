@@ -93,7 +93,7 @@ func TestResultsSetOfEntry(t *testing.T) {
 // all is every result kept, by "TABLE|key": the slots' and current's.
 func (r *results) all() map[string]kept {
 	m := map[string]kept{}
-	r.byID.each(func(_ int32, s *slot) {
+	r.byID.Each(func(_ int32, s *slot) {
 		if s.has {
 			m[s.ck] = s.k
 		}
@@ -122,8 +122,8 @@ func TestResultSlotsFollowCacheIDs(t *testing.T) {
 		r.setOf("ROUTE|"+k, &e, "ROUTE", k, e.Stamp(schema.OK()), nil)
 	}
 	c.Delete("ROUTE", "b") // queued result of b: to pending, result to current
-	if _, ok := r.current["ROUTE|b"]; !ok || len(r.pending) != 1 || r.byID.at(1).ck != "" {
-		t.Fatalf("b not evicted: current %v pending %v slot %+v", r.current, r.pending, r.byID.at(1))
+	if _, ok := r.current["ROUTE|b"]; !ok || len(r.pending) != 1 || r.byID.At(1).ck != "" {
+		t.Fatalf("b not evicted: current %v pending %v slot %+v", r.current, r.pending, r.byID.At(1))
 	}
 	c.Set("ROUTE", "d", f) // takes b's id
 	e, _ := c.Get("ROUTE", "d")
@@ -148,15 +148,15 @@ func TestResultSlotsFollowCacheIDs(t *testing.T) {
 	}
 	// The bad override unqueues the slot's write.
 	r.setBad("ROUTE", "a", schema.Error("bad"))
-	if r.byID.at(0).queued {
+	if r.byID.At(0).queued {
 		t.Fatal("a's result still queued after its error")
 	}
 	// Deleting everything gives every id and slot back.
 	for _, k := range []string{"a", "d"} {
 		c.Delete("ROUTE", k)
 	}
-	if c.nextID != 0 || len(c.freeIDs) != 0 || len(r.byID.pages) != 0 || c.nfree != 0 {
-		t.Fatalf("ids not given back: next %d free %v nfree %d pages %d", c.nextID, c.freeIDs, c.nfree, len(r.byID.pages))
+	if c.nextID != 0 || len(c.freeIDs) != 0 || !r.byID.Empty() || c.nfree != 0 {
+		t.Fatalf("ids not given back: next %d free %v nfree %d pages %d", c.nextID, c.freeIDs, c.nfree, r.byID.Pages())
 	}
 	// Many keys, the older half deleted: the lowest ids are reused.
 	for i := range 200 {
@@ -180,13 +180,7 @@ func TestResultSlotsFollowCacheIDs(t *testing.T) {
 	for i := range 4999 {
 		c.Delete("ROUTE", "burst"+strconv.Itoa(i))
 	}
-	kept := 0
-	for _, pg := range r.byID.pages {
-		if pg != nil {
-			kept++
-		}
-	}
-	if kept != 1 {
+	if kept := r.byID.Pages(); kept != 1 {
 		t.Fatalf("%d pages of slots kept for one result, want 1", kept)
 	}
 }

@@ -3,6 +3,7 @@ package redisx
 import (
 	"context"
 	"fmt"
+	"github.com/switchyard-net/switchyard/internal/paged"
 	"hash/maphash"
 	"maps"
 	"net"
@@ -73,9 +74,9 @@ type StateWriter struct {
 	seed    maphash.Seed
 	sums    map[string]written
 	sumPeak int
-	slots   sumPages // fingerprints of keys written by slot (SetPackedAt)
-	args    []any    // Flush's argument array, kept for the next
-	runID   string   // for CheckRestart
+	slots   paged.Slice[slotSum] // fingerprints of keys written by slot (SetPackedAt)
+	args    []any                // Flush's argument array, kept for the next
+	runID   string               // for CheckRestart
 
 	// The flush's connection and transaction (statewriter_tx.go), under mu.
 	conn net.Conn
@@ -466,7 +467,7 @@ func (w *StateWriter) queueCompact(tx *txWriter, o *op, args []any, list []strin
 	// Under a loaded prefix a key without a fingerprint holds nothing of
 	// ours — unless, written by name, its fingerprint is in a slot: with
 	// slots in use, a key written by name and not found is unknown.
-	if !known && (o.ep != 0 || w.slots.empty()) && w.inLoaded(o.key) {
+	if !known && (o.ep != 0 || w.slots.Empty()) && w.inLoaded(o.key) {
 		known = true
 	}
 	all := uint64(1)<<len(list) - 1

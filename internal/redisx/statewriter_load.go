@@ -3,6 +3,7 @@ package redisx
 import (
 	"context"
 	"fmt"
+	"github.com/switchyard-net/switchyard/internal/paged"
 	"slices"
 	"sort"
 	"strings"
@@ -64,7 +65,7 @@ func (w *StateWriter) adopt(ctx context.Context, keys []string) error {
 	// its newer value replaced in the cache by the older one read here.
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.slots = sumPages{} // what Redis holds is read now: by key, not by slot
+	w.slots = paged.Slice[slotSum]{} // what Redis holds is read now: by key, not by slot
 	w.roundTrips.Add(1)
 	w.commands.Add(uint64(pipe.Len()))
 	_, _ = pipe.Exec(ctx) // per-command errors below
@@ -157,7 +158,7 @@ func (w *StateWriter) Forget() {
 	if w.compact {
 		w.sums = map[string]written{}
 	}
-	w.slots = sumPages{}
+	w.slots = paged.Slice[slotSum]{}
 	w.loaded = nil
 }
 

@@ -45,12 +45,12 @@ func (w *StateWriter) DropSlots(gone []SlotEpoch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, g := range gone {
-		if e := w.slots.at(g.Slot); e != nil && e.ep == g.Ep && g.Ep != 0 {
+		if e := w.slots.At(g.Slot); e != nil && e.ep == g.Ep && g.Ep != 0 {
 			if e.wr.mask != 0 {
 				w.sums[g.Key] = e.wr
 				shrink.Grew(w.sums, &w.sumPeak)
 			}
-			w.slots.vacate(g.Slot)
+			w.slots.Vacate(g.Slot)
 		}
 	}
 }
@@ -62,7 +62,7 @@ func (w *StateWriter) lookupSum(o *op) (written, bool) {
 		wr, ok := w.sums[o.key]
 		return wr, ok
 	}
-	if e := w.slots.at(o.slot); e != nil && e.ep == o.ep {
+	if e := w.slots.At(o.slot); e != nil && e.ep == o.ep {
 		return e.wr, true
 	}
 	if len(w.sums) == 0 { // a burst of new keys: no look-up at all
@@ -79,14 +79,14 @@ func (w *StateWriter) lookupSum(o *op) (written, bool) {
 // storeSlot keeps o's fingerprint now in its slot.
 func (w *StateWriter) storeSlot(o *op, now written) {
 	if o.packed == "" {
-		if e := w.slots.at(o.slot); e != nil && e.ep != 0 {
-			w.slots.vacate(o.slot)
+		if e := w.slots.At(o.slot); e != nil && e.ep != 0 {
+			w.slots.Vacate(o.slot)
 		}
 		return
 	}
-	e := w.slots.take(o.slot)
+	e := w.slots.Take(o.slot)
 	if e.ep == 0 {
-		w.slots.occupied(o.slot)
+		w.slots.Occupied(o.slot)
 	}
 	*e = slotSum{ep: o.ep, wr: now}
 }
@@ -96,55 +96,7 @@ func (w *StateWriter) forgetSlot(o *op) {
 	if o.ep == 0 || o.slot < 0 {
 		return
 	}
-	if e := w.slots.at(o.slot); e != nil && e.ep == o.ep {
-		w.slots.vacate(o.slot)
+	if e := w.slots.At(o.slot); e != nil && e.ep == o.ep {
+		w.slots.Vacate(o.slot)
 	}
-}
-
-// sumPage is how many slot fingerprints a page holds.
-const sumPage = 1024
-
-// sumPages are the fingerprints by slot, in pages: a page whose slots
-// are all dropped goes.
-type sumPages struct {
-	pages [][]slotSum
-	used  []int32 // entries with an epoch per page
-}
-
-func (p *sumPages) empty() bool { return len(p.pages) == 0 }
-
-func (p *sumPages) at(slot int32) *slotSum {
-	if i := int(slot) / sumPage; i < len(p.pages) && p.pages[i] != nil {
-		return &p.pages[i][int(slot)%sumPage]
-	}
-	return nil
-}
-
-func (p *sumPages) take(slot int32) *slotSum {
-	i := int(slot) / sumPage
-	for i >= len(p.pages) {
-		p.pages = append(p.pages, nil)
-		p.used = append(p.used, 0)
-	}
-	if p.pages[i] == nil {
-		p.pages[i] = make([]slotSum, sumPage)
-	}
-	return &p.pages[i][int(slot)%sumPage]
-}
-
-func (p *sumPages) occupied(slot int32) { p.used[int(slot)/sumPage]++ }
-
-func (p *sumPages) vacate(slot int32) {
-	i := int(slot) / sumPage
-	p.pages[i][int(slot)%sumPage] = slotSum{}
-	if p.used[i]--; p.used[i] > 0 {
-		return
-	}
-	p.pages[i] = nil
-	n := len(p.pages)
-	for n > 0 && p.pages[n-1] == nil {
-		n--
-	}
-	clear(p.pages[n:])
-	p.pages, p.used = p.pages[:n], p.used[:n]
 }

@@ -194,13 +194,8 @@ func TestStateWriterDropSlots(t *testing.T) {
 	}
 	w.DropSlots([]SlotEpoch{{Slot: 2999, Ep: 6, Key: "T|2999"}}) // an older epoch: kept
 	w.DropSlots(gone)
-	kept := 0
-	for _, pg := range w.slots.pages {
-		if pg != nil {
-			kept++
-		}
-	}
-	if e := w.slots.at(2999); kept != 1 || e == nil || e.ep != 7 || len(w.sums) != 2999 {
+	kept := w.slots.Pages()
+	if e := w.slots.At(2999); kept != 1 || e == nil || e.ep != 7 || len(w.sums) != 2999 {
 		t.Fatalf("%d pages kept, slot 2999 %+v, %d fingerprints by key", kept, e, len(w.sums))
 	}
 	for i := range 2999 { // the keys, deleted by name, take their fingerprints along
