@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/switchyard-net/switchyard/internal/paged"
 	"maps"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/switchyard-net/switchyard/internal/paged"
 	"github.com/switchyard-net/switchyard/internal/redisx"
 	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/schema"
@@ -22,92 +22,6 @@ import (
 // maxReason bounds a result's reason: a reason quotes input (clipped by
 // schema) and kernel messages, never megabytes.
 const maxReason = 1024
-
-// record is what STATE_DB should hold for one CONFIG_DB key.
-type record struct {
-	res   schema.Result
-	extra schema.Fields // controller-owned extra fields (impaird's prog_id)
-}
-
-func (r record) fields() schema.Fields {
-	f := r.res.Fields()
-	for k, v := range r.extra {
-		f[k] = v
-	}
-	return f
-}
-
-func (r record) equal(o record) bool { return r.res == o.res && maps.Equal(r.extra, o.extra) }
-
-// pack is fields() packed for StateWriter.SetPacked; a result without
-// extra fields (every route) is built in one allocation, no map.
-func (r record) pack() string {
-	if len(r.extra) > 0 {
-		return shrink.Pack(r.fields())
-	}
-	var buf [128]byte
-	b := buf[:0]
-	// Ascending name order: generation, reason, state, warning.
-	if r.res.Generation != "" {
-		b = shrink.AppendPair(b, schema.FieldGeneration, r.res.Generation)
-	}
-	if r.res.State != schema.StateOK && r.res.Reason != "" {
-		b = shrink.AppendPair(b, schema.FieldReason, r.res.Reason)
-	}
-	b = shrink.AppendPair(b, schema.FieldState, string(r.res.State))
-	if r.res.Warning != "" {
-		b = shrink.AppendPair(b, schema.FieldWarning, r.res.Warning)
-	}
-	return string(b)
-}
-
-// kept is a record as results keep it for every key: the generation
-// (shared with the cache's string), the state as a byte, and the rest —
-// reason, warning, extra fields: rare for an ok result — behind a
-// pointer. 32 bytes instead of a record's 72 (100k routes: 4 MB less).
-type kept struct {
-	gen   string
-	state uint8 // index in keptStates; keptOther: the state is in more
-	more  *record
-}
-
-var keptStates = [...]schema.State{schema.StateOK, schema.StatePending, schema.StateError}
-
-const keptOther = 255
-
-func keep(r record) kept {
-	k := kept{gen: r.res.Generation, state: keptOther}
-	for i, st := range keptStates {
-		if r.res.State == st {
-			k.state = uint8(i)
-		}
-	}
-	if k.state == keptOther || r.res.Reason != "" || r.res.Warning != "" || len(r.extra) > 0 {
-		more := r
-		more.res.Generation = ""
-		k.more = &more
-	}
-	return k
-}
-
-func (k kept) record() record {
-	var r record
-	if k.more != nil {
-		r = *k.more
-	}
-	if k.state != keptOther {
-		r.res.State = keptStates[k.state]
-	}
-	r.res.Generation = k.gen
-	return r
-}
-
-// write is a queued STATE_DB write: a result (kept: a burst's 100k
-// pending writes are 100k of these), or a deletion.
-type write struct {
-	k   kept
-	del bool
-}
 
 // results owns the result hashes of one controller's tables in STATE_DB:
 // it remembers the current result of every key (to rewrite them all when
@@ -144,30 +58,6 @@ type results struct {
 	counts map[string]map[schema.State]int
 }
 
-// slot is the result of a cached key, at the key's Cache id: a burst of
-// results is array indexing, not look-ups and inserts in 100k-key maps.
-// A key leaving the cache (Cache.Delete → evict) takes its result to
-// current.
-type slot struct {
-	ck     string // "TABLE|key"; "" = free
-	k      kept
-	ep     uint32 // the writer's epoch of the slot (Batch.SetPackedAt): new when the key changes or is written by name
-	has    bool   // k is the key's result
-	queued bool   // k is to be written (in pendIDs)
-	// byName: STATE_DB holds a result the writer knows under another
-	// slot or epoch (the key left the cache and came back): the next
-	// write goes by name, in full.
-	byName bool
-}
-
-// slotWrite is a queued slot's write as a batch takes it.
-type slotWrite struct {
-	id int32
-	ep uint32 // 0: by name
-	ck string
-	k  kept
-}
-
 func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables []string, item func(string, string) string, m *metrics) *results {
 	r := &results{sw: sw, log: log, cache: cache, tables: tables, item: item, m: m,
 		current: map[string]kept{}, bad: map[string]schema.Result{},
@@ -177,79 +67,6 @@ func newResults(sw *redisx.StateWriter, log *logrus.Entry, cache *Cache, tables 
 	cache.onEvict = r.evict
 	cache.mu.Unlock()
 	return r
-}
-
-// slotLocked returns id's slot, taken over for ck: a previous key's
-// result there is moved to current, a result of ck in current moved in.
-func (r *results) slotLocked(id int32, ck string) *slot {
-	s := r.byID.Take(id)
-	if s.ck != ck {
-		if s.ck != "" {
-			r.evictLocked(id, s)
-			s = r.byID.Take(id)
-		}
-		s.ck = ck
-		r.byID.Occupied(id)
-		r.newEpochLocked(s)
-		if len(r.current) > 0 {
-			if k, ok := r.current[ck]; ok {
-				s.k, s.has, s.byName = k, true, true
-				delete(r.current, ck)
-			}
-		}
-	}
-	return s
-}
-
-// newEpochLocked gives s a new epoch: what the writer keeps of the slot
-// under the old one is never trusted again (its key changed, or was
-// written by name).
-func (r *results) newEpochLocked(s *slot) {
-	r.epoch++
-	if r.epoch == 0 {
-		r.epoch++
-	}
-	s.ep = r.epoch
-}
-
-// slotOfLocked is the slot holding table|key's result, nil when none.
-func (r *results) slotOfLocked(table, key, ck string) *slot {
-	if id, ok := r.cache.idOf(table, key); ok {
-		if s := r.byID.At(id); s != nil && s.ck == ck {
-			return s
-		}
-	}
-	return nil
-}
-
-// evict is the cache's word that id's key is gone (Cache.onEvict): its
-// result moves to current (reconciled removes it), a queued write of it
-// to pending, and the writer lets its fingerprint of the slot go.
-func (r *results) evict(id int32) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s := r.byID.At(id); s != nil && s.ck != "" {
-		r.evictLocked(id, s)
-	}
-
-}
-
-func (r *results) evictLocked(id int32, s *slot) {
-	dt, dk := splitConfigKey(s.ck)
-	r.dropped = append(r.dropped, redisx.SlotEpoch{Slot: id, Ep: s.ep, Key: schema.ResultKey(dt, dk)})
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
-	if s.has {
-		r.current[s.ck] = s.k
-		shrink.Grew(r.current, &r.peaks[0])
-		if s.queued {
-			t, k := splitConfigKey(s.ck)
-			r.putLocked(schema.ResultKey(t, k), write{k: s.k})
-		}
-	}
-	r.byID.Vacate(id)
 }
 
 func clipReason(s string) string {

@@ -12,7 +12,7 @@ func TestSliceTakeVacate(t *testing.T) {
 		*p.Take(id) = int(id) + 1
 		p.Occupied(id)
 	}
-	if p.Pages() != 2 || p.At(PageSize) != nil || *p.At(3*PageSize+5) != 3*PageSize+6 {
+	if p.Pages() != 2 || p.At(PageSize) != nil || *p.At(3*PageSize + 5) != 3*PageSize+6 {
 		t.Fatalf("pages %d, middle page %v", p.Pages(), p.At(PageSize))
 	}
 	// The far key goes: its page and the empty ones before it go too.

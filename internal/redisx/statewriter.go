@@ -3,7 +3,6 @@ package redisx
 import (
 	"context"
 	"fmt"
-	"github.com/switchyard-net/switchyard/internal/paged"
 	"hash/maphash"
 	"maps"
 	"net"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard-net/switchyard/internal/paged"
 	"github.com/switchyard-net/switchyard/internal/shrink"
 )
 

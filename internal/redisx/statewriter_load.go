@@ -3,13 +3,13 @@ package redisx
 import (
 	"context"
 	"fmt"
-	"github.com/switchyard-net/switchyard/internal/paged"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard-net/switchyard/internal/paged"
 	"github.com/switchyard-net/switchyard/internal/shrink"
 )
 
