@@ -1,14 +1,9 @@
 package netlinkmgr
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -43,7 +38,11 @@ func BenchmarkAddBatchAddrs(b *testing.B) {
 		}
 		n = v
 	}
-	watch := os.Getenv("SWITCHYARD_BENCH_WATCH")
+	var watch *WatchOptions
+	if w := os.Getenv("SWITCHYARD_BENCH_WATCH"); w != "" {
+		watch = &WatchOptions{RecvBuffer: 32 << 20, OmitOwnRouteWrites: true, OmitOwnAddrWrites: true,
+			OmitKernelLocalRoutes: w != "local"}
+	}
 	as := make([]AddrInfo, n)
 	lines := make([]string, n)
 	for i := range as {
@@ -51,66 +50,21 @@ func BenchmarkAddBatchAddrs(b *testing.B) {
 		as[i] = AddrInfo{Link: "Ethernet0", Prefix: pfx(p), Protocol: ProtoSwitchyard, Create: true}
 		lines[i] = "address add " + p + " brd + dev Ethernet0"
 	}
-	batch := filepath.Join(b.TempDir(), "batch")
-	if err := os.WriteFile(batch, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	var user, sys, proc, ipUser, ipSys, wall, ipWall time.Duration
-	b.ResetTimer()
-	for round := 0; round < b.N; round++ {
-		b.StopTimer()
-		ns := routeBenchNS(b)
-		k, err := Open(Options{NetNS: ns.Name})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		if watch != "" {
-			evs, err := k.Watch(ctx, WatchOptions{RecvBuffer: 32 << 20, OmitOwnRouteWrites: true, OmitOwnAddrWrites: true,
-				OmitKernelLocalRoutes: watch != "local"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			go func() {
-				for range evs {
-				}
-			}()
-		}
-		runtime.GC()
-		b.StartTimer()
-		t0 := time.Now()
-		u, s, p := threadCPU(b, func() {
-			for start := 0; start < n; start += 1024 {
-				for i, err := range k.Addrs().AddBatch(as[start:min(start+1024, n)]) {
-					if err != nil {
-						b.Fatalf("address %d: %v", start+i, err)
-					}
+	c := batchRounds(b, lines, watch, func(k Kernel) {
+		for start := 0; start < n; start += 1024 {
+			for i, err := range k.Addrs().AddBatch(as[start:min(start+1024, n)]) {
+				if err != nil {
+					b.Fatalf("address %d: %v", start+i, err)
 				}
 			}
-		})
-		wall += time.Since(t0)
-		b.StopTimer()
-		cancel()
-		k.Close()
-		user, sys, proc = user+u, sys+s, proc+p
-
-		ref := routeBenchNS(b)
-		cmd := exec.Command("ip", "-n", ref.Name, "-batch", batch)
-		t1 := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("ip -batch: %v: %s", err, out)
 		}
-		ipWall += time.Since(t1)
-		ipUser += cmd.ProcessState.UserTime()
-		ipSys += cmd.ProcessState.SystemTime()
-		b.StartTimer()
-	}
+	})
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(n*b.N) / 1000 }
-	b.ReportMetric(per(wall), "wall-us/addr")
-	b.ReportMetric(per(ipWall), "ip-wall-us/addr")
-	b.ReportMetric(per(user), "user-us/addr")
-	b.ReportMetric(per(sys), "sys-us/addr")
-	b.ReportMetric(per(proc), "proc-us/addr")
-	b.ReportMetric(per(ipUser), "ip-user-us/addr")
-	b.ReportMetric(per(ipSys), "ip-sys-us/addr")
+	b.ReportMetric(per(c.wall), "wall-us/addr")
+	b.ReportMetric(per(c.ipWall), "ip-wall-us/addr")
+	b.ReportMetric(per(c.user), "user-us/addr")
+	b.ReportMetric(per(c.sys), "sys-us/addr")
+	b.ReportMetric(per(c.proc), "proc-us/addr")
+	b.ReportMetric(per(c.ipUser), "ip-user-us/addr")
+	b.ReportMetric(per(c.ipSys), "ip-sys-us/addr")
 }
