@@ -1,7 +1,9 @@
 package orchagent
 
 import (
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -12,7 +14,7 @@ import (
 // MAC following its first port) and the ports' (down, master, up again)
 // re-enqueued the bond's key and every member, and a PortChannel's result
 // turning ok re-enqueued its members that had not run yet in the same
-// pass. Two mechanisms, both limited to these tables (lagTables):
+// pass. Two mechanisms, both limited to these tables (isLagTable):
 //
 //   - the pass: while ReconcileBatch runs, a key of these tables that is
 //     later in the pass is not enqueued again (it has not looked at
@@ -31,17 +33,23 @@ import (
 // fields a link event carries (linkSnap), so skipping it changes nothing:
 // it would have been ok without a write.
 
-// lagTables are the tables these mechanisms apply to.
-var lagTables = map[string]bool{schema.TablePortChannel: true, schema.TablePortChannelMember: true}
+// isLagTable says table is one these mechanisms apply to.
+func isLagTable(table string) bool {
+	return table == schema.TablePortChannel || table == schema.TablePortChannelMember
+}
 
 // lagState is the pass and the expectations (Orch.lag).
 type lagState struct {
 	mu     sync.Mutex
 	expect map[string]*echoExpect // by "TABLE|key"
-	// at is, while ReconcileBatch runs, the last index of each lagTables
+	// at is, while ReconcileBatch runs, the last index of each PortChannel table
 	// key in its keys; cur the index being reconciled.
 	at  map[string]int
 	cur int
+	// active: at holds keys (a pass with PortChannel keys runs). Read
+	// without mu, so a pass without them (a route burst) pays no lock per
+	// key and per enqueue.
+	active atomic.Bool
 }
 
 // echoExpect is one key's expectation; the checks run with the view's
@@ -149,12 +157,13 @@ func (o *Orch) hasExpectations() bool {
 	return len(o.lag.expect) > 0
 }
 
-// passStart records the lagTables keys of a ReconcileBatch pass.
+// passStart records the PortChannel tables' keys of a ReconcileBatch pass.
 func (o *Orch) passStart(keys []string) {
 	o.lag.mu.Lock()
 	defer o.lag.mu.Unlock()
+	o.lag.active.Store(true) // an enqueue meanwhile waits for the map
 	for i, k := range keys {
-		if lagTables[tableOf(k)] {
+		if isLagTable(tableOf(k)) {
 			if o.lag.at == nil {
 				o.lag.at = map[string]int{}
 			}
@@ -162,40 +171,44 @@ func (o *Orch) passStart(keys []string) {
 		}
 	}
 	o.lag.cur = -1
+	o.lag.active.Store(len(o.lag.at) > 0)
 }
 
 // passAt says key i of the pass is about to be reconciled.
 func (o *Orch) passAt(i int) {
+	if !o.lag.active.Load() {
+		return
+	}
 	o.lag.mu.Lock()
 	o.lag.cur = i
 	o.lag.mu.Unlock()
 }
 
 func (o *Orch) passEnd() {
+	if !o.lag.active.Load() {
+		return
+	}
 	o.lag.mu.Lock()
 	clear(o.lag.at)
+	o.lag.active.Store(false)
 	o.lag.mu.Unlock()
 }
 
 // laterInPass reports whether key is still to be reconciled in the
 // running pass: enqueueing it again would run it twice.
 func (o *Orch) laterInPass(key string) bool {
-	o.lag.mu.Lock()
-	defer o.lag.mu.Unlock()
-	if len(o.lag.at) == 0 {
+	if !o.lag.active.Load() {
 		return false
 	}
+	o.lag.mu.Lock()
+	defer o.lag.mu.Unlock()
 	i, ok := o.lag.at[key]
 	return ok && i > o.lag.cur
 }
 
 func tableOf(key string) string {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '|' {
-			return key[:i]
-		}
-	}
-	return key
+	t, _, _ := strings.Cut(key, schema.ConfigSep)
+	return t
 }
 
 // pcFinal is the view when PORTCHANNEL name holds its outcome: our bond,
