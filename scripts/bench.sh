@@ -17,6 +17,9 @@
 # BulkStaticRoutes10k/100k, BulkInterfaces1k/10k (one port) and
 # BulkInterfaces100k (1,000 ports), each against ip -batch of the same
 # objects, goal >= 1; the 100k rows take a minute or more each.
+# OutsideStaticRoutes10k and OutsideInterfaces1k are the same runs with
+# the burst written by redis-cli --pipe instead of the bench's go-redis
+# pipeline (issue 15: the goals must hold measured either way).
 #
 #   BENCHTIME=1x BENCHCOUNT=3 scripts/bench.sh
 #   BENCH='Bulk|SingleChange' scripts/bench.sh     # a subset

@@ -82,7 +82,8 @@ func BenchmarkSingleChangeLatency(b *testing.B) {
 // shared machine it hardly depends on the other engineers' load.
 type cpuCost struct{ orch, redis, tool time.Duration }
 
-// bulk writes keys (each with fields) in one pipeline and measures until
+// bulk writes keys (each with fields) in one burst (w: goPipeline, one
+// go-redis pipeline, or redisCliPipe) and measures until
 // every result is ok; then the same kernel objects are added by
 // "ip -batch" in a fresh namespace with the same ports (Ethernet0, plus
 // Ethernet1 … Ethernet{ports-1} when ports > 1: veth pairs up, made
@@ -91,7 +92,7 @@ type cpuCost struct{ orch, redis, tool time.Duration }
 // SWITCHYARD_BENCH_CPUPROFILE=FILE orchagent serves pprof and FILE gets
 // its CPU profile of the burst (SWITCHYARD_BENCH_PROFILE_SECONDS, default
 // 2, from the pipeline on).
-func bulk(b *testing.B, ports int, keys []string, fields []any, batch []string) (orch, ipb time.Duration, cpu cpuCost) {
+func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, batch []string) (orch, ipb time.Duration, cpu cpuCost) {
 	b.Helper()
 	ctx := context.Background()
 	e := e2eutil.NewSwitch(b)
@@ -124,10 +125,7 @@ func bulk(b *testing.B, ports int, keys []string, fields []any, batch []string) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	pipe := e.Config.Pipeline()
-	for _, k := range keys {
-		pipe.HSet(ctx, k, fields...)
-	}
+	send := w(b, e, keys, fields)
 	var profDone chan struct{}
 	if prof != "" {
 		profDone = e2eutil.CPUProfile(b, pprofAddr, prof)
@@ -136,9 +134,7 @@ func bulk(b *testing.B, ports int, keys []string, fields []any, batch []string) 
 	orchCPU0, redisCPU0 := e2eutil.ProcCPU(b, proc.Cmd.Process.Pid), e2eutil.RedisCPU(b, e.Config)
 	e.Config.ConfigResetStat(ctx)
 	t0 := time.Now()
-	if _, err := pipe.Exec(ctx); err != nil {
-		b.Fatal(err)
-	}
+	send()
 	tExec := time.Since(t0)
 	limit := 300 * time.Second
 	var tFirst, tAll time.Duration
@@ -363,12 +359,12 @@ func reportCPU(b *testing.B, n int, c cpuCost) {
 
 // BenchmarkBulkStaticRoutes10k: 10,000 STATIC_ROUTE keys in one pipeline →
 // all ok, against ip -batch adding the same 10,000 routes.
-func BenchmarkBulkStaticRoutes10k(b *testing.B) { benchRoutes(b, 10000) }
+func BenchmarkBulkStaticRoutes10k(b *testing.B) { benchRoutes(b, 10000, goPipeline) }
 
 // BenchmarkBulkStaticRoutes100k is the same with 100,000 routes.
-func BenchmarkBulkStaticRoutes100k(b *testing.B) { benchRoutes(b, 100000) }
+func BenchmarkBulkStaticRoutes100k(b *testing.B) { benchRoutes(b, 100000, goPipeline) }
 
-func benchRoutes(b *testing.B, n int) {
+func benchRoutes(b *testing.B, n int, w burstWriter) {
 	keys := make([]string, n)
 	batch := make([]string, n)
 	for i := range keys {
@@ -377,7 +373,7 @@ func benchRoutes(b *testing.B, n int) {
 		batch[i] = "route add " + p + " via 10.0.0.2 dev Ethernet0 proto 201"
 	}
 	for i := 0; i < b.N; i++ {
-		orch, ipb, cpu := bulk(b, 1, keys, []any{"nexthop", "10.0.0.2", "ifname", "Ethernet0"}, batch)
+		orch, ipb, cpu := bulk(b, w, 1, keys, []any{"nexthop", "10.0.0.2", "ifname", "Ethernet0"}, batch)
 		reportBulk(b, n, "routes", orch, ipb)
 		reportCPU(b, n, cpu)
 	}
@@ -385,18 +381,18 @@ func benchRoutes(b *testing.B, n int) {
 
 // BenchmarkBulkInterfaces1k: 1,000 INTERFACE addresses on one port in one
 // pipeline → all ok, against ip -batch adding the same addresses.
-func BenchmarkBulkInterfaces1k(b *testing.B) { benchAddrs(b, 1000, 1) }
+func BenchmarkBulkInterfaces1k(b *testing.B) { benchAddrs(b, 1000, 1, goPipeline) }
 
 // BenchmarkBulkInterfaces10k is the same with 10,000 addresses. On one
 // port the kernel's own work grows with the addresses the port already
 // has (each add walks the port's address list and, in fib_sync_up, its
 // next hops): both sides spend most of their time there.
-func BenchmarkBulkInterfaces10k(b *testing.B) { benchAddrs(b, 10000, 1) }
+func BenchmarkBulkInterfaces10k(b *testing.B) { benchAddrs(b, 10000, 1, goPipeline) }
 
 // BenchmarkBulkInterfaces100k: 100,000 addresses, 100 on each of 1,000
 // ports (so neither side meets the per-port cost above), against ip
 // -batch adding the same addresses on the same ports.
-func BenchmarkBulkInterfaces100k(b *testing.B) { benchAddrs(b, 100000, 1000) }
+func BenchmarkBulkInterfaces100k(b *testing.B) { benchAddrs(b, 100000, 1000, goPipeline) }
 
 // benchAddrs: n addresses over ports ports (address i on port i%ports),
 // each its own /24. The reference adds them with "brd +": orchagent
@@ -404,7 +400,7 @@ func BenchmarkBulkInterfaces100k(b *testing.B) { benchAddrs(b, 100000, 1000) }
 // broadcast B"), and without it ip would make a different address (no
 // brd) for less kernel work. (iproute2 6.1 cannot set an address's
 // protocol: the reference's lack IFA_PROTO 201.)
-func benchAddrs(b *testing.B, n, ports int) {
+func benchAddrs(b *testing.B, n, ports int, w burstWriter) {
 	keys := make([]string, n)
 	batch := make([]string, n)
 	for i := range keys {
@@ -417,7 +413,7 @@ func benchAddrs(b *testing.B, n, ports int) {
 		batch[i] = "addr add " + a + " brd + dev " + port
 	}
 	for i := 0; i < b.N; i++ {
-		orch, ipb, cpu := bulk(b, ports, keys, []any{"NULL", "NULL"}, batch)
+		orch, ipb, cpu := bulk(b, w, ports, keys, []any{"NULL", "NULL"}, batch)
 		reportBulk(b, n, "addrs", orch, ipb)
 		reportCPU(b, n, cpu)
 	}
