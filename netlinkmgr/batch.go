@@ -14,12 +14,21 @@ import (
 // The batched write path. iproute2's -batch sends one request and waits
 // for its acknowledgement before the next; a netlink socket takes many
 // requests in one sendmsg (one buffer of nlmsghdrs, each with its own
-// sequence number and NLM_F_ACK), the kernel handles them in order and
-// acknowledges each. Routes().ReplaceBatch, Addrs().AddBatch,
-// Fdbs().AddBatch and BridgeVlans().AddBatch build their requests and
-// send them here, on the route socket (routeSock): up to batchBytes per
-// sendmsg, every acknowledgement read back and matched to its request by
-// sequence number, each error with the kernel's extended-ack reason.
+// sequence number), the kernel handles them in order. Routes().ReplaceBatch,
+// Addrs().AddBatch, Fdbs().AddBatch and BridgeVlans().AddBatch build their
+// requests and send them here, on the route socket (routeSock): up to
+// batchBytes per sendmsg, each answer matched to its request by sequence
+// number, each error with the kernel's extended-ack reason.
+//
+// Only the last request of a sendmsg asks for an acknowledgement
+// (NLM_F_ACK): the kernel answers a failed request whether or not it asked
+// (netlink_rcv_skb acks when NLM_F_ACK is set or the handler failed), in
+// order, so once the last request's answer is read every request before it
+// that has no answer succeeded. The acknowledgements of successes were one
+// socket buffer each for the kernel to allocate and queue and for us to
+// read: 5-8% of orchagent's CPU in a burst of routes (docs/performance.md).
+// A lost answer (ENOBUFS on the socket) fails every request of the sendmsg
+// not answered yet, as before: none is reported done on a guess.
 
 const (
 	// batchBytes bounds one sendmsg of a batch.
@@ -92,15 +101,31 @@ func (r *routeSock) execEncoded(n int, enc func(i int, b []byte, seq uint32) []b
 		}
 		r.seq = first + 2*uint32(end-start-1) + seqHeard
 		r.sbuf = b
+		ackLastOnly(b)
 		r.sendChunk(b, first, errs[start:end])
 		start = end
 	}
 	return errs
 }
 
+// ackLastOnly clears NLM_F_ACK in every request of b but the last (see
+// above: the kernel still answers each one that fails).
+func ackLastOnly(b []byte) {
+	for len(b) >= unix.SizeofNlMsghdr {
+		l := nlmAlign(int(native.Uint32(b[0:4])))
+		if l < unix.SizeofNlMsghdr || l >= len(b) {
+			return // the last request (or a malformed length: left as is)
+		}
+		native.PutUint16(b[6:8], native.Uint16(b[6:8])&^unix.NLM_F_ACK)
+		b = b[l:]
+	}
+}
+
 // sendChunk sends the serialized requests b (sequence numbers first,
-// first+2, ..., each maybe with seqHeard, one per errs entry) in one
-// sendmsg and fills errs from their acknowledgements.
+// first+2, ..., each maybe with seqHeard, one per errs entry; only the
+// last with NLM_F_ACK, ackLastOnly) in one sendmsg and fills errs from
+// the kernel's answers: a request with none before the last one's
+// answer succeeded.
 func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
 	acked := r.acked[:0]
 	for range errs {
@@ -120,7 +145,8 @@ func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
 		fail(err)
 		return
 	}
-	for left := len(errs); left > 0; {
+	last := len(errs) - 1
+	for !acked[last] {
 		var n int
 		if err := r.retry(unix.POLLIN, deadline, func() (err error) {
 			n, err = recvDontWait(r.fd, r.rbuf)
@@ -147,7 +173,6 @@ func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
 				continue
 			}
 			acked[i] = true
-			left--
 			if h.Type == unix.NLMSG_ERROR {
 				errs[i] = ackError(h, data)
 			}

@@ -578,3 +578,61 @@ func TestRealReplaceBatch(t *testing.T) {
 		t.Fatalf("last route per ip: %+v", r)
 	}
 }
+
+// TestRealReplaceBatchAnswers: only the last request of each sendmsg asks
+// for an acknowledgement (batch.go); a failed request is still answered
+// and pinned to its route, wherever it is in a sendmsg of several (every
+// 97th route, the last of the batch), and every other route is there.
+func TestRealReplaceBatchAnswers(t *testing.T) {
+	env, k := routedNS(t)
+	const n = 2500 // ~3 sendmsgs of 64 KiB
+	bad := func(i int) bool { return i%97 == 5 || i == n-1 }
+	exists := func(i int) bool { return i%97 == 50 }
+	var pre []RouteInfo
+	var rs []RouteInfo
+	for i := 0; i < n; i++ {
+		r := RouteInfo{Dst: pfx(fmt.Sprintf("10.%d.%d.0/24", 100+i/250, i%250)), Protocol: ProtoSwitchyard,
+			NextHops: []NextHop{{Gateway: ip("10.0.1.2"), Link: "Ethernet1"}}}
+		if exists(i) {
+			pre = append(pre, r)
+			r.Create = true // EEXIST
+		}
+		if bad(i) {
+			r.NextHops[0].Gateway = ip("192.0.2.1") // unreachable
+		}
+		rs = append(rs, r)
+	}
+	for _, err := range k.Routes().ReplaceBatch(pre) {
+		must(t, err)
+	}
+	errs := k.Routes().ReplaceBatch(rs)
+	for i, err := range errs {
+		switch {
+		case bad(i):
+			if !errors.Is(err, unix.ENETUNREACH) {
+				t.Fatalf("route %d: %v, want ENETUNREACH", i, err)
+			}
+		case exists(i):
+			if !errors.Is(err, unix.EEXIST) {
+				t.Fatalf("route %d: %v, want EEXIST", i, err)
+			}
+		default:
+			must(t, err)
+		}
+	}
+	want := 0
+	for i := 0; i < n; i++ {
+		if !bad(i) {
+			want++
+		}
+	}
+	if got := env.routes(t, "route", "show", "proto", "201"); len(got) != want {
+		t.Fatalf("ip shows %d proto 201 routes, want %d", len(got), want)
+	}
+	// Alone, the last request is the one asking: a lone failure and a
+	// lone success both answered.
+	if err := k.Routes().Replace(rs[n-1]); !errors.Is(err, unix.ENETUNREACH) {
+		t.Fatalf("lone bad route: %v, want ENETUNREACH", err)
+	}
+	must(t, k.Routes().Replace(rs[0]))
+}
