@@ -54,13 +54,7 @@ type writeBatch struct {
 	cur   deferred // the key being reconciled (set by Reconcile)
 	errs  []error  // ReconcileBatch's
 	items []deferredRoute
-	// sends are the route writes under way (items[:sent], in order):
-	// sendRoutes hands a chunk to a writer goroutine while the worker
-	// reconciles the keys after it. wantsPool holds their requests'
-	// slices, reused batch after batch.
-	sends     []*routeSend
-	sent      int
-	wantsPool [][]netlinkmgr.RouteInfo
+	wants []netlinkmgr.RouteInfo // flushRoutes', reused
 	fdbs  []deferredFdb
 	addrs []deferredAddr
 	vids  []deferredVid
@@ -176,8 +170,8 @@ func (o *Orch) flushBatch() {
 	clear(b.vids)
 	clear(b.vlans)
 	clear(b.vlanAt)
-	*b = writeBatch{items: b.items[:0], sends: b.sends[:0], wantsPool: b.wantsPool, fdbs: b.fdbs[:0], addrs: b.addrs[:0],
-		vids: b.vids[:0], vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
+	*b = writeBatch{items: b.items[:0], wants: b.wants, fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0],
+		vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
 	o.spare = b
 }
 
@@ -189,93 +183,20 @@ func (o *Orch) finishDeferred(b *writeBatch, d *deferred, out outcome) {
 	b.errs[d.pos] = out.err
 }
 
-// routeChunk is the number of deferred routes a writer goroutine takes
-// at once while the worker goes on with the batch's next keys (a pass of
-// the engine is up to 256 keys).
-const routeChunk = 64
-
-// routeSend is one chunk of a batch's routes being written: items[lo:hi]
-// of the batch, their answers in res once done is closed.
-type routeSend struct {
-	lo, hi int
-	wants  []netlinkmgr.RouteInfo
-	res    []error
-	done   chan struct{}
-}
-
-// sendRoutes starts the write of the routes deferred since the last
-// chunk once there are routeChunk of them: the kernel's part of a batched
-// write (~1.5 µs a route, in the writer's sendmsg) then overlaps the
-// reconcile of the keys after them. Chunks are written in order, each
-// after the one before it is answered; no key is finished (result,
-// view note) before its own answer is in (flushRoutes).
-func (o *Orch) sendRoutes(b *writeBatch) {
-	if len(b.items)-b.sent < routeChunk {
-		return
-	}
-	s := &routeSend{lo: b.sent, hi: len(b.items), done: make(chan struct{})}
-	s.wants = b.chunkWants(len(b.sends), b.items[s.lo:s.hi])
-	b.sent = s.hi
-	o.view.writingAll(s.wants)
-	var prev chan struct{}
-	if len(b.sends) > 0 {
-		prev = b.sends[len(b.sends)-1].done
-	}
-	b.sends = append(b.sends, s)
-	k := o.k
-	go func() {
-		if prev != nil {
-			<-prev // the kernel sees the writes in key order
-		}
-		s.res = k.Routes().ReplaceBatch(s.wants)
-		close(s.done)
-	}()
-}
-
-// chunkWants fills the i-th reused request slice with items' routes.
-func (b *writeBatch) chunkWants(i int, items []deferredRoute) []netlinkmgr.RouteInfo {
-	if i == len(b.wantsPool) {
-		b.wantsPool = append(b.wantsPool, nil)
-	}
-	w := b.wantsPool[i][:0]
-	for j := range items {
-		w = append(w, items[j].want)
-	}
-	b.wantsPool[i] = w
-	return w
-}
-
-// flushRoutes writes the routes not handed to a writer yet, waits for
-// every chunk's answers and finishes the keys in order.
 func (o *Orch) flushRoutes(b *writeBatch) {
-	var last []error
-	if b.sent < len(b.items) {
-		// The rest goes from here, after the chunks before it: a lone
-		// change (or a small batch) starts no goroutine.
-		wants := b.chunkWants(len(b.sends), b.items[b.sent:])
-		o.view.writingAll(wants)
-		if n := len(b.sends); n > 0 {
-			<-b.sends[n-1].done
-		}
-		last = o.k.Routes().ReplaceBatch(wants)
+	wants := b.wants[:0]
+	for i := range b.items {
+		wants = append(wants, b.items[i].want)
 	}
-	finish := func(lo int, res []error) {
-		for j, err := range res {
-			d := &b.items[lo+j]
-			o.logAct(d.table, d.key, func() string { return "replace route " + describeRoute(&d.want) }, err)
-			o.finishDeferred(b, &d.deferred, o.routeWritten(d.r, d.want, d.refs, d.applied, err))
-		}
+	o.view.writingAll(wants)
+	res := o.k.Routes().ReplaceBatch(wants)
+	clear(wants)
+	b.wants = wants[:0]
+	for i := range b.items {
+		d := &b.items[i]
+		o.logAct(d.table, d.key, func() string { return "replace route " + describeRoute(&d.want) }, res[i])
+		o.finishDeferred(b, &d.deferred, o.routeWritten(d.r, d.want, d.refs, d.applied, res[i]))
 	}
-	for _, s := range b.sends {
-		<-s.done
-		finish(s.lo, s.res)
-	}
-	finish(b.sent, last)
-	for i := range b.wantsPool {
-		clear(b.wantsPool[i])
-	}
-	clear(b.sends)
-	b.sends, b.sent = b.sends[:0], 0
 	o.view.written()
 }
 

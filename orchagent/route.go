@@ -118,7 +118,6 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	want.Create = !ours
 	if o.deferring(schema.TableStaticRoute) {
 		o.batch.items = append(o.batch.items, deferredRoute{deferred: o.batch.cur, r: r, want: want, refs: refs, applied: applied})
-		o.sendRoutes(o.batch)
 		return outcome{deferred: true}
 	}
 	err = o.act(schema.TableStaticRoute, key, "replace route "+describeRoute(&want), func() error {

@@ -10,20 +10,19 @@ import (
 	"github.com/switchyard-net/switchyard/schema"
 )
 
-// A batch of routes long enough to be written in chunks by writer
-// goroutines (sendRoutes, routeChunk) while the worker reconciles the
-// keys after them: the kernel still sees every write in key order (a
-// changed distance's delete, done at once, among them), each key's
-// result is its own route's answer (failures in a chunk written by a
-// goroutine and in the rest written by the worker, a route deleted by
-// someone while its chunk was being written), and nothing is ok before
-// its write is answered. Run with -race.
-func TestReconcileBatchRouteChunks(t *testing.T) {
+// A long batch of routes (a pass of the engine is up to 256 keys): the
+// kernel sees every write in key order, a changed distance's delete (done
+// at once, act) among them, which first sends and finishes the routes
+// deferred before it; each key's result is its own route's answer
+// (failures before and after that flush, a route deleted by someone
+// between the kernel's write and the note of it), and nothing is ok
+// before its write is answered.
+func TestReconcileBatchRoutesLong(t *testing.T) {
 	r, rr := newRouteRaceRig(t, true)
-	const n = 3*routeChunk + 20
+	const n = 212
 	dst := func(i int) string { return fmt.Sprintf("20.0.%d.0/24", i) }
 	key := func(i int) string { return "STATIC_ROUTE|" + dst(i) }
-	moved := routeChunk + 36 // its distance changes: a delete (act) mid-batch
+	const moved = 100 // its distance changes: a delete (act) mid-batch
 	r.set("STATIC_ROUTE", dst(moved), "nexthop", "10.0.0.2", "ifname", "Ethernet0", "distance", "10")
 	r.settle()
 	r.want(key(moved), schema.StateOK, "")
@@ -42,7 +41,7 @@ func TestReconcileBatchRouteChunks(t *testing.T) {
 	r.o.Drain()
 	r.k.FailNext("route replace "+dst(failedEarly), errors.New("no buffer space available"))
 	r.k.FailNext("route replace "+dst(failedLate), errors.New("no buffer space available"))
-	rr.race = deleteBehind(r, dst(raced), false) // fires in the first chunk's writer
+	rr.race = deleteBehind(r, dst(raced), false) // once keys 0-99 are written
 	r.reconcile(keys)
 	if rr.race != nil {
 		t.Fatal("no route write raced")
@@ -64,8 +63,8 @@ func TestReconcileBatchRouteChunks(t *testing.T) {
 		t.Fatalf("the view holds %v, a route the kernel deleted", rs)
 	}
 	// The kernel's writes in key order: the moved route's old metric
-	// deleted just before its new one is written, the first chunk
-	// (routeChunk keys) in one ReplaceBatch.
+	// deleted just before its new one is written, keys 0-99 in one
+	// ReplaceBatch before it.
 	var ops, want []string
 	for _, op := range r.k.Ops() {
 		if strings.HasPrefix(op, "route") {
@@ -80,8 +79,8 @@ func TestReconcileBatchRouteChunks(t *testing.T) {
 			want = append(want, "route del "+dst(i))
 		}
 		want = append(want, "route replace "+dst(i))
-		if i == routeChunk-1 {
-			// deleteBehind's, once the first chunk is answered.
+		if i == moved-1 {
+			// deleteBehind's, once the first ReplaceBatch is answered.
 			want = append(want, "route del "+dst(raced))
 		}
 	}
