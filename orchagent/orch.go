@@ -106,7 +106,7 @@ type Orch struct {
 // resNames interns the resource names of links.
 type resNames struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string][]string // name → []string{resLink(name)}, len = cap = 1
 }
 
 // maxResNames bounds resNames: names past it (config naming that many
@@ -114,16 +114,21 @@ type resNames struct {
 const maxResNames = 4096
 
 // of is resLink(name), interned.
-func (n *resNames) of(name string) string {
+func (n *resNames) of(name string) string { return n.one(name)[0] }
+
+// one is []string{resLink(name)}, interned: the refs of a route through
+// one link, shared by every such route (no slice per route). Never
+// written to: its capacity is its length, so an append copies.
+func (n *resNames) one(name string) []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if r, ok := n.m[name]; ok {
 		return r
 	}
-	r := resLink(name)
+	r := []string{resLink(name)}
 	if len(n.m) < maxResNames {
 		if n.m == nil {
-			n.m = map[string]string{}
+			n.m = map[string][]string{}
 		}
 		n.m[name] = r
 	}

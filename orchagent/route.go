@@ -23,11 +23,6 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	if err != nil {
 		return errorOut(err, nil)
 	}
-	// The key's link(s) and maybe other VRFs: sized once.
-	var refs []string
-	if len(r.NextHops) > 0 {
-		refs = make([]string, 0, len(r.NextHops))
-	}
 	// A route's key is not in the index under its route resource, nor
 	// (in a VRF) under its VRF's key and device: enqueueRefs derives it
 	// from those (enqueueRouteKeys, enqueueVrfRouteKeys), so 100k applied
@@ -36,24 +31,34 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	if inVRF(r.VRF) {
 		t, ok := o.vrfTableOf(r.VRF)
 		if !ok {
-			return pendingOut("waiting for "+schema.ConfigKey(schema.TableVRF, r.VRF), refs)
+			return pendingOut("waiting for "+schema.ConfigKey(schema.TableVRF, r.VRF), nil)
 		}
 		table = t
-	}
-	for _, nh := range r.NextHops {
-		if inVRF(nh.VRF) {
-			refs = vrfRefs(refs, nh.VRF)
-		}
 	}
 	// An applied route does not wait on its links (refs[:applied]): the
 	// view forgets the routes through a link that goes away or down
 	// (purgeLinkLocked), which re-enqueues the route's key through its
 	// route resource — and 100k routes via a port are not a 100k-key set
 	// under "link:PORT", all re-enqueued by any change of the port.
-	applied := len(refs)
-	for _, nh := range r.NextHops {
-		if nh.Ifname != "" {
-			refs = append(refs, o.linkRes.of(nh.Ifname))
+	var refs []string
+	applied := 0
+	if len(r.NextHops) == 1 && r.NextHops[0].Ifname != "" && !inVRF(r.NextHops[0].VRF) {
+		// The common route: its link's interned refs, shared by every
+		// such route (resNames.one, read-only), no slice per route.
+		refs = o.linkRes.one(r.NextHops[0].Ifname)
+	} else if len(r.NextHops) > 0 {
+		// The other VRFs (applied), then the links: sized once.
+		refs = make([]string, 0, len(r.NextHops))
+		for _, nh := range r.NextHops {
+			if inVRF(nh.VRF) {
+				refs = vrfRefs(refs, nh.VRF)
+			}
+		}
+		applied = len(refs)
+		for _, nh := range r.NextHops {
+			if nh.Ifname != "" {
+				refs = append(refs, o.linkRes.of(nh.Ifname))
+			}
 		}
 	}
 	if !inVRF(r.VRF) && o.otherRouteConfigured(key) {
@@ -93,13 +98,14 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	if inVRF(r.VRF) {
 		o.notedRouteTable(r.VRF, table)
 	}
-	if c, ok := o.view.foreignRoute(table, r.Prefix, want.Metric); ok {
+	c, foreign, cur := o.view.routesAt(table, r.Prefix, want.Metric)
+	if foreign {
 		// Someone else's route: never replaced. Its deletion (a route
 		// event on this prefix) re-enqueues the key.
 		return errorOut(routeConflict(c), refs)
 	}
 	match, ours := false, false
-	for _, c := range o.view.routesFor(table, r.Prefix) {
+	for _, c := range cur {
 		if c.Metric == want.Metric {
 			match, ours = routeMatches(&c, &want), true
 			continue

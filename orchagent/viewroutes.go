@@ -384,6 +384,19 @@ func (t *routeTable) compact() {
 	t.many = shrink.Map(t.many, &t.peaks[1])
 }
 
+// routesAt is applyRoute's look-up of a route's place, under one lock:
+// the foreign route at table, dst and metric (foreignRoute) or, when there
+// is none, copies of our routes to dst (routesFor).
+func (v *kernelView) routesAt(table int, dst netip.Prefix, metric int) (c netlinkmgr.RouteInfo, foreign bool, ours []netlinkmgr.RouteInfo) {
+	d := rdstOf(table, dst)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if c, ok := v.foreign.withMetric(d, metric, &v.names); ok {
+		return c, true, nil
+	}
+	return netlinkmgr.RouteInfo{}, false, v.routes.at(d, &v.names)
+}
+
 // writingAll records the routes about to be written (a batch, or one
 // Replace): the echo of one that beats our note of the write (notedRoute,
 // after the kernel's answer) changes the view but is no news — the key is
