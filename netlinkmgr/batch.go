@@ -28,7 +28,10 @@ import (
 // socket buffer each for the kernel to allocate and queue and for us to
 // read: 5-8% of orchagent's CPU in a burst of routes (docs/performance.md).
 // A lost answer (ENOBUFS on the socket) fails every request of the sendmsg
-// not answered yet, as before: none is reported done on a guess.
+// not answered yet, as before: none is reported done on a guess. (The
+// kernel sends nothing for a handler's -EINTR, with or without NLM_F_ACK;
+// the route, address, neighbour and link handlers these requests reach do
+// not return it.)
 
 const (
 	// batchBytes bounds one sendmsg of a batch.
