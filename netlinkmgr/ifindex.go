@@ -100,9 +100,6 @@ func (c *ifindexCache) drain() {
 			}
 			continue
 		}
-		if len(c.byName) == 0 {
-			continue
-		}
 		msgs, err := syscall.ParseNetlinkMessage(c.buf[:n])
 		if err != nil {
 			c.clear()
@@ -115,7 +112,12 @@ func (c *ifindexCache) drain() {
 				continue
 			}
 			idx := int(int32(binary.NativeEndian.Uint32(m.Data[4:8])))
-			if m.Header.Type == unix.RTM_NEWLINK && c.byIndex[idx] != "" && string(linkMsgName(m.Data)) == c.byIndex[idx] {
+			if m.Header.Type != unix.RTM_NEWLINK {
+				c.forgetIndex(idx)
+				continue
+			}
+			name := linkMsgName(m.Data)
+			if c.byIndex[idx] != "" && string(name) == c.byIndex[idx] {
 				// A change of the link that keeps its name (state,
 				// an upper device, a port joining): the index stands.
 				// Every VLAN device made on a bridge is one for the
@@ -123,8 +125,38 @@ func (c *ifindexCache) drain() {
 				continue
 			}
 			c.forgetIndex(idx)
+			c.learn(idx, name)
 		}
 	}
+}
+
+// learn records name → idx from an RTM_NEWLINK drained in order: what
+// a lookup would have answered at that point of the stream, and every
+// later change of the index or the name is a later message. A link made
+// by us (a bond, a VLAN device) is then known without an RTM_GETLINK of
+// its own: its first use as a master or a port needs none. c.mu is held.
+func (c *ifindexCache) learn(idx int, name []byte) {
+	if idx <= 0 || len(name) == 0 {
+		return
+	}
+	if old, ok := c.byName[string(name)]; ok && old != idx {
+		delete(c.byIndex, old)
+	}
+	n := string(name)
+	c.byName[n], c.byIndex[idx] = idx, n
+}
+
+// nameOf is the cached name of ifindex idx ("" when not cached), after
+// draining the queued link messages.
+func (k *kernel) nameOf(idx int) string {
+	c := &k.idx
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sock == nil || idx == 0 {
+		return ""
+	}
+	c.drain()
+	return c.byIndex[idx]
 }
 
 // ifindex resolves name; cached reports whether the index came from the

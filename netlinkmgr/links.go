@@ -246,7 +246,11 @@ func (x realLinks) Get(name string) (LinkInfo, error) {
 	}
 	for _, idx := range idxs {
 		if idx != 0 && names[idx] == "" {
-			if o, err := k.h.LinkByIndex(idx); err == nil {
+			// The ifindex cache first (a bond master's RTM_GETLINK
+			// answer is parsed in full by the library).
+			if n := k.nameOf(idx); n != "" {
+				names[idx] = n
+			} else if o, err := k.h.LinkByIndex(idx); err == nil {
 				names[idx] = o.Attrs().Name
 			}
 		}

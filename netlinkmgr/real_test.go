@@ -498,6 +498,32 @@ func TestRealIfindexCache(t *testing.T) {
 	if d := dev("10.12.0.0/16"); d != "Ethernet2" {
 		t.Fatalf("after a stale cached index, route dev %q, want Ethernet2", d)
 	}
+
+	// A link made after the cache opened is learnt from its own
+	// message: its first use needs no lookup, and the index is its.
+	ns.IP("link", "add", "New1", "type", "veth", "peer", "name", "peerM")
+	ns.IP("link", "set", "New1", "up")
+	idx, cached, err := kk.ifindex("New1")
+	must(t, err)
+	var want []struct {
+		Ifindex int `json:"ifindex"`
+	}
+	ns.JSON(&want, "link", "show", "New1")
+	if len(want) != 1 || !cached || idx != want[0].Ifindex {
+		t.Fatalf("New1: ifindex %d cached %v, want %+v from the cache", idx, cached, want)
+	}
+	if n := kk.nameOf(idx); n != "New1" {
+		t.Fatalf("nameOf(%d) = %q, want New1", idx, n)
+	}
+	// Renamed: the old name is forgotten, the new one learnt.
+	ns.IP("link", "set", "New1", "down")
+	ns.IP("link", "set", "New1", "name", "New2")
+	if _, _, err := kk.ifindex("New1"); !IsNotFound(err) {
+		t.Fatalf("New1 after the rename: %v, want not found", err)
+	}
+	if n := kk.nameOf(idx); n != "New2" {
+		t.Fatalf("nameOf(%d) after the rename = %q, want New2", idx, n)
+	}
 }
 
 // TestRealRouteTables: route writes (sent on the wrapper's own route
