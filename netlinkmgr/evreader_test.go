@@ -79,7 +79,28 @@ func linkSeeds() [][]byte {
 			linkInfoAttr("veth")),
 		linkMsg(6, name("Ethernet8"), u32(unix.IFLA_LINK, 5), u32(unix.IFLA_LINK_NETNSID, 0), linkInfoAttr("veth")),
 		linkMsg(1, name("lo"), nl.NewRtAttr(unix.IFLA_ADDRESS, make([]byte, 6)), nl.NewRtAttr(unix.IFLA_OPERSTATE, []byte{0})),
+		linkMsg(20, name("PortChannel1"), nl.NewRtAttr(unix.IFLA_IFALIAS, nl.ZeroTerminated("switchyard")),
+			linkInfoAttr("bond", nl.NewRtAttr(nl.IFLA_BOND_MODE, []byte{4}), u32(nl.IFLA_BOND_MIIMON, 100),
+				u32(nl.IFLA_BOND_MIN_LINKS, 2), nl.NewRtAttr(nl.IFLA_BOND_AD_LACP_RATE, []byte{1}),
+				u32(nl.IFLA_BOND_UPDELAY, 0), nl.NewRtAttr(nl.IFLA_BOND_AD_ACTOR_SYSTEM, make([]byte, 6)))),
+		linkMsg(21, name("Ethernet12"), u32(unix.IFLA_MASTER, 20), u32(unix.IFLA_LINK, 5), u32(unix.IFLA_LINK_NETNSID, 0),
+			bondSlaveInfoAttr("veth", nl.NewRtAttr(nl.IFLA_BOND_SLAVE_STATE, []byte{0}), nl.NewRtAttr(nl.IFLA_BOND_SLAVE_MII_STATUS, []byte{0}),
+				u32(nl.IFLA_BOND_SLAVE_LINK_FAILURE_COUNT, 3), nl.NewRtAttr(nl.IFLA_BOND_SLAVE_AD_AGGREGATOR_ID, nl.Uint16Attr(7)),
+				nl.NewRtAttr(nl.IFLA_BOND_SLAVE_AD_ACTOR_OPER_PORT_STATE, []byte{0x3d}),
+				nl.NewRtAttr(nl.IFLA_BOND_SLAVE_AD_PARTNER_OPER_PORT_STATE, nl.Uint16Attr(1)))),
 	}
+}
+
+// bondSlaveInfoAttr is IFLA_LINKINFO of a kind's link that is a bond's
+// port: IFLA_INFO_SLAVE_KIND "bond" and its IFLA_INFO_SLAVE_DATA.
+func bondSlaveInfoAttr(kind string, data ...*nl.RtAttr) *nl.RtAttr {
+	li := linkInfoAttr(kind)
+	li.AddRtAttr(nl.IFLA_INFO_SLAVE_KIND, nl.NonZeroTerminated("bond\x00"))
+	d := li.AddRtAttr(nl.IFLA_INFO_SLAVE_DATA, nil)
+	for _, a := range data {
+		d.AddChild(a)
+	}
+	return li
 }
 
 // checkLinkMsg compares parseLinkMsg with the library's LinkDeserialize
@@ -127,6 +148,23 @@ func TestParseLinkMsg(t *testing.T) {
 	short := linkMsg(9, linkInfoAttr("vlan", nl.NewRtAttr(nl.IFLA_VLAN_ID, []byte{1})))
 	if _, v := parseLinkMsg(short); v != linkBad {
 		t.Errorf("1-byte IFLA_VLAN_ID: %d, want linkBad", v)
+	}
+	short = linkMsg(20, linkInfoAttr("bond", nl.NewRtAttr(nl.IFLA_BOND_UPDELAY, []byte{1})))
+	if _, v := parseLinkMsg(short); v != linkBad {
+		t.Errorf("1-byte IFLA_BOND_UPDELAY: %d, want linkBad", v)
+	}
+	// The bond and its port as the library reads them, field by field.
+	seeds := linkSeeds()
+	w, _ := parseLinkMsg(seeds[len(seeds)-2])
+	l := w.linkInfo(nil, new(linkBox))
+	if b := l.Bond; l.Kind != "bond" || b == nil || b.Mode != "802.3ad" || *b.Miimon != 100 || *b.MinLinks != 2 || *b.LacpRate != "fast" {
+		t.Errorf("bond: %s %+v", l.Kind, l.Bond)
+	}
+	w, _ = parseLinkMsg(seeds[len(seeds)-1])
+	l = w.linkInfo(map[int]string{20: "PortChannel1"}, new(linkBox))
+	if s := l.BondSlave; *l.Master != "PortChannel1" || s == nil || s.State != "active" || s.MiiStatus != "up" || s.AggregatorID != 7 ||
+		s.ActorOperPortState != 0x3d || s.PartnerOperPortState != 1 {
+		t.Errorf("bond port: master %q %+v", *l.Master, l.BondSlave)
 	}
 }
 
@@ -279,6 +317,11 @@ func recordedEvents(b testing.TB) (unspec, bridge, fdb [][]byte) {
 	}
 	// 802.1Q, where the kernel has it (the full-kernel VM).
 	_, _ = ns.TryIP("link", "add", "link", "Bridge", "name", "Vlan100", "type", "vlan", "id", "100")
+	// An 802.3ad bond with a port, where the kernel has bonding.
+	if _, err := ns.TryIP("link", "add", "PortChannel1", "up", "type", "bond", "mode", "802.3ad", "miimon", "100", "min_links", "1", "lacp_rate", "fast"); err == nil {
+		ns.IP("link", "add", "Ethernet8", "type", "veth", "peer", "name", "Ethernet8p")
+		ns.IP("link", "set", "Ethernet8", "master", "PortChannel1")
+	}
 	ns.Bridge("fdb", "replace", "02:00:00:00:00:01", "dev", "Ethernet0", "master", "static")
 	k, err := Open(Options{NetNS: ns.Name})
 	if err != nil {

@@ -5,17 +5,17 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
 // Link event messages decoded without the library, for the kinds a
 // switch makes by the thousand (plain devices, bridge, vlan, veth, vrf,
-// dummy): the library's LinkDeserialize allocates a Link, a copy of the
-// datagram and ~20 objects per message, and reads every attribute.
-// parseLinkMsg reads only what toLinkInfo takes from the library's Link
-// (FuzzParseLinkMsg compares the two LinkInfos); any other kind, or a
-// port of a bond or vrf (whose slave data LinkInfo carries or the library
-// parses), is left to the library.
+// dummy, bond and a bond's ports): the library's LinkDeserialize
+// allocates a Link, a copy of the datagram and ~20 objects per message,
+// and reads every attribute. parseLinkMsg reads only what toLinkInfo
+// takes from the library's Link (FuzzParseLinkMsg compares the two
+// LinkInfos); any other kind, or a port of a vrf, is left to the library.
 
 // wireLink is a link message decoded: what toLinkInfo reads from the
 // library's Link, with indexes instead of names.
@@ -30,6 +30,22 @@ type wireLink struct {
 	defaultPVID                         *uint16 // bridge
 	vlanID                              int     // vlan
 	vrfTable                            uint32  // vrf
+	bond                                *wireBond
+	slaveKind                           string         // the last IFLA_INFO_SLAVE_KIND
+	bondSlave                           *wireBondSlave // set by slave kind "bond"
+}
+
+// wireBond is what bondInfo reads of a bond (the library's zero Bond when
+// an attribute is absent).
+type wireBond struct {
+	mode, lacpRate   uint8
+	miimon, minLinks int
+}
+
+// wireBondSlave is what bondSlaveInfo reads of a bond's port.
+type wireBondSlave struct {
+	state, mii, actorOper uint8
+	aggregator, partner   uint16
 }
 
 // linkParse is parseLinkMsg's verdict.
@@ -144,24 +160,97 @@ func (w *wireLink) parseLinkInfo(v []byte, verdict *linkParse) bool {
 			}
 			kind := string(v[:len(v)-1])
 			if typ == unix.IFLA_INFO_SLAVE_KIND {
-				if kind != "bridge" {
+				w.slaveKind = kind
+				switch kind {
+				case "bond":
+					w.bondSlave = &wireBondSlave{} // as the library: a new one
+				case "bridge":
+				default:
 					*verdict = max(*verdict, linkLibrary)
 				}
 				return true
 			}
 			// A new kind starts a new link, as in the library.
-			w.vlanFiltering, w.defaultPVID, w.vlanID, w.vrfTable = nil, nil, 0, 0
+			w.vlanFiltering, w.defaultPVID, w.vlanID, w.vrfTable, w.bond = nil, nil, 0, 0, nil
 			switch kind {
 			case "bridge", "vlan", "veth", "vrf", "dummy":
 				w.kind = kind
+			case "bond":
+				w.kind, w.bond = kind, &wireBond{}
 			default:
 				*verdict = max(*verdict, linkLibrary)
 			}
 		case unix.IFLA_INFO_DATA:
+			if w.kind == "bond" {
+				return eachAttr(v, w.bond.parse)
+			}
 			return eachAttr(v, func(dt uint16, d []byte) bool { return w.parseInfoData(dt, d) })
+		case unix.IFLA_INFO_SLAVE_DATA:
+			if w.slaveKind == "bond" {
+				return eachAttr(v, w.bondSlave.parse)
+			}
 		}
 		return true
 	})
+}
+
+// bondAttrLen is the length the library reads of each bond attribute
+// (parseBondData): a shorter one would panic it, and is malformed here.
+var bondAttrLen = map[uint16]int{
+	nl.IFLA_BOND_MODE: 1, nl.IFLA_BOND_ACTIVE_SLAVE: 4, nl.IFLA_BOND_MIIMON: 4, nl.IFLA_BOND_UPDELAY: 4,
+	nl.IFLA_BOND_DOWNDELAY: 4, nl.IFLA_BOND_USE_CARRIER: 1, nl.IFLA_BOND_ARP_INTERVAL: 4,
+	nl.IFLA_BOND_ARP_VALIDATE: 4, nl.IFLA_BOND_ARP_ALL_TARGETS: 4, nl.IFLA_BOND_PRIMARY: 4,
+	nl.IFLA_BOND_PRIMARY_RESELECT: 1, nl.IFLA_BOND_FAIL_OVER_MAC: 1, nl.IFLA_BOND_XMIT_HASH_POLICY: 1,
+	nl.IFLA_BOND_RESEND_IGMP: 4, nl.IFLA_BOND_NUM_PEER_NOTIF: 1, nl.IFLA_BOND_ALL_SLAVES_ACTIVE: 1,
+	nl.IFLA_BOND_MIN_LINKS: 4, nl.IFLA_BOND_LP_INTERVAL: 4, nl.IFLA_BOND_PACKETS_PER_SLAVE: 4,
+	nl.IFLA_BOND_AD_LACP_RATE: 1, nl.IFLA_BOND_AD_SELECT: 1, nl.IFLA_BOND_AD_ACTOR_SYS_PRIO: 2,
+	nl.IFLA_BOND_AD_USER_PORT_KEY: 2, nl.IFLA_BOND_AD_ACTOR_SYSTEM: 6, nl.IFLA_BOND_TLB_DYNAMIC_LB: 1,
+}
+
+// parse reads one attribute of a bond's IFLA_INFO_DATA.
+func (b *wireBond) parse(typ uint16, v []byte) bool {
+	if len(v) < bondAttrLen[typ] {
+		return false
+	}
+	switch typ {
+	case nl.IFLA_BOND_MODE:
+		b.mode = v[0]
+	case nl.IFLA_BOND_MIIMON:
+		b.miimon = int(native.Uint32(v))
+	case nl.IFLA_BOND_MIN_LINKS:
+		b.minLinks = int(native.Uint32(v))
+	case nl.IFLA_BOND_AD_LACP_RATE:
+		b.lacpRate = v[0]
+	}
+	return true
+}
+
+// bondSlaveAttrLen is the length the library reads of each bond port
+// attribute (parseBondSlaveData).
+var bondSlaveAttrLen = map[uint16]int{
+	nl.IFLA_BOND_SLAVE_STATE: 1, nl.IFLA_BOND_SLAVE_MII_STATUS: 1, nl.IFLA_BOND_SLAVE_LINK_FAILURE_COUNT: 4,
+	nl.IFLA_BOND_SLAVE_PERM_HWADDR: 6, nl.IFLA_BOND_SLAVE_QUEUE_ID: 2, nl.IFLA_BOND_SLAVE_AD_AGGREGATOR_ID: 2,
+	nl.IFLA_BOND_SLAVE_AD_ACTOR_OPER_PORT_STATE: 1, nl.IFLA_BOND_SLAVE_AD_PARTNER_OPER_PORT_STATE: 2,
+}
+
+// parse reads one attribute of a bond port's IFLA_INFO_SLAVE_DATA.
+func (s *wireBondSlave) parse(typ uint16, v []byte) bool {
+	if len(v) < bondSlaveAttrLen[typ] {
+		return false
+	}
+	switch typ {
+	case nl.IFLA_BOND_SLAVE_STATE:
+		s.state = v[0]
+	case nl.IFLA_BOND_SLAVE_MII_STATUS:
+		s.mii = v[0]
+	case nl.IFLA_BOND_SLAVE_AD_AGGREGATOR_ID:
+		s.aggregator = native.Uint16(v)
+	case nl.IFLA_BOND_SLAVE_AD_ACTOR_OPER_PORT_STATE:
+		s.actorOper = v[0]
+	case nl.IFLA_BOND_SLAVE_AD_PARTNER_OPER_PORT_STATE:
+		s.partner = native.Uint16(v)
+	}
+	return true
 }
 
 // parseInfoData reads one attribute of IFLA_INFO_DATA for w's kind.
@@ -254,6 +343,14 @@ func (w *wireLink) linkInfo(names map[int]string, box *linkBox) *LinkInfo {
 		if p := names[w.parent]; p != "" && w.netnsid < 0 {
 			l.Veth = &VethOptions{PeerName: p}
 		}
+	case "bond":
+		l.Bond = bondInfo(&netlink.Bond{Mode: netlink.BondMode(w.bond.mode), Miimon: w.bond.miimon,
+			MinLinks: w.bond.minLinks, LacpRate: netlink.BondLacpRate(w.bond.lacpRate)})
+	}
+	if s := w.bondSlave; s != nil {
+		l.BondSlave = bondSlaveInfo(&netlink.BondSlave{State: netlink.BondSlaveState(s.state),
+			MiiStatus: netlink.BondSlaveMiiStatus(s.mii), AggregatorId: s.aggregator,
+			AdActorOperPortState: s.actorOper, AdPartnerOperPortState: s.partner})
 	}
 	return l
 }
