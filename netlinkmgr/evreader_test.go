@@ -31,8 +31,12 @@ func TestDecodeLink(t *testing.T) {
 		t.Fatalf("RTM_DELLINK: %+v, %v", u, err)
 	}
 	bond := linkMsg(8, nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("PortChannel1")), linkInfoAttr("bond"))
-	if u, ok, err := decodeLink(unix.RTM_NEWLINK, 0, bond); err != nil || !ok || u.lib == nil || u.info(nil).Kind != "bond" {
-		t.Fatalf("bond: %+v, %v; want the library's", u, err)
+	if u, ok, err := decodeLink(unix.RTM_NEWLINK, 0, bond); err != nil || !ok || u.lib != nil || u.info(nil).Kind != "bond" {
+		t.Fatalf("bond: %+v, %v; want decoded here", u, err)
+	}
+	vxlan := linkMsg(8, nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("Vxlan1")), linkInfoAttr("vxlan"))
+	if u, ok, err := decodeLink(unix.RTM_NEWLINK, 0, vxlan); err != nil || !ok || u.lib == nil || u.info(nil).Kind != "vxlan" {
+		t.Fatalf("vxlan: %+v, %v; want the library's", u, err)
 	}
 	for _, c := range []struct {
 		name string
