@@ -249,6 +249,12 @@ func (w *watcher) name(idx int) string {
 	if n, ok := w.names[idx]; ok {
 		return n
 	}
+	// A link made since (a bond whose route event beat its link event
+	// here) is in the ifindex cache, which learns from its own messages.
+	if n := w.k.nameOf(idx); n != "" {
+		w.names[idx] = n
+		return n
+	}
 	l, err := w.k.h.LinkByIndex(idx)
 	if err == nil {
 		w.names[idx] = l.Attrs().Name
