@@ -36,7 +36,7 @@ func (o *Orch) applyFdb(key string, f schema.Fields) outcome {
 		return pendingOut("waiting for "+mk, refs)
 	}
 	if ours && cur.Link == e.Port {
-		return okOut(refs)
+		return okOut(nil) // an ok key is not in the index (enqueueFdbKeys)
 	}
 	want := netlinkmgr.FdbInfo{MAC: e.MAC, Link: e.Port, Master: BridgeName, Vlan: vid, Static: true}
 	if o.deferring(schema.TableFDB) {
@@ -94,7 +94,32 @@ func (o *Orch) fdbWritten(key string, want netlinkmgr.FdbInfo, refs []string, er
 		// delete was heard before this note): write it again.
 		return kernelOut(fmt.Errorf("FDB|%s: %s was deleted while being written", key, describeFdb(&want)), refs)
 	}
-	return okOut(refs)
+	return okOut(nil) // an ok key is not in the index (enqueueFdbKeys)
+}
+
+// enqueueFdbKeys enqueues the FDB keys of a VLAN member's result change
+// (resource "VLAN_MEMBER|VlanN|PORT"): every configured "VlanN|…" key.
+// An FDB key whose outcome is ok is not in the dependency index — 10k
+// entries behind one port were 10k entries in three of its maps — so
+// its wake-ups are derived: its entry's events by enqueueFdbRefs, its
+// member's result here. The keys of the VLAN behind another port run for
+// nothing (ok without a write): a member's result changes rarely. Its
+// port's link events need no wake-up: the entry stays while the port is
+// there, and when the port goes the kernel's delete of the entry and the
+// member's result both say so. A pending or failed FDB key keeps its
+// refs in the index.
+func (o *Orch) enqueueFdbKeys(res string) {
+	rest, ok := strings.CutPrefix(res, schema.TableVlanMember+schema.ConfigSep)
+	if !ok {
+		return
+	}
+	vlan, _, ok := strings.Cut(rest, schema.ConfigSep)
+	if !ok || o.cfg.Len(schema.TableFDB) == 0 {
+		return
+	}
+	for _, k := range o.cfg.KeysWithPrefix(schema.TableFDB, vlan+schema.ConfigSep) {
+		o.enqueue(schema.ConfigKey(schema.TableFDB, k))
+	}
 }
 
 // enqueueFdbRefs enqueues the dependants of an FDB event's resources and,

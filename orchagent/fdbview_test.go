@@ -182,3 +182,58 @@ func TestFdbDeletedWhileWriting(t *testing.T) {
 		})
 	}
 }
+
+// TestFdbFollowsItsMember: an ok FDB key is not in the dependency index
+// (enqueueFdbKeys derives it); when its VLAN member goes, its entry goes
+// and it waits, the VLAN's entries behind another port stay; when the
+// member comes back, the entry is written again.
+func TestFdbFollowsItsMember(t *testing.T) {
+	k := netlinkmgr.NewFake().AddPort("Ethernet0", "Ethernet4")
+	up(t, k, "Ethernet0", "Ethernet4")
+	r := newRig(t, k)
+	r.set("VLAN", "Vlan100", "vlanid", "100")
+	r.set("VLAN_MEMBER", "Vlan100|Ethernet0", "tagging_mode", "tagged")
+	r.set("VLAN_MEMBER", "Vlan100|Ethernet4", "tagging_mode", "tagged")
+	r.set("FDB", "Vlan100|02:00:00:00:00:01", "port", "Ethernet0")
+	r.set("FDB", "Vlan100|02:00:00:00:00:02", "port", "Ethernet4")
+	r.settle()
+	has := func(mac, port string) bool {
+		fs, err := k.Fdbs().List(BridgeName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			if f.MAC.String() == mac && f.Link == port && f.Static && f.Vlan == 100 {
+				return true
+			}
+		}
+		return false
+	}
+	for _, key := range []string{"FDB|Vlan100|02:00:00:00:00:01", "FDB|Vlan100|02:00:00:00:00:02"} {
+		r.want(key, schema.StateOK, "")
+		r.o.idx.mu.Lock()
+		refs, in := r.o.idx.byKey[key]
+		r.o.idx.mu.Unlock()
+		if in {
+			t.Fatalf("%s: ok, and in the index under %v", key, refs)
+		}
+	}
+	if !has("02:00:00:00:00:01", "Ethernet0") || !has("02:00:00:00:00:02", "Ethernet4") {
+		t.Fatal("entries not written")
+	}
+
+	r.del("VLAN_MEMBER", "Vlan100|Ethernet0")
+	r.settle()
+	r.want("FDB|Vlan100|02:00:00:00:00:01", schema.StatePending, "VLAN_MEMBER|Vlan100|Ethernet0")
+	r.want("FDB|Vlan100|02:00:00:00:00:02", schema.StateOK, "")
+	if has("02:00:00:00:00:01", "Ethernet0") || !has("02:00:00:00:00:02", "Ethernet4") {
+		t.Fatal("after the member's delete: want the Ethernet0 entry gone, the Ethernet4 one kept")
+	}
+
+	r.set("VLAN_MEMBER", "Vlan100|Ethernet0", "tagging_mode", "tagged")
+	r.settle()
+	r.want("FDB|Vlan100|02:00:00:00:00:01", schema.StateOK, "")
+	if !has("02:00:00:00:00:01", "Ethernet0") {
+		t.Fatal("entry not written again when its member came back")
+	}
+}

@@ -337,6 +337,7 @@ func (o *Orch) enqueueRefs(resources ...string) {
 		}
 		o.enqueueRouteKeys(r)
 		o.enqueueVrfRouteKeys(r, &vrfs)
+		o.enqueueFdbKeys(r) // fdb.go
 	}
 }
 

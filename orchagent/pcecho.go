@@ -148,6 +148,7 @@ func (o *Orch) enqueueLinkRefs(deleted bool, resources []string) {
 		}
 		o.enqueueRouteKeys(r)
 		o.enqueueVrfRouteKeys(r, &vrfs)
+		o.enqueueFdbKeys(r)
 	}
 }
 
