@@ -357,7 +357,8 @@ func kernelLinkMsgs(t *testing.T) [][]byte {
 // BenchmarkLinkEvents: per link message, the library's reader path
 // (LinkSubscribe: a copy of the datagram, DeserializeIfInfomsg and
 // LinkDeserialize of every message; Watch then dropped AF_BRIDGE ones)
-// against linkUpdate, on messages recorded from the kernel; and per FDB
+// against linkUpdate, on messages recorded from the kernel (and a bond's
+// and its port's, from linkSeeds: the host has no bonding); and per FDB
 // neighbour message, NeighDeserialize and toFdbInfo against
 // parseNeighMsg and the FdbInfo neighEvent builds.
 //
@@ -373,10 +374,11 @@ func BenchmarkLinkEvents(b *testing.B) {
 		}
 		return netlink.LinkUpdate{IfInfomsg: *nl.DeserializeIfInfomsg(m), Header: hdr, Link: l}
 	}
+	seeds := linkSeeds() // the last two: a bond and a bond's port
 	for _, c := range []struct {
 		name string
 		msgs [][]byte
-	}{{"bridge", bridge}, {"unspec", unspec}} {
+	}{{"bridge", bridge}, {"unspec", unspec}, {"bond", seeds[len(seeds)-2:]}} {
 		b.Run(c.name+"/library", func(b *testing.B) {
 			names := map[int]string{}
 			for i := 0; i < b.N; i++ {
