@@ -67,7 +67,6 @@ type StateWriter struct {
 	cache  map[string]string // key -> owned fields as Redis holds them (shrink.Pack)
 	peak   int               // high-water mark of cache (shrink)
 	loaded []string          // key prefixes Load read whole: a key there not in cache holds nothing of ours
-	names  map[string]any    // field names boxed once (name)
 	// compact (Compact): keys of listed owned fields keep a fingerprint
 	// in sums instead of their values in cache.
 	compact bool
@@ -75,7 +74,7 @@ type StateWriter struct {
 	sums    map[string]written
 	sumPeak int
 	slots   paged.Slice[slotSum] // fingerprints of keys written by slot (SetPackedAt)
-	args    []any                // Flush's argument array, kept for the next
+	args    []string                // Flush's argument array, kept for the next
 	runID   string               // for CheckRestart
 
 	// The flush's connection and transaction (statewriter_tx.go), under mu.
@@ -271,7 +270,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 	// allocates none.
 	args := w.args[:0]
 	if cap(args) < 4*len(ops)+8 {
-		args = make([]any, 0, 4*len(ops)+8)
+		args = make([]string, 0, 4*len(ops)+8)
 	}
 	defer func() {
 		if cap(args) <= 1<<14 {
@@ -332,7 +331,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 // execErrors sorts the errors of an executed transaction: KeyErrors when
 // Redis ran it and refused single commands, else (nil and) the error that
 // explains the failure — for an EXECABORT, the refused command's own.
-func execErrors(cmds [][]any, errs []error, err error) (KeyErrors, error) {
+func execErrors(cmds [][]string, errs []error, err error) (KeyErrors, error) {
 	aborted := strings.HasPrefix(err.Error(), "EXECABORT")
 	if !aborted && !isServerError(err) {
 		return nil, err // connection or context: unknown what was written
@@ -343,7 +342,7 @@ func execErrors(cmds [][]any, errs []error, err error) (KeyErrors, error) {
 			continue
 		}
 		args := cmds[i]
-		e = ExplainPermission(e, args...)
+		e = ExplainPermission(e, anyArgs(args)...)
 		if aborted {
 			return nil, fmt.Errorf("%s %v: %w", args[0], cmdKey(args), e)
 		}
@@ -355,17 +354,26 @@ func execErrors(cmds [][]any, errs []error, err error) (KeyErrors, error) {
 	return failed, nil
 }
 
-func cmdKey(args []any) string {
+func cmdKey(args []string) string {
 	if len(args) < 2 {
 		return ""
 	}
-	return fmt.Sprint(args[1])
+	return args[1]
+}
+
+// anyArgs is args as ExplainPermission takes them (an error's path only).
+func anyArgs(args []string) []any {
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	return a
 }
 
 // queue adds o's difference from the cache to pipe and updates the cache;
 // false when there is nothing to send. Command arguments are appended to
 // args (returned grown), whose capacity is shared by the batch.
-func (w *StateWriter) queue(tx *txWriter, o *op, args []any) ([]any, bool) {
+func (w *StateWriter) queue(tx *txWriter, o *op, args []string) ([]string, bool) {
 	list, all := w.owned(o.key)
 	if w.compactFor(list, all) {
 		return w.queueCompact(tx, o, args, list)
@@ -391,7 +399,7 @@ func (w *StateWriter) queue(tx *txWriter, o *op, args []any) ([]any, bool) {
 				if !ok {
 					break
 				}
-				args = append(args, w.name(f))
+				args = append(args, f)
 				p = rest
 			}
 			tx.add(args[start:len(args):len(args)])
@@ -419,11 +427,11 @@ func (w *StateWriter) queue(tx *txWriter, o *op, args []any) ([]any, bool) {
 			dels = append(dels, ck)
 			ck, cv, crest, cok = shrink.Next(crest)
 		case nok && (!cok || nk < ck): // new
-			args = append(args, w.name(nk), nv)
+			args = append(args, nk, nv)
 			nk, nv, nrest, nok = shrink.Next(nrest)
 		default: // both
 			if nv != cv {
-				args = append(args, w.name(nk), nv)
+				args = append(args, nk, nv)
 			}
 			nk, nv, nrest, nok = shrink.Next(nrest)
 			ck, cv, crest, cok = shrink.Next(crest)
@@ -462,7 +470,7 @@ func (w *StateWriter) queue(tx *txWriter, o *op, args []any) ([]any, bool) {
 }
 
 // queueCompact is queue for a key whose cache is a fingerprint.
-func (w *StateWriter) queueCompact(tx *txWriter, o *op, args []any, list []string) ([]any, bool) {
+func (w *StateWriter) queueCompact(tx *txWriter, o *op, args []string, list []string) ([]string, bool) {
 	old, known := w.lookupSum(o)
 	// Under a loaded prefix a key without a fingerprint holds nothing of
 	// ours — unless, written by name, its fingerprint is in a slot: with
@@ -498,11 +506,7 @@ func (w *StateWriter) queueCompact(tx *txWriter, o *op, args []any, list []strin
 			if !ok {
 				break
 			}
-			if len(v) <= 8 { // "ok", "error", "pending": boxed once too
-				args = append(args, w.name(f), w.name(v))
-			} else {
-				args = append(args, w.name(f), v)
-			}
+			args = append(args, f, v)
 			p = rest
 		}
 		tx.add(args[start:len(args):len(args)])
@@ -528,7 +532,7 @@ func (w *StateWriter) queueCompact(tx *txWriter, o *op, args []any, list []strin
 }
 
 // hdelMask queues HDEL of the names of list in mask (nothing for none).
-func (w *StateWriter) hdelMask(tx *txWriter, key string, list []string, mask uint64, args []any) ([]any, bool) {
+func (w *StateWriter) hdelMask(tx *txWriter, key string, list []string, mask uint64, args []string) ([]string, bool) {
 	if mask == 0 {
 		return args, false
 	}
@@ -536,7 +540,7 @@ func (w *StateWriter) hdelMask(tx *txWriter, key string, list []string, mask uin
 	args = append(args, "hdel", key)
 	for i, f := range list {
 		if mask&(1<<i) != 0 {
-			args = append(args, w.name(f))
+			args = append(args, f)
 		}
 	}
 	tx.add(args[start:len(args):len(args)])
@@ -544,31 +548,14 @@ func (w *StateWriter) hdelMask(tx *txWriter, key string, list []string, mask uin
 }
 
 // appendHDel queues HDEL key names.
-func (w *StateWriter) appendHDel(tx *txWriter, args []any, key string, names []string) []any {
+func (w *StateWriter) appendHDel(tx *txWriter, args []string, key string, names []string) []string {
 	start := len(args)
 	args = append(args, "hdel", key)
 	for _, f := range names {
-		args = append(args, w.name(f))
+		args = append(args, f)
 	}
 	tx.add(args[start:len(args):len(args)])
 	return args
-}
-
-// name is field name (or short value) f as a command argument: the
-// first 256 such strings are boxed once, not once per write.
-func (w *StateWriter) name(f string) any {
-	if v, ok := w.names[f]; ok {
-		return v
-	}
-	if len(w.names) >= 256 {
-		return f
-	}
-	if w.names == nil {
-		w.names = map[string]any{}
-	}
-	v := any(strings.Clone(f))
-	w.names[strings.Clone(f)] = v
-	return v
 }
 
 // packedHas reports whether packed map p has name f.

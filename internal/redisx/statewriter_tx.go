@@ -18,7 +18,7 @@ import (
 // is streamed to the connection as it is queued (spill), as go-redis'
 // buffered writer did: a 100k-key burst is not held encoded whole.
 type txWriter struct {
-	cmds [][]any // each command's arguments (for errors; slices of the batch's args)
+	cmds [][]string // each command's arguments (for errors; slices of the batch's args)
 	buf  []byte  // MULTI, the commands, EXEC as RESP (what is not sent yet)
 
 	spill   func([]byte) error // sends buf so far (set by Flush)
@@ -40,16 +40,12 @@ func (t *txWriter) reset(spill func([]byte) error) {
 }
 
 // add queues one command; args must not change until the flush is done.
-func (t *txWriter) add(args []any) {
+func (t *txWriter) add(args []string) {
 	t.cmds = append(t.cmds, args)
 	t.buf = append(t.buf, '*')
 	t.buf = strconv.AppendInt(t.buf, int64(len(args)), 10)
 	t.buf = append(t.buf, '\r', '\n')
-	for _, a := range args {
-		s, ok := a.(string)
-		if !ok {
-			s = fmt.Sprint(a)
-		}
+	for _, s := range args {
 		t.buf = append(t.buf, '$')
 		t.buf = strconv.AppendInt(t.buf, int64(len(s)), 10)
 		t.buf = append(t.buf, '\r', '\n')
