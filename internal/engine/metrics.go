@@ -73,6 +73,32 @@ func (m *metrics) reconciled(table, outcome string, seconds float64) {
 	}
 }
 
+// reconciledAll is reconciled(tableOf(item), "ok", seconds) of every
+// item, the children looked up once per run of items of one table.
+func (m *metrics) reconciledAll(items []string, seconds float64, tableOf func(string) string) {
+	if m == nil {
+		return
+	}
+	var (
+		c    reconcileMetrics
+		last string // the table of the run so far
+		n    int
+	)
+	for _, it := range items {
+		// An item of the run's table needs no look-up of its own.
+		if n == 0 || len(it) <= len(last) || it[len(last)] != '|' || it[:len(last)] != last {
+			if n > 0 {
+				c.count.Add(float64(n))
+			}
+			last, n = tableOf(it), 0
+			c = m.reconcileChild(last, "ok")
+		}
+		n++
+		c.latency.Observe(seconds)
+	}
+	c.count.Add(float64(n))
+}
+
 // reconcileMetrics are the children of reconciles and latency for one
 // table and outcome.
 type reconcileMetrics struct {

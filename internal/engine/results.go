@@ -255,6 +255,22 @@ func (r *results) isBad(table, key string) bool {
 func (r *results) reconciled(item string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.reconciledLocked(item)
+}
+
+// reconciledAll is reconciled of every item, under one lock.
+func (r *results) reconciledAll(items []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.current) == 0 && len(r.byItem) == 0 {
+		return // a burst: no key's result waits to be removed
+	}
+	for _, it := range items {
+		r.reconciledLocked(it)
+	}
+}
+
+func (r *results) reconciledLocked(item string) {
 	// An item that is its key: the result of a key no longer cached is
 	// in current (evicted from its slot), which a burst leaves empty: no
 	// look-up in the cache for a key still configured.

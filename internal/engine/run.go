@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -400,49 +401,67 @@ func (e *engine) requestSweep() {
 }
 
 // work runs the reconcile worker until ctx is done: one item at a time,
-// or up to MaxBatch ready items for a BatchController.
+// or up to MaxBatch ready items for a BatchController, taken from the
+// queue under one lock and, when they succeed, finished under one lock
+// (the queue's, the results', the metrics' per table): a burst of 100k
+// keys takes no lock per key here.
 func (e *engine) work(ctx context.Context) {
 	bc, batching := e.ctrl.(BatchController)
-	items := make([]string, 0, e.cfg.MaxBatch)
+	limit := 1
+	if batching {
+		limit = e.cfg.MaxBatch
+	}
+	items := make([]string, 0, limit+1)
+	done := make([]string, 0, limit)
+	var errs []error
 	for {
-		item, ok := e.q.Get(ctx)
-		if !ok {
+		var ok bool
+		if items, ok = e.q.GetBatch(ctx, items[:0], limit); !ok {
 			return
 		}
-		items = append(items[:0], item)
-		for batching && item != sweepItem && len(items) < e.cfg.MaxBatch && e.q.Len() > 0 {
-			next, ok := e.q.Get(ctx)
-			if !ok {
-				break
-			}
-			items = append(items, next)
-			if next == sweepItem {
-				break
-			}
+		// The sweep runs after the batch's other items.
+		sweep := false
+		if i := slices.Index(items, sweepItem); i >= 0 {
+			items, sweep = slices.Delete(items, i, i+1), true
 		}
 		start := time.Now()
-		var errs []error
 		switch {
-		case len(items) == 1 && items[0] == sweepItem:
-			errs = []error{e.sweep(ctx)}
+		case len(items) == 0:
+			errs = errs[:0]
 		case batching:
-			if items[len(items)-1] == sweepItem {
-				errs = append(bc.ReconcileBatch(ctx, items[:len(items)-1]), e.sweep(ctx))
-			} else {
-				errs = bc.ReconcileBatch(ctx, items)
-			}
+			errs = bc.ReconcileBatch(ctx, items)
 		default:
-			errs = []error{e.ctrl.Reconcile(ctx, item)}
+			errs = append(errs[:0], e.ctrl.Reconcile(ctx, items[0]))
+		}
+		if sweep {
+			items, errs = append(items, sweepItem), append(errs, e.sweep(ctx))
 		}
 		took := time.Since(start).Seconds() / float64(len(items))
+		done = done[:0]
 		for i, it := range items {
-			e.finish(ctx, it, errs[i], took)
+			if errs[i] == nil && it != sweepItem {
+				done = append(done, it)
+			} else {
+				e.finish(ctx, it, errs[i], took)
+			}
 		}
+		e.finishOK(done, took)
 		if e.q.Len() == 0 {
 			e.ready(ctx)
 			e.summarize()
 		}
 	}
+}
+
+// finishOK ends the items that reconciled successfully: results of
+// their keys that are gone are removed, their backoff is forgotten.
+func (e *engine) finishOK(items []string, took float64) {
+	if len(items) == 0 {
+		return
+	}
+	e.res.reconciledAll(items)
+	e.m.reconciledAll(items, took, e.tableOfItem)
+	e.q.DoneAll(items)
 }
 
 // finish ends one item's reconcile: success forgets its backoff and

@@ -18,6 +18,8 @@
 //	func (q *Queue) Retries(key string) int
 //	func (q *Queue) Get(ctx context.Context) (key string, ok bool) // blocks; ok=false when ctx done or shut down
 //	func (q *Queue) Done(key string)
+//	func (q *Queue) GetBatch(ctx context.Context, buf []string, limit int) ([]string, bool) // up to limit at once
+//	func (q *Queue) DoneAll(keys []string)                 // Forget + Done of each, one lock
 //	func (q *Queue) Len() int
 //	func (q *Queue) ShutDown()
 //	func (q *Queue) ShuttingDown() bool

@@ -208,6 +208,9 @@ func backoff(base, max time.Duration, n int) time.Duration {
 func (q *Queue) Forget(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if len(q.failures) == 0 {
+		return // the usual case: no map work per success
+	}
 	delete(q.failures, key)
 	q.failures = shrink.Map(q.failures, &q.peaks[1])
 }
@@ -225,16 +228,34 @@ func (q *Queue) Retries(key string) int {
 // queue is shut down (keys still queued are then abandoned: the daemon is
 // stopping and rescans on start).
 func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
+	var one [1]string
+	keys, ok := q.GetBatch(ctx, one[:0], 1)
+	if !ok {
+		return "", false
+	}
+	return keys[0], true
+}
+
+// GetBatch is Get of up to limit ready keys at once, under one lock: it
+// blocks until at least one is ready and appends them to buf (returned).
+// Each must be finished with Done or DoneAll. limit < 1 is 1.
+func (q *Queue) GetBatch(ctx context.Context, buf []string, limit int) ([]string, bool) {
+	limit = max(limit, 1)
 	for {
 		q.mu.Lock()
 		if q.shutdown {
 			q.mu.Unlock()
-			return "", false
+			return buf, false
 		}
 		if len(q.queue) > q.head {
-			key = q.queue[q.head]
-			q.queue[q.head] = ""
-			q.head++
+			for n := 0; n < limit && len(q.queue) > q.head; n++ {
+				key := q.queue[q.head]
+				q.queue[q.head] = ""
+				q.head++
+				delete(q.dirty, key)
+				q.processing[key] = struct{}{}
+				buf = append(buf, key)
+			}
 			if q.head == len(q.queue) {
 				// Emptied: start again at the front of the same array
 				// (no new one per burst), unless a big burst grew it.
@@ -243,11 +264,9 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 					q.queue = nil
 				}
 			}
-			delete(q.dirty, key)
 			q.dirty = shrink.Map(q.dirty, &q.peaks[0])
-			q.processing[key] = struct{}{}
 			q.mu.Unlock()
-			return key, true
+			return buf, true
 		}
 		wake := q.wake
 		q.waiters++
@@ -259,7 +278,7 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 				q.waiters--
 			}
 			q.mu.Unlock()
-			return "", false
+			return buf, false
 		case <-wake: // signalLocked stopped counting this Get
 		}
 	}
@@ -270,6 +289,26 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 func (q *Queue) Done(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.doneLocked(key)
+}
+
+// DoneAll is Forget and Done of every key under one lock (a batch that
+// succeeded): one lock per batch, not two per key.
+func (q *Queue) DoneAll(keys []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, key := range keys {
+		if len(q.failures) > 0 {
+			delete(q.failures, key)
+		}
+		q.doneLocked(key)
+	}
+	if len(q.failures) == 0 {
+		q.failures = shrink.Map(q.failures, &q.peaks[1])
+	}
+}
+
+func (q *Queue) doneLocked(key string) {
 	delete(q.processing, key)
 	if _, ok := q.dirty[key]; ok && !q.shutdown {
 		q.pushLocked(key)

@@ -1,0 +1,143 @@
+package workqueue
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+)
+
+// model is the queue's contract without its maps: the FIFO of ready keys,
+// the keys handed out, the keys re-added while handed out, the backoff
+// counts.
+type model struct {
+	ready      []string
+	processing map[string]bool
+	again      map[string]bool
+	failures   map[string]int
+}
+
+func (m *model) add(k string) {
+	switch {
+	case m.processing[k]:
+		m.again[k] = true
+	case !slices.Contains(m.ready, k):
+		m.ready = append(m.ready, k)
+	}
+}
+
+func (m *model) get(limit int) []string {
+	n := min(limit, len(m.ready))
+	out := slices.Clone(m.ready[:n])
+	m.ready = m.ready[n:]
+	for _, k := range out {
+		m.processing[k] = true
+	}
+	return out
+}
+
+func (m *model) done(k string) {
+	delete(m.processing, k)
+	if m.again[k] {
+		delete(m.again, k)
+		m.ready = append(m.ready, k)
+	}
+}
+
+// TestBatchMatchesSingle drives GetBatch and DoneAll through random steps
+// (adds, batches of gets, Done, DoneAll, Forget) against the model: the
+// same keys come out in the same order, none twice at once, and DoneAll
+// forgets the backoff as Forget does.
+func TestBatchMatchesSingle(t *testing.T) {
+	ctx := context.Background()
+	for seed := int64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		// The retry delay outlasts the test: a failed key's re-add never
+		// comes within it (the model has no timers).
+		q := New(Options{BaseDelay: time.Hour, MaxDelay: time.Hour})
+		m := &model{processing: map[string]bool{}, again: map[string]bool{}, failures: map[string]int{}}
+		var out []string // handed out, not done
+		key := func() string { return fmt.Sprintf("T|k%d", rng.Intn(40)) }
+		for step := 0; step < 3000; step++ {
+			switch r := rng.Intn(10); {
+			case r < 4:
+				keys := make([]string, 1+rng.Intn(8))
+				for i := range keys {
+					keys[i] = key()
+					m.add(keys[i])
+				}
+				q.AddAll(keys)
+			case r < 6:
+				if q.Len() == 0 {
+					if len(m.ready) != 0 {
+						t.Fatalf("seed %d step %d: queue empty, model has %v", seed, step, m.ready)
+					}
+					continue
+				}
+				limit := 1 + rng.Intn(10)
+				got, ok := q.GetBatch(ctx, nil, limit)
+				want := m.get(limit)
+				if !ok || !slices.Equal(got, want) {
+					t.Fatalf("seed %d step %d: GetBatch(%d) = %v, want %v", seed, step, limit, got, want)
+				}
+				out = append(out, got...)
+			case r < 7 && len(out) > 0:
+				i := rng.Intn(len(out))
+				k := out[i]
+				out = slices.Delete(out, i, i+1)
+				q.AddRateLimited(k) // a failure: backoff counted, re-added in an hour
+				m.failures[k]++
+				q.Done(k)
+				m.done(k)
+			case r < 9 && len(out) > 0:
+				n := 1 + rng.Intn(len(out))
+				batch := slices.Clone(out[:n])
+				out = out[n:]
+				q.DoneAll(batch)
+				for _, k := range batch {
+					delete(m.failures, k)
+					m.done(k)
+				}
+			default:
+				k := key()
+				q.Forget(k)
+				delete(m.failures, k)
+			}
+			for k, n := range m.failures {
+				if got := q.Retries(k); got != n {
+					t.Fatalf("seed %d step %d: Retries(%s) = %d, want %d", seed, step, k, got, n)
+				}
+			}
+		}
+		q.ShutDown()
+	}
+}
+
+// TestGetBatchBlocksAndShutDown: GetBatch waits for a key, and returns
+// ok=false on ShutDown and on ctx's end.
+func TestGetBatchBlocksAndShutDown(t *testing.T) {
+	q := New(Options{})
+	got := make(chan []string)
+	go func() {
+		keys, _ := q.GetBatch(context.Background(), nil, 10)
+		got <- keys
+	}()
+	q.AddAll([]string{"a", "b", "a"})
+	if keys := <-got; len(keys) == 0 || keys[0] != "a" {
+		t.Fatalf("GetBatch = %v, want a first", keys)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for q.Len() > 0 {
+		q.GetBatch(context.Background(), nil, 10)
+	}
+	if _, ok := q.GetBatch(ctx, nil, 10); ok {
+		t.Fatal("GetBatch with a cancelled ctx: ok")
+	}
+	q.ShutDown()
+	if _, ok := q.GetBatch(context.Background(), nil, 10); ok {
+		t.Fatal("GetBatch after ShutDown: ok")
+	}
+}
