@@ -74,7 +74,7 @@ type StateWriter struct {
 	sums    map[string]written
 	sumPeak int
 	slots   paged.Slice[slotSum] // fingerprints of keys written by slot (SetPackedAt)
-	args    []string                // Flush's argument array, kept for the next
+	args    []string             // Flush's argument array, kept for the next
 	runID   string               // for CheckRestart
 
 	// The flush's connection and transaction (statewriter_tx.go), under mu.

@@ -19,7 +19,7 @@ import (
 // buffered writer did: a 100k-key burst is not held encoded whole.
 type txWriter struct {
 	cmds [][]string // each command's arguments (for errors; slices of the batch's args)
-	buf  []byte  // MULTI, the commands, EXEC as RESP (what is not sent yet)
+	buf  []byte     // MULTI, the commands, EXEC as RESP (what is not sent yet)
 
 	spill   func([]byte) error // sends buf so far (set by Flush)
 	spilled bool               // part of the transaction was sent
