@@ -205,6 +205,7 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 				return
 			}
 			e.events(ctx, batch)
+			w.Release(batch) // the cache keeps its own packed copy
 			// The batches the watcher has ready now reach the queue
 			// together, up to a worker's batch: the worker wakes once
 			// and reconciles them in one pass instead of many passes of
@@ -218,6 +219,7 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 						return
 					}
 					e.events(ctx, batch)
+					w.Release(batch)
 				default:
 					more = false
 				}

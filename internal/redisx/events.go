@@ -225,7 +225,7 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 			events[i] = ev
 			continue
 		}
-		h, err := rc.rd.hash()
+		h, err := rc.rd.hashInto(w.reusedMap())
 		re, reply := err.(respError) // hash returns it unwrapped
 		switch {
 		case reply:
@@ -252,12 +252,73 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 	return events, nil
 }
 
+// maxReused bounds the maps kept for reuse (Release), and
+// maxReusedLen the fields a map may have had: a map keeps its buckets
+// after clear, so a 1,000-field hash's is let go.
+const (
+	maxReused    = 2 * readBatch
+	maxReusedLen = 16
+)
+
+// Release hands back a batch received from EventBatches once the
+// consumer is done with it and keeps none of its Fields maps (the
+// strings in them, Table, Key and Value may be kept: only the map
+// objects are reused). The deliverer fills them with later reads
+// instead of a new map per changed key — a burst of 100k routes makes
+// 100k maps of garbage otherwise. Not calling it is always correct.
+func (w *Watcher) Release(batch []Event) {
+	var held [64]map[string]string
+	maps := held[:0]
+	for i := range batch {
+		if f := batch[i].Fields; f != nil && len(f) <= maxReusedLen {
+			clear(f)
+			maps = append(maps, f)
+		}
+		batch[i].Fields = nil
+		if len(maps) == len(held) {
+			w.putMaps(maps)
+			maps = maps[:0]
+		}
+	}
+	w.putMaps(maps)
+}
+
+func (w *Watcher) putMaps(maps []map[string]string) {
+	if len(maps) == 0 {
+		return
+	}
+	w.reuseMu.Lock()
+	defer w.reuseMu.Unlock()
+	n := min(len(maps), maxReused-len(w.reuse))
+	w.reuse = append(w.reuse, maps[:n]...)
+}
+
+// reusedMap returns an empty map Release handed back, or nil (the
+// deliverer's; a batch's maps are taken from the shared list at once).
+func (w *Watcher) reusedMap() map[string]string {
+	rc := &w.rc
+	if len(rc.reuse) == 0 {
+		w.reuseMu.Lock()
+		rc.reuse, w.reuse = w.reuse, rc.reuse[:0]
+		w.reuseMu.Unlock()
+		if len(rc.reuse) == 0 {
+			return nil
+		}
+	}
+	m := rc.reuse[len(rc.reuse)-1]
+	rc.reuse[len(rc.reuse)-1] = nil
+	rc.reuse = rc.reuse[:len(rc.reuse)-1]
+	return m
+}
+
 // readConn is the connection of the Watcher's reads of changed keys
 // (used by the deliverer only).
 type readConn struct {
 	conn net.Conn
 	rd   *pushReader
 	wbuf []byte // the pipeline's commands (reused)
+	// reuse: released maps taken from Watcher.reuse (reusedMap)
+	reuse []map[string]string
 }
 
 // closeReadConn closes the read connection; the next read dials again.
@@ -265,7 +326,7 @@ func (w *Watcher) closeReadConn() {
 	if w.rc.conn != nil {
 		w.rc.conn.Close()
 	}
-	w.rc = readConn{}
+	w.rc = readConn{reuse: w.rc.reuse}
 }
 
 // ReadHash returns a key's hash without the NULL placeholder; ok=false if

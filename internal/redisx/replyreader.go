@@ -21,6 +21,12 @@ const maxHashHint = 64
 // A server error reply is a respError and leaves the connection usable;
 // any other error leaves it unusable.
 func (p *pushReader) hash() (map[string]string, error) {
+	return p.hashInto(nil)
+}
+
+// hashInto is hash filling into (an empty map of a released batch, see
+// Watcher.Release) instead of a new map; nil is a new one.
+func (p *pushReader) hashInto(into map[string]string) (map[string]string, error) {
 	line, err := p.line()
 	if err != nil {
 		return nil, err
@@ -51,7 +57,12 @@ func (p *pushReader) hash() (map[string]string, error) {
 		p.offs = append(p.offs, len(p.scratch))
 	}
 	s := string(p.scratch) // the one string every field and value slices
-	h := make(map[string]string, min(n/2, maxHashHint))
+	h := into
+	if h == nil {
+		h = make(map[string]string, min(n/2, maxHashHint))
+	} else {
+		clear(h)
+	}
 	from := 0
 	for i := 0; i < n; i += 2 {
 		f, v := s[from:p.offs[i]], s[p.offs[i]:p.offs[i+1]]

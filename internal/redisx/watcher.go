@@ -82,6 +82,10 @@ type Watcher struct {
 
 	rc readConn // Events' reads of changed keys (the deliverer's)
 
+	// reuse: empty maps of released batches (Release), for the reads
+	reuseMu sync.Mutex
+	reuse   []map[string]string
+
 	testMarked func(Change) // tests: called after Events marked a key dirty
 }
 
