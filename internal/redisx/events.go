@@ -114,11 +114,14 @@ func (w *Watcher) start(ctx context.Context, send func(context.Context, []Event)
 func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.Context, []Event) bool) {
 	retry := newBackoff()
 	defer w.closeReadConn()
+	var spare []item // the last batch's items array, taken into again
 	for {
-		items, ok := co.take(ctx, readBatch)
+		clear(spare[:cap(spare)]) // its strings are not kept alive
+		items, ok := co.takeInto(ctx, spare, readBatch)
 		if !ok {
 			return
 		}
+		spare = items[:0]
 		events, err := w.read(ctx, items)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -200,7 +203,7 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 	if _, err := conn.Write(buf); err != nil {
 		return fail(err)
 	}
-	events := make([]Event, len(items))
+	events := w.eventArray(len(items))
 	var wrongType []int // GETs of a plain key holding a hash, read below
 	for i, it := range items {
 		if it.sync {
@@ -266,6 +269,8 @@ const (
 // objects are reused). The deliverer fills them with later reads
 // instead of a new map per changed key — a burst of 100k routes makes
 // 100k maps of garbage otherwise. Not calling it is always correct.
+//
+// The batch's array is reused too: it must not be read after Release.
 func (w *Watcher) Release(batch []Event) {
 	var held [64]map[string]string
 	maps := held[:0]
@@ -274,23 +279,57 @@ func (w *Watcher) Release(batch []Event) {
 			clear(f)
 			maps = append(maps, f)
 		}
-		batch[i].Fields = nil
 		if len(maps) == len(held) {
-			w.putMaps(maps)
+			w.putMaps(maps, nil)
 			maps = maps[:0]
 		}
 	}
-	w.putMaps(maps)
+	clear(batch) // its strings are not kept alive by a reused array
+	w.putMaps(maps, batch)
 }
 
-func (w *Watcher) putMaps(maps []map[string]string) {
-	if len(maps) == 0 {
-		return
-	}
+// maxReusedArrays bounds the event arrays kept for reuse (the deliverer
+// is at most one batch ahead of the consumer).
+const maxReusedArrays = 4
+
+func (w *Watcher) putMaps(maps []map[string]string, events []Event) {
 	w.reuseMu.Lock()
 	defer w.reuseMu.Unlock()
 	n := min(len(maps), maxReused-len(w.reuse))
 	w.reuse = append(w.reuse, maps[:n]...)
+	switch {
+	case cap(events) == 0:
+	case len(w.reuseEvents) < maxReusedArrays:
+		w.reuseEvents = append(w.reuseEvents, events[:0])
+	default: // full: the smallest gives way to a bigger one
+		small := 0
+		for i, a := range w.reuseEvents {
+			if cap(a) < cap(w.reuseEvents[small]) {
+				small = i
+			}
+		}
+		if cap(events) > cap(w.reuseEvents[small]) {
+			w.reuseEvents[small] = events[:0]
+		}
+	}
+}
+
+// eventArray returns n zero events: a released batch's array when one is
+// big enough, else a new one.
+func (w *Watcher) eventArray(n int) []Event {
+	w.reuseMu.Lock()
+	for i, a := range w.reuseEvents {
+		if cap(a) >= n {
+			last := len(w.reuseEvents) - 1
+			w.reuseEvents[i] = w.reuseEvents[last]
+			w.reuseEvents[last] = nil
+			w.reuseEvents = w.reuseEvents[:last]
+			w.reuseMu.Unlock()
+			return a[:n] // zero: cleared by Release
+		}
+	}
+	w.reuseMu.Unlock()
+	return make([]Event, n)
 }
 
 // reusedMap returns an empty map Release handed back, or nil (the
@@ -365,11 +404,16 @@ type itemQueue struct {
 	blocks [][]item // blocks[0][head:] is the front
 	head   int
 	n      int
+	spare  []item // the last block read, cleared: the next one pushed
 }
 
 func (q *itemQueue) push(it item) {
 	if k := len(q.blocks); k == 0 || len(q.blocks[k-1]) == queueBlock {
-		q.blocks = append(q.blocks, make([]item, 0, queueBlock))
+		b := q.spare
+		if b == nil {
+			b = make([]item, 0, queueBlock)
+		}
+		q.blocks, q.spare = append(q.blocks, b), nil
 	}
 	last := &q.blocks[len(q.blocks)-1]
 	*last = append(*last, it)
@@ -386,6 +430,9 @@ func (q *itemQueue) pop(out []item, max int) []item {
 		q.head += k
 		q.n -= k
 		if q.head == len(b) {
+			if len(b) == queueBlock {
+				q.spare = b[:0] // cleared above
+			}
 			q.blocks[0] = nil
 			q.blocks = q.blocks[1:]
 			q.head = 0
@@ -484,6 +531,12 @@ func (c *coalescer) close() {
 
 // take waits for up to max items; ok=false when ctx is done or closed.
 func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
+	return c.takeInto(ctx, nil, max)
+}
+
+// takeInto is take appending to buf[:0] (the deliverer's array of the
+// last batch, cleared) when it has room for max.
+func (c *coalescer) takeInto(ctx context.Context, buf []item, max int) ([]item, bool) {
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -491,7 +544,10 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 			return nil, false
 		}
 		if c.fifo.n > 0 {
-			items := c.fifo.pop(make([]item, 0, min(max, c.fifo.n)), max)
+			if cap(buf) < min(max, c.fifo.n) {
+				buf = make([]item, 0, min(max, c.fifo.n))
+			}
+			items := c.fifo.pop(buf[:0], max)
 			for _, it := range items {
 				if !it.sync {
 					delete(c.dirty, it.ch)

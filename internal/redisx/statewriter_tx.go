@@ -26,6 +26,10 @@ type txWriter struct {
 	err     error              // spill's failure: the flush fails with it
 }
 
+// txBuf is the transaction buffer a flush keeps: the spill point
+// (keepBuf) plus room for the command that crosses it.
+const txBuf = keepBuf + keepBuf/4
+
 var (
 	respMulti = appendCommand(nil, "MULTI")
 	respExec  = appendCommand(nil, "EXEC")
@@ -42,6 +46,12 @@ func (t *txWriter) reset(spill func([]byte) error) {
 // add queues one command; args must not change until the flush is done.
 func (t *txWriter) add(args []string) {
 	t.cmds = append(t.cmds, args)
+	if len(t.buf) >= keepBuf/2 && cap(t.buf) < txBuf {
+		// Growing towards the spill: straight to txBuf, which a spilling
+		// flush then fills and keeps, not doubling through new arrays
+		// in every flush of a burst (release let the grown one go).
+		t.buf = append(make([]byte, 0, txBuf), t.buf...)
+	}
 	t.buf = append(t.buf, '*')
 	t.buf = strconv.AppendInt(t.buf, int64(len(args)), 10)
 	t.buf = append(t.buf, '\r', '\n')
@@ -70,7 +80,7 @@ func (t *txWriter) release() {
 	if cap(t.cmds) > keepBuf/24 {
 		t.cmds = nil
 	}
-	if cap(t.buf) > keepBuf {
+	if cap(t.buf) > txBuf {
 		t.buf = nil
 	}
 }

@@ -83,8 +83,9 @@ type Watcher struct {
 	rc readConn // Events' reads of changed keys (the deliverer's)
 
 	// reuse: empty maps of released batches (Release), for the reads
-	reuseMu sync.Mutex
-	reuse   []map[string]string
+	reuseMu     sync.Mutex
+	reuse       []map[string]string
+	reuseEvents [][]Event // arrays of released batches
 
 	testMarked func(Change) // tests: called after Events marked a key dirty
 }
