@@ -303,7 +303,7 @@ func (e *engine) event(ctx context.Context, ev redisx.Event) {
 			return
 		}
 		if e.cache.Delete(ev.Table, ev.Key) || wasBad {
-			e.enqueue(ev.Table, ev.Key)
+			e.enqueue(ev.Table, ev.Key, ev.Name)
 		}
 	default:
 		e.res.clearBad(ev.Table, ev.Key)
@@ -315,16 +315,23 @@ func (e *engine) event(ctx context.Context, ev redisx.Event) {
 			e.res.rewrite(ev.Table, ev.Key)
 		}
 		if changed || held {
-			e.enqueue(ev.Table, ev.Key)
+			e.enqueue(ev.Table, ev.Key, ev.Name)
 		}
 	}
 }
 
 // enqueue collects table|key's item for flushAdds (consume's goroutine).
-func (e *engine) enqueue(table, key string) {
-	if e.started.Load() {
-		e.adds = append(e.adds, e.ctrl.Item(table, key))
+// name is the key's whole name as the watcher read it ("" = unknown):
+// the item of a KeyItems controller, not a new string per key.
+func (e *engine) enqueue(table, key, name string) {
+	if !e.started.Load() {
+		return
 	}
+	if e.res.keyItems && name != "" && isConfigKey(name, table, key) {
+		e.adds = append(e.adds, name)
+		return
+	}
+	e.adds = append(e.adds, e.ctrl.Item(table, key))
 }
 
 // flushAdds queues the items enqueue collected.

@@ -25,6 +25,11 @@ type Event struct {
 	// Value is the value of a plain string key (Table ""); Fields is nil
 	// then. A plain key holding a hash fills Fields instead.
 	Value string
+	// Name is the key's whole name, TABLE<sep>KEY (the plain key's name
+	// for Table ""), when the watcher had it; Key is a substring of it,
+	// so a consumer keeping both keeps one string. "" for a key found
+	// gone by a rescan.
+	Name string
 	// Err is set when the key exists but cannot be read as a hash (e.g.
 	// WRONGTYPE); the consumer reports it. Connection failures are not
 	// delivered: the key is read again once Redis answers.
@@ -209,7 +214,7 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 		if it.sync {
 			continue
 		}
-		ev := Event{Table: it.ch.Table, Key: it.ch.Key}
+		ev := Event{Table: it.ch.Table, Key: it.ch.Key, Name: it.full}
 		if it.ch.Table == "" {
 			v, null, err := rc.rd.bulk()
 			re, reply := err.(respError) // bulk returns it unwrapped

@@ -62,6 +62,9 @@ func TestEventBatchesReleaseReusesMaps(t *testing.T) {
 					if _, err := fmt.Sscanf(ev.Key, "p%d", &i); err != nil {
 						t.Fatalf("key %q", ev.Key)
 					}
+					if ev.Name != "PORT|"+ev.Key {
+						t.Fatalf("event of %q named %q", ev.Key, ev.Name)
+					}
 					want := hashOf(round, i)
 					if ev.Deleted || ev.Err != nil || ev.Fields == nil {
 						continue // the DEL before this round's HSETs, read in between

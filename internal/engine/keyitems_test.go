@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/switchyard-net/switchyard/schema"
+	"github.com/switchyard-net/switchyard/tests/testredis"
+)
+
+// keyItemsCtrl is a KeyItems controller that keeps every item it was
+// given and reports through SetResultOf, as orchagent does.
+type keyItemsCtrl struct {
+	benchCtrl
+	mu    sync.Mutex
+	items []string
+}
+
+func (c *keyItemsCtrl) ItemsAreKeys() {}
+
+func (c *keyItemsCtrl) ReconcileBatch(ctx context.Context, items []string) []error {
+	c.mu.Lock()
+	c.items = append(c.items, items...)
+	c.mu.Unlock()
+	into := schema.Fields{}
+	for _, it := range items {
+		table, key := splitConfigKey(it)
+		if e, ok := c.h.Cache.GetInto(table, key, into); ok {
+			c.h.SetResultOf(it, e, e.Stamp(schema.OK()), nil)
+		} else {
+			c.h.DeleteResult(table, key)
+		}
+		c.done.Add(1)
+	}
+	return make([]error, len(items))
+}
+
+// A KeyItems controller's items are the keys' whole names as the watcher
+// read them (no string built per key): each is exactly "TABLE|key", and
+// every key gets its ok result with the generation of its hash.
+func TestKeyItemsAreConfigKeys(t *testing.T) {
+	srv := testredis.Start(t)
+	ctrl := &keyItemsCtrl{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	handle := make(chan *Handle, 1)
+	go func() {
+		done <- Run(ctx, Config{Name: "keyitems", RedisURL: srv.URL(), Log: logrus.NewEntry(l)},
+			func(h *Handle) (Controller, error) { ctrl.h = h; handle <- h; return ctrl, nil })
+	}()
+	defer func() { cancel(); <-done }()
+	h := <-handle
+	for !h.e.started.Load() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cfg, state := srv.Client(schema.ConfigDB), srv.Client(schema.StateDB)
+	const n = 1200
+	p := cfg.Pipeline()
+	for i := 0; i < n; i++ {
+		p.HSet(ctx, fmt.Sprintf("%s|10.%d.%d.0/24", tRoute, i/256, i%256), "nexthop", "192.168.0.1", "ifname", "eth0")
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(15 * time.Second)
+	for (ctrl.done.Load() < n || !h.e.res.flushed()) && time.Now().Before(end) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctrl.mu.Lock()
+	items := append([]string(nil), ctrl.items...)
+	ctrl.mu.Unlock()
+	if len(items) != n {
+		t.Fatalf("%d items reconciled, want %d", len(items), n)
+	}
+	gen := schema.Generation(schema.Fields{"nexthop": "192.168.0.1", "ifname": "eth0"})
+	for _, it := range items {
+		table, key := splitConfigKey(it)
+		if table != tRoute || it != schema.ConfigKey(table, key) {
+			t.Fatalf("item %q is not a ROUTE key", it)
+		}
+		r, err := state.HGetAll(ctx, schema.ResultKey(table, key)).Result()
+		if err != nil || r["state"] != "ok" || r["generation"] != gen {
+			t.Fatalf("result of %s: %v %v, want ok with generation %s", it, r, err, gen)
+		}
+	}
+}
