@@ -32,7 +32,9 @@ type Queue struct {
 	queue      []string // FIFO of keys ready to be handed out: queue[head:]
 	head       int
 	dirty      map[string]struct{} // keys that need processing (queued, or re-added while processing)
-	processing map[string]struct{} // keys handed out by Get and not yet Done
+	// processing: keys handed out by Get and not yet Done; true when
+	// added again meanwhile (Done queues it without asking dirty)
+	processing map[string]bool
 	waiting    map[string]*waiter  // keys waiting for AddAfter's delay
 	failures   map[string]int      // per-key backoff exponent
 	bucket     tokenBucket
@@ -69,7 +71,7 @@ func New(opts Options) *Queue {
 	return &Queue{
 		opts:       opts,
 		dirty:      map[string]struct{}{},
-		processing: map[string]struct{}{},
+		processing: map[string]bool{},
 		waiting:    map[string]*waiter{},
 		failures:   map[string]int{},
 		bucket:     tokenBucket{qps: opts.QPS, burst: float64(opts.Burst), tokens: float64(opts.Burst)},
@@ -109,7 +111,8 @@ func (q *Queue) addLocked(key string) {
 	}
 	shrink.Grew(q.dirty, &q.peaks[0])
 	if _, ok := q.processing[key]; ok {
-		return // Done re-queues it
+		q.processing[key] = true // Done re-queues it
+		return
 	}
 	q.pushLocked(key)
 	q.signalLocked()
@@ -253,7 +256,7 @@ func (q *Queue) GetBatch(ctx context.Context, buf []string, limit int) ([]string
 				q.queue[q.head] = ""
 				q.head++
 				delete(q.dirty, key)
-				q.processing[key] = struct{}{}
+				q.processing[key] = false
 				buf = append(buf, key)
 			}
 			if q.head == len(q.queue) {
@@ -309,8 +312,9 @@ func (q *Queue) DoneAll(keys []string) {
 }
 
 func (q *Queue) doneLocked(key string) {
+	again := q.processing[key] // (it is still in dirty then)
 	delete(q.processing, key)
-	if _, ok := q.dirty[key]; ok && !q.shutdown {
+	if again && !q.shutdown {
 		q.pushLocked(key)
 		q.signalLocked()
 	}
