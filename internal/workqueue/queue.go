@@ -28,15 +28,15 @@ const (
 type Queue struct {
 	opts Options
 
-	mu         sync.Mutex
-	queue      []string // FIFO of keys ready to be handed out: queue[head:]
-	head       int
-	dirty      map[string]struct{} // keys that need processing (queued, or re-added while processing)
+	mu    sync.Mutex
+	queue []string // FIFO of keys ready to be handed out: queue[head:]
+	head  int
+	dirty map[string]struct{} // keys that need processing (queued, or re-added while processing)
 	// processing: keys handed out by Get and not yet Done; true when
 	// added again meanwhile (Done queues it without asking dirty)
 	processing map[string]bool
-	waiting    map[string]*waiter  // keys waiting for AddAfter's delay
-	failures   map[string]int      // per-key backoff exponent
+	waiting    map[string]*waiter // keys waiting for AddAfter's delay
+	failures   map[string]int     // per-key backoff exponent
 	bucket     tokenBucket
 	wake       chan struct{} // closed (and replaced) whenever a Get may proceed
 	waiters    int           // Gets blocked on the current wake (not yet woken)
