@@ -422,7 +422,7 @@ func (e *engine) work(ctx context.Context) {
 	}
 	items := make([]string, 0, limit+1)
 	done := make([]string, 0, limit)
-	var errs []error
+	own := make([]error, 0, 1) // errs when they are not the controller's slice
 	for {
 		var ok bool
 		if items, ok = e.q.GetBatch(ctx, items[:0], limit); !ok {
@@ -434,16 +434,18 @@ func (e *engine) work(ctx context.Context) {
 			items, sweep = slices.Delete(items, i, i+1), true
 		}
 		start := time.Now()
+		var errs []error
 		switch {
 		case len(items) == 0:
-			errs = errs[:0]
+			errs = own[:0]
 		case batching:
 			errs = bc.ReconcileBatch(ctx, items)
 		default:
-			errs = append(errs[:0], e.ctrl.Reconcile(ctx, items[0]))
+			errs = append(own[:0], e.ctrl.Reconcile(ctx, items[0]))
 		}
 		if sweep {
-			items, errs = append(items, sweepItem), append(errs, e.sweep(ctx))
+			// Never into the array of the controller's slice: a copy.
+			items, errs = append(items, sweepItem), append(errs[:len(errs):len(errs)], e.sweep(ctx))
 		}
 		took := time.Since(start).Seconds() / float64(len(items))
 		done = done[:0]
