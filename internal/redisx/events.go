@@ -260,11 +260,13 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 	return events, nil
 }
 
-// maxReused bounds the maps kept for reuse (Release), and
-// maxReusedLen the fields a map may have had: a map keeps its buckets
-// after clear, so a 1,000-field hash's is let go.
+// maxReused bounds the maps kept for reuse (Release): a read batch's
+// worth, the maps of the batch the consumer handed back while the
+// deliverer fills the next (~150 KB of two-field maps kept after a
+// burst). maxReusedLen bounds the fields a map may have had: a map keeps
+// its buckets after clear, so a 1,000-field hash's is let go.
 const (
-	maxReused    = 2 * readBatch
+	maxReused    = readBatch
 	maxReusedLen = 16
 )
 
@@ -294,8 +296,8 @@ func (w *Watcher) Release(batch []Event) {
 }
 
 // maxReusedArrays bounds the event arrays kept for reuse (the deliverer
-// is at most one batch ahead of the consumer).
-const maxReusedArrays = 4
+// is at most one batch ahead of the consumer; 48 KiB each).
+const maxReusedArrays = 2
 
 func (w *Watcher) putMaps(maps []map[string]string, events []Event) {
 	w.reuseMu.Lock()
