@@ -25,7 +25,8 @@ func goRedisRead(ctx context.Context, c *redis.Client, items []item) ([]Event, e
 		if err != nil {
 			return nil, err
 		}
-		ev := Event{Table: it.ch.Table, Key: it.ch.Key}
+		ch := it.change([]string{"STATIC_ROUTE"}, 1)
+		ev := Event{Table: ch.Table, Key: ch.Key}
 		if len(h) == 0 {
 			ev.Deleted = true
 		} else {
@@ -54,7 +55,7 @@ func BenchmarkWatcherRead(b *testing.B) {
 			pipe := c.Pipeline()
 			for j := range items {
 				k := fmt.Sprintf("10.%d.%d.0/24", j/256, j%256)
-				items[j] = item{ch: Change{Table: "STATIC_ROUTE", Key: k}, full: "STATIC_ROUTE|" + k}
+				items[j] = item{full: "STATIC_ROUTE|" + k, table: 1}
 				pipe.HSet(ctx, items[j].full, "nexthop", "10.0.0.2", "ifname", "Ethernet0")
 			}
 			if _, err := pipe.Exec(ctx); err != nil {

@@ -26,9 +26,8 @@ type Event struct {
 	// then. A plain key holding a hash fills Fields instead.
 	Value string
 	// Name is the key's whole name, TABLE<sep>KEY (the plain key's name
-	// for Table ""), when the watcher had it; Key is a substring of it,
-	// so a consumer keeping both keeps one string. "" for a key found
-	// gone by a rescan.
+	// for Table ""); Key is a substring of it, so a consumer keeping both
+	// keeps one string. (A key found gone by a rescan has it joined.)
 	Name string
 	// Err is set when the key exists but cannot be read as a hash (e.g.
 	// WRONGTYPE); the consumer reports it. Connection failures are not
@@ -86,7 +85,7 @@ func (w *Watcher) EventBatches(ctx context.Context) <-chan []Event {
 // start runs the watcher and the deliverer until ctx is done, then calls
 // done (which closes the consumer's channel).
 func (w *Watcher) start(ctx context.Context, send func(context.Context, []Event) bool, done func()) {
-	co := newCoalescer()
+	co := newCoalescer(w.opts.Tables, w.opts.Separator)
 	w.pace = func(ctx context.Context) { co.waitRoom(ctx, scanBacklog) }
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -185,12 +184,10 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 	for _, it := range items {
 		switch {
 		case it.sync:
-		case it.ch.Table == "":
-			buf = appendCommand(buf, "GET", it.ch.Key)
-		case it.full != "":
-			buf = appendCommand(buf, "HGETALL", it.full)
+		case it.table == 0:
+			buf = appendCommand(buf, "GET", it.full)
 		default:
-			buf = appendCommand(buf, "HGETALL", it.ch.Table+w.opts.Separator+it.ch.Key)
+			buf = appendCommand(buf, "HGETALL", it.full)
 		}
 	}
 	rc.wbuf = shrinkScratch(buf)
@@ -214,15 +211,16 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 		if it.sync {
 			continue
 		}
-		ev := Event{Table: it.ch.Table, Key: it.ch.Key, Name: it.full}
-		if it.ch.Table == "" {
+		ch := it.change(w.opts.Tables, len(w.opts.Separator))
+		ev := Event{Table: ch.Table, Key: ch.Key, Name: it.full}
+		if ch.Table == "" {
 			v, null, err := rc.rd.bulk()
 			re, reply := err.(respError) // bulk returns it unwrapped
 			switch {
 			case reply && strings.HasPrefix(string(re), "WRONGTYPE"):
 				wrongType = append(wrongType, i)
 			case reply:
-				ev.Err = fmt.Errorf("get %s: %w", it.ch.Key, ExplainPermission(re, "get", it.ch.Key))
+				ev.Err = fmt.Errorf("get %s: %w", ch.Key, ExplainPermission(re, "get", ch.Key))
 			case err != nil:
 				return fail(err)
 			case null:
@@ -237,8 +235,7 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 		re, reply := err.(respError) // hash returns it unwrapped
 		switch {
 		case reply:
-			full := it.ch.Table + w.opts.Separator + it.ch.Key
-			ev.Err = fmt.Errorf("hgetall %s: %w", full, ExplainPermission(re, "hgetall", full))
+			ev.Err = fmt.Errorf("hgetall %s: %w", it.full, ExplainPermission(re, "hgetall", it.full))
 		case err != nil:
 			return fail(err)
 		case h == nil:
@@ -389,11 +386,24 @@ func ReadHash(ctx context.Context, c *redis.Client, key string) (map[string]stri
 	return h, true, nil
 }
 
-// item is a dirty key or a sync barrier in the coalescer's FIFO.
+// item is a dirty key or a sync barrier in the coalescer's FIFO: the
+// key's whole name and its table's number, 24 bytes (a Change and the name
+// were 56, and the dirty set's Change 32 per key more): deleting 100k keys
+// queues nearly all of them while the deliverer reads, at the moment a
+// restarted orchagent's heap is at its largest (docs/performance.md).
 type item struct {
-	ch   Change
-	full string // the key's whole name when known ("" = join Table and Key)
-	sync bool
+	full  string // TABLE<sep>KEY, or a plain key
+	table uint16 // 1 + the table's index in WatchOptions.Tables; 0 = a plain key
+	sync  bool
+}
+
+// change is the item's Change (Table one of tables, Key part of full).
+func (it item) change(tables []string, sepLen int) Change {
+	if it.table == 0 {
+		return Change{Key: it.full}
+	}
+	t := tables[it.table-1]
+	return Change{Table: t, Key: it.full[len(t)+sepLen:]}
 }
 
 // scanBacklog is how many dirty keys a scan may leave queued before it
@@ -456,29 +466,68 @@ func (q *itemQueue) pop(out []item, max int) []item {
 type coalescer struct {
 	mu     sync.Mutex
 	fifo   itemQueue
-	dirty  map[Change]struct{}
-	peak   int           // high-water mark of dirty (shrink)
-	wake   chan struct{} // cap 1: something was queued
-	room   chan struct{} // cap 1: something was taken
+	dirty  map[string]struct{} // table keys by whole name
+	plain  map[string]struct{} // plain keys (a name may look like a table key)
+	peak   int                 // high-water mark of dirty (shrink)
+	wake   chan struct{}       // cap 1: something was queued
+	room   chan struct{}       // cap 1: something was taken
 	closed bool
+	tables []string // the watcher's tables (item.table)
+	sep    string
+	last   uint16 // item.table of the last table key marked
 }
 
-func newCoalescer() *coalescer {
-	return &coalescer{dirty: map[Change]struct{}{}, wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+func newCoalescer(tables []string, sep string) *coalescer {
+	return &coalescer{dirty: map[string]struct{}{}, plain: map[string]struct{}{}, tables: tables, sep: sep,
+		wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+// itemOf is ch as an item; full is its whole name when known ("" = join
+// Table and Key).
+func (c *coalescer) itemOf(ch Change, full string) item {
+	if ch.Table == "" {
+		return item{full: ch.Key}
+	}
+	if full == "" {
+		full = ch.Table + c.sep + ch.Key
+	}
+	// A burst is one table's keys: compare with the last one first. The
+	// watcher marks only keys of its tables.
+	if c.last == 0 || c.tables[c.last-1] != ch.Table {
+		for i, t := range c.tables {
+			if t == ch.Table {
+				c.last = uint16(i + 1)
+				break
+			}
+		}
+	}
+	return item{full: full, table: c.last}
+}
+
+// set is the dirty set it belongs to.
+func (c *coalescer) set(it item) map[string]struct{} {
+	if it.table == 0 {
+		return c.plain
+	}
+	return c.dirty
 }
 
 func (c *coalescer) mark(ch Change, full string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	it := c.itemOf(ch, full)
 	// One insert tells a key already marked (the length stays), not a
 	// look-up and an insert: 100k keys of a burst, 100k map operations.
-	n := len(c.dirty)
-	c.dirty[ch] = struct{}{}
-	if len(c.dirty) == n {
+	set := c.set(it)
+	n := len(set)
+	set[it.full] = struct{}{}
+	if len(set) == n {
 		return
 	}
-	shrink.Grew(c.dirty, &c.peak)
-	c.fifo.push(item{ch: ch, full: full})
+	if it.table != 0 {
+		shrink.Grew(c.dirty, &c.peak)
+	}
+	c.fifo.push(it)
 	c.signal()
 }
 
@@ -496,13 +545,14 @@ func (c *coalescer) barrier() {
 func (c *coalescer) requeue(items []item) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	again := map[Change]bool{}
+	again := map[item]bool{}
 	for _, it := range items {
 		if !it.sync {
-			if _, ok := c.dirty[it.ch]; ok {
-				again[it.ch] = true
+			set := c.set(it)
+			if _, ok := set[it.full]; ok {
+				again[it] = true
 			}
-			c.dirty[it.ch] = struct{}{}
+			set[it.full] = struct{}{}
 		}
 	}
 	rest := c.fifo.pop(nil, c.fifo.n)
@@ -510,7 +560,7 @@ func (c *coalescer) requeue(items []item) {
 		c.fifo.push(it)
 	}
 	for _, it := range rest {
-		if !it.sync && again[it.ch] {
+		if !it.sync && again[it] {
 			continue
 		}
 		c.fifo.push(it)
@@ -557,7 +607,7 @@ func (c *coalescer) takeInto(ctx context.Context, buf []item, max int) ([]item, 
 			items := c.fifo.pop(buf[:0], max)
 			for _, it := range items {
 				if !it.sync {
-					delete(c.dirty, it.ch)
+					delete(c.set(it), it.full)
 				}
 			}
 			c.dirty = shrink.Map(c.dirty, &c.peak)

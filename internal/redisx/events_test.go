@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestReadHash(t *testing.T) {
@@ -42,15 +43,16 @@ func takeAll(t *testing.T, co *coalescer) []item {
 }
 
 func TestCoalescer(t *testing.T) {
-	co := newCoalescer()
+	co := newCoalescer([]string{"T"}, "|")
 	a, b, x := Change{"T", "a"}, Change{"T", "b"}, Change{"T", "x"}
+	ia, ib, ix := item{full: "T|a", table: 1}, item{full: "T|b", table: 1}, item{full: "T|x", table: 1}
 	co.mark(a, "")
 	co.mark(b, "")
 	co.mark(a, "")
 	co.barrier()
 	co.mark(x, "")
 	got := takeAll(t, co)
-	want := []item{{ch: a}, {ch: b}, {sync: true}, {ch: x}}
+	want := []item{ia, ib, {sync: true}, ix}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("take = %v, want %v", got, want)
 	}
@@ -60,7 +62,7 @@ func TestCoalescer(t *testing.T) {
 	co.mark(Change{"T", "later"}, "")
 	co.requeue(got)
 	got = takeAll(t, co)
-	want = []item{{ch: a}, {ch: b}, {sync: true}, {ch: x}, {ch: Change{"T", "later"}}}
+	want = []item{ia, ib, {sync: true}, ix, {full: "T|later", table: 1}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after requeue = %v, want %v", got, want)
 	}
@@ -166,7 +168,7 @@ func TestItemQueueBlocks(t *testing.T) {
 	var q itemQueue
 	var got []item
 	for i := 0; i < 3*queueBlock+7; i++ {
-		q.push(item{ch: Change{"T", fmt.Sprint(i)}})
+		q.push(item{full: fmt.Sprint(i)})
 		if i%100 == 99 {
 			got = q.pop(got, len(got)+37)
 		}
@@ -178,15 +180,15 @@ func TestItemQueueBlocks(t *testing.T) {
 		t.Fatalf("popped %d, %d blocks left", len(got), len(q.blocks))
 	}
 	for i, it := range got {
-		if it.ch.Key != fmt.Sprint(i) {
-			t.Fatalf("item %d is %q", i, it.ch.Key)
+		if it.full != fmt.Sprint(i) {
+			t.Fatalf("item %d is %q", i, it.full)
 		}
 	}
 }
 
 // waitRoom returns once a take leaves fewer than limit items.
 func TestCoalescerWaitRoom(t *testing.T) {
-	co := newCoalescer()
+	co := newCoalescer([]string{"T"}, "|")
 	for i := 0; i < 10; i++ {
 		co.mark(Change{"T", fmt.Sprint(i)}, "")
 	}
@@ -262,4 +264,48 @@ func TestEventsScanPaced(t *testing.T) {
 		t.Fatalf("%d keys marked and not received at once, want at most %d", most, bound)
 	}
 	t.Logf("at most %d of %d keys queued", most, n)
+}
+
+// The coalescer keeps each key as its whole name and its table's number:
+// the Change comes back as marked (Table one of the watcher's own
+// strings), a plain key named like a table key is a key of its own, and a
+// key marked without its name gets it joined.
+func TestCoalescerCompactItems(t *testing.T) {
+	tables := []string{"PORT", "STATIC_ROUTE"}
+	co := newCoalescer(tables, "|")
+	marks := []struct {
+		ch   Change
+		full string
+	}{
+		{Change{"STATIC_ROUTE", "10.0.0.0/24"}, "STATIC_ROUTE|10.0.0.0/24"},
+		{Change{"PORT", "Ethernet0"}, ""},
+		{Change{"", "PORT|Ethernet0"}, "PORT|Ethernet0"},
+		{Change{"STATIC_ROUTE", "vrf|10.0.0.0/24"}, "STATIC_ROUTE|vrf|10.0.0.0/24"},
+		{Change{"PORT", "Ethernet0"}, "PORT|Ethernet0"}, // queued already
+	}
+	for _, m := range marks {
+		co.mark(m.ch, m.full)
+	}
+	got := takeAll(t, co)
+	if len(got) != 4 {
+		t.Fatalf("took %d items, want 4: %v", len(got), got)
+	}
+	for i, it := range got {
+		ch := it.change(tables, 1)
+		if ch != marks[i].ch {
+			t.Fatalf("item %d = %+v, want %+v", i, ch, marks[i].ch)
+		}
+		if ch.Table != "" && unsafe.StringData(ch.Table) != unsafe.StringData(tables[it.table-1]) {
+			t.Fatalf("item %d: table %q is not the watcher's string", i, ch.Table)
+		}
+		if want := marks[i].ch.Table + "|" + marks[i].ch.Key; ch.Table != "" && it.full != want {
+			t.Fatalf("item %d: name %q, want %q", i, it.full, want)
+		}
+	}
+	if len(co.dirty) != 0 || len(co.plain) != 0 {
+		t.Fatalf("dirty sets not empty after take: %d, %d", len(co.dirty), len(co.plain))
+	}
+	if s := unsafe.Sizeof(item{}); s > 24 {
+		t.Fatalf("item is %d bytes, want <= 24", s)
+	}
 }
