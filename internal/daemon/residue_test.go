@@ -92,7 +92,7 @@ func TestResidueHelper(t *testing.T) {
 			defer wg.Done()
 			m := map[string]*entry{}
 			for i := 0; i < n/2; i++ {
-				k := fmt.Sprintf("STATIC_ROUTE|%d.%d.%d.0/24", 30+g, i/256%256, i%256)
+				k := fmt.Sprintf("STATIC_ROUTE|%d.%d.%d.0/24", 30+2*g+i/65536, i/256%256, i%256)
 				x := i
 				m[k] = &entry{key: k[len("STATIC_ROUTE|"):], val: strings.Repeat("x", 20+i%30), p: &x}
 				if i%4 == 0 {
