@@ -34,7 +34,7 @@ func BenchmarkCoalescer100k(b *testing.B) {
 			runtime.ReadMemStats(&base)
 			b.StartTimer()
 		}
-		co := newCoalescerForBench(tables)
+		co := newCoalescer(tables, "|")
 		for j := range chs {
 			co.mark(chs[j], fulls[j])
 		}
