@@ -81,7 +81,7 @@ func TestResidueHelper(t *testing.T) {
 	anon0 := rssAnonKiB(t)
 	type entry struct {
 		key, val string
-		p       *int
+		p        *int
 	}
 	maps := make([]map[string]*entry, 2)
 	var sink [2][]byte
