@@ -139,6 +139,10 @@ func TestConnectAuth(t *testing.T) {
 	if !errors.As(err, &nce) {
 		t.Fatalf("EnsureKeyspaceEvents as alice = %v, want *NotifyConfigError", err)
 	}
+	// The message says what the probe missed (every event here: all off).
+	if nce.Probe == nil || !strings.Contains(err.Error(), "probed without CONFIG: no del, expired, hset,") {
+		t.Errorf("EnsureKeyspaceEvents as alice = %v, want the events the probe missed", err)
+	}
 	if err := admin.ConfigSet(ctx, "notify-keyspace-events", "AKE").Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -33,11 +34,18 @@ const validClasses = "KEg$lshzxetmndA"
 type NotifyConfigError struct {
 	Classes string
 	Err     error // the server's reply
+	// Probe is why the probe run when CONFIG GET is refused failed (which
+	// events did not arrive), or nil.
+	Probe error
 }
 
 func (e *NotifyConfigError) Error() string {
-	return fmt.Sprintf("redis refuses to configure keyspace notifications (%v): add `notify-keyspace-events %s` to redis.conf and restart redis-server",
-		e.Err, e.Classes)
+	reply := fmt.Sprint(e.Err)
+	if e.Probe != nil {
+		reply += "; probed without CONFIG: " + e.Probe.Error()
+	}
+	return fmt.Sprintf("redis refuses to configure keyspace notifications (%s): add `notify-keyspace-events %s` to redis.conf and restart redis-server",
+		reply, e.Classes)
 }
 
 func (e *NotifyConfigError) Unwrap() error { return e.Err }
@@ -62,10 +70,11 @@ func EnsureKeyspaceEvents(ctx context.Context, c *redis.Client, classes string) 
 		}
 		// CONFIG refused: the classes may be in redis.conf already (that
 		// is our own advice); see whether notifications actually arrive.
-		if perr := probeKeyspaceEvents(ctx, c, classes); perr == nil {
+		perr := probeKeyspaceEvents(ctx, c, classes)
+		if perr == nil {
 			return nil
 		}
-		return &NotifyConfigError{Classes: mergeClasses("", classes), Err: err}
+		return &NotifyConfigError{Classes: mergeClasses("", classes), Err: err, Probe: perr}
 	}
 	have := cur["notify-keyspace-events"]
 	want := mergeClasses(have, classes)
@@ -178,7 +187,12 @@ func probeKeyspaceEvents(ctx context.Context, c *redis.Client, classes string) e
 	for len(want) > 0 {
 		msg, err := ps.Receive(ctx) // the read deadline is ctx's
 		if err != nil {
-			return fmt.Errorf("keyspace events %v not seen: %w", want, err)
+			missing := make([]string, 0, len(want))
+			for ev := range want {
+				missing = append(missing, ev)
+			}
+			sort.Strings(missing)
+			return fmt.Errorf("no %s event within 3 s: %w", strings.Join(missing, ", "), err)
 		}
 		if m, ok := msg.(*redis.Message); ok {
 			delete(want, m.Payload)
