@@ -1,9 +1,7 @@
 package redisx
 
 import (
-	"context"
 	"fmt"
-	"math/rand"
 	"reflect"
 	"testing"
 )
@@ -13,61 +11,25 @@ import (
 // Loads, with another writer's field in the same hashes; an unchanged Set
 // sends nothing.
 func TestStateWriterCompactMatchesPlain(t *testing.T) {
-	_, c := startRedis(t)
-	ctx := context.Background()
-	owned := []string{"state", "reason", "warning", "generation"}
-	plainDB, compactDB := c.DB(6), c.DB(7)
-	plain := NewStateWriter(plainDB, owned)
-	compact := NewStateWriter(compactDB, owned)
-	compact.Compact()
-	keys := []string{"R_TABLE|a", "R_TABLE|b", "R_TABLE|c"}
-	for _, k := range keys { // another owner's field, never touched
-		plainDB.HSet(ctx, k, "oper", "up")
-		compactDB.HSet(ctx, k, "oper", "up")
-	}
-	rng := rand.New(rand.NewSource(1))
-	randFields := func() map[string]string {
-		f := map[string]string{}
-		for _, n := range owned {
-			if rng.Intn(2) == 0 {
-				f[n] = fmt.Sprint(rng.Intn(3))
-			}
-		}
-		return f
-	}
+	p := newWriterPair(t, []string{"state", "reason", "warning", "generation"})
+	ctx, compact := p.ctx, p.test
 	for step := 0; step < 400; step++ {
-		k := keys[rng.Intn(len(keys))]
+		k := p.keys[p.rng.Intn(len(p.keys))]
 		var what string
-		switch n := rng.Intn(20); {
+		switch n := p.rng.Intn(20); {
 		case n == 0:
 			what = "forget"
-			plain.Forget()
-			compact.Forget()
+			p.both(func(w *StateWriter) error { w.Forget(); return nil })
 		case n == 1:
 			what = "load"
-			if err := plain.Load(ctx, "R_TABLE|*"); err != nil {
-				t.Fatal(err)
-			}
-			if err := compact.Load(ctx, "R_TABLE|*"); err != nil {
-				t.Fatal(err)
-			}
+			p.both(func(w *StateWriter) error { return w.Load(ctx, "R_TABLE|*") })
 		case n < 5:
 			what = "delete " + k
-			if err := plain.Delete(ctx, k); err != nil {
-				t.Fatal(err)
-			}
-			if err := compact.Delete(ctx, k); err != nil {
-				t.Fatal(err)
-			}
+			p.both(func(w *StateWriter) error { return w.Delete(ctx, k) })
 		default:
-			f := randFields()
+			f := p.randFields()
 			what = fmt.Sprintf("set %s %v", k, f)
-			if err := plain.Set(ctx, k, f); err != nil {
-				t.Fatal(err)
-			}
-			if err := compact.Set(ctx, k, f); err != nil {
-				t.Fatal(err)
-			}
+			p.both(func(w *StateWriter) error { return w.Set(ctx, k, f) })
 			before := compact.Commands()
 			if err := compact.Set(ctx, k, f); err != nil {
 				t.Fatal(err)
@@ -76,14 +38,8 @@ func TestStateWriterCompactMatchesPlain(t *testing.T) {
 				t.Fatalf("step %d %s: an unchanged Set sent commands", step, what)
 			}
 		}
-		for _, k := range keys {
-			p, _ := plainDB.HGetAll(ctx, k).Result()
-			q, _ := compactDB.HGetAll(ctx, k).Result()
-			if !reflect.DeepEqual(p, q) {
-				t.Fatalf("step %d %s: %s is %v, plain writer made %v", step, what, k, q, p)
-			}
-		}
-		if pk, ck := plain.Keys(), compact.Keys(); !reflect.DeepEqual(pk, ck) {
+		p.same(step, what)
+		if pk, ck := p.plain.Keys(), compact.Keys(); !reflect.DeepEqual(pk, ck) {
 			t.Fatalf("step %d %s: Keys %v, plain %v", step, what, ck, pk)
 		}
 	}

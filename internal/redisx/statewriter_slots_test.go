@@ -3,8 +3,6 @@ package redisx
 import (
 	"context"
 	"fmt"
-	"math/rand"
-	"reflect"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/internal/shrink"
@@ -17,18 +15,8 @@ import (
 // with Forgets and Loads; an unchanged slot write sends nothing, and no
 // map entry is kept per slot-written key.
 func TestStateWriterSlotsMatchPlain(t *testing.T) {
-	_, c := startRedis(t)
-	ctx := context.Background()
-	owned := []string{"generation", "reason", "state", "warning"}
-	plainDB, slotDB := c.DB(6), c.DB(7)
-	plain := NewStateWriter(plainDB, owned)
-	sw := NewStateWriter(slotDB, owned)
-	sw.Compact()
-	keys := []string{"R_TABLE|a", "R_TABLE|b", "R_TABLE|c"}
-	for _, k := range keys { // another owner's field, never touched
-		plainDB.HSet(ctx, k, "oper", "up")
-		slotDB.HSet(ctx, k, "oper", "up")
-	}
+	p := newWriterPair(t, []string{"generation", "reason", "state", "warning"})
+	ctx, sw := p.ctx, p.test
 	type held struct {
 		slot   int32
 		ep     uint32
@@ -38,45 +26,24 @@ func TestStateWriterSlotsMatchPlain(t *testing.T) {
 	next := func() uint32 { epoch++; return epoch }
 	at := map[string]*held{}
 	owner := map[int32]string{}
-	for i, k := range keys {
+	for i, k := range p.keys {
 		at[k] = &held{slot: int32(i), ep: next()}
 		owner[int32(i)] = k
 	}
-	rng := rand.New(rand.NewSource(1))
-	randFields := func() map[string]string {
-		f := map[string]string{}
-		for _, n := range owned {
-			if rng.Intn(2) == 0 {
-				f[n] = fmt.Sprint(rng.Intn(3))
-			}
-		}
-		return f
-	}
 	for step := 0; step < 2000; step++ {
-		k := keys[rng.Intn(len(keys))]
+		k := p.keys[p.rng.Intn(len(p.keys))]
 		h := at[k]
 		var what string
-		switch n := rng.Intn(24); {
+		switch n := p.rng.Intn(24); {
 		case n == 0:
 			what = "forget"
-			plain.Forget()
-			sw.Forget()
+			p.both(func(w *StateWriter) error { w.Forget(); return nil })
 		case n == 1:
 			what = "load"
-			if err := plain.Load(ctx, "R_TABLE|*"); err != nil {
-				t.Fatal(err)
-			}
-			if err := sw.Load(ctx, "R_TABLE|*"); err != nil {
-				t.Fatal(err)
-			}
+			p.both(func(w *StateWriter) error { return w.Load(ctx, "R_TABLE|*") })
 		case n < 5:
 			what = "delete " + k
-			if err := plain.Delete(ctx, k); err != nil {
-				t.Fatal(err)
-			}
-			if err := sw.Delete(ctx, k); err != nil {
-				t.Fatal(err)
-			}
+			p.both(func(w *StateWriter) error { return w.Delete(ctx, k) })
 			h.ep = next()
 		case n < 7: // to a free slot: its result stays, next written by name
 			what = "move " + k
@@ -86,14 +53,14 @@ func TestStateWriterSlotsMatchPlain(t *testing.T) {
 			}
 			delete(owner, h.slot)
 			owner[free] = k
-			if rng.Intn(2) == 0 { // the engine drops an evicted slot's epoch
+			if p.rng.Intn(2) == 0 { // the engine drops an evicted slot's epoch
 				sw.DropSlots([]SlotEpoch{{Slot: h.slot, Ep: h.ep, Key: k}})
 			}
 			h.slot, h.ep, h.byName = free, next(), true
 		default:
-			f := randFields()
+			f := p.randFields()
 			what = fmt.Sprintf("set %s %v", k, f)
-			if err := plain.Set(ctx, k, f); err != nil {
+			if err := p.plain.Set(ctx, k, f); err != nil {
 				t.Fatal(err)
 			}
 			set := func() {
@@ -115,13 +82,7 @@ func TestStateWriterSlotsMatchPlain(t *testing.T) {
 				t.Fatalf("step %d %s: an unchanged write sent commands", step, what)
 			}
 		}
-		for _, k := range keys {
-			p, _ := plainDB.HGetAll(ctx, k).Result()
-			q, _ := slotDB.HGetAll(ctx, k).Result()
-			if !reflect.DeepEqual(p, q) {
-				t.Fatalf("step %d %s: %s is %v, plain writer made %v", step, what, k, q, p)
-			}
-		}
+		p.same(step, what)
 	}
 }
 
