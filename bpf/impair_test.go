@@ -4,14 +4,41 @@ import (
 	"encoding/binary"
 	"math"
 	"net/netip"
+	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
+// runRepeat runs the program n times in one BPF_PROG_TEST_RUN, exactly n
+// times. The kernel ends a repeated run early with EINTR when a signal is
+// pending, and cilium/ebpf then starts the whole run again, so a run
+// interrupted after k packets counts n+k (CI once saw 701 of 700: the Go
+// runtime's preemption signal, SIGURG, sent just as the thread entered the
+// syscall). The run therefore happens on a locked thread with the
+// asynchronous signals blocked; they are delivered when it ends.
 func runRepeat(t testing.TB, p *Port, data []byte, n int) {
 	t.Helper()
-	if _, err := p.objs.Impair.Run(&ebpf.RunOptions{Data: data, Repeat: uint32(n)}); err != nil {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var block, old unix.Sigset_t
+	for sig := 1; sig <= 64; sig++ {
+		switch syscall.Signal(sig) {
+		case unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP:
+			continue // synchronous: the runtime needs them
+		}
+		block.Val[(sig-1)/64] |= 1 << ((sig - 1) % 64)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &block, &old); err != nil {
+		t.Fatalf("pthread_sigmask: %v", err)
+	}
+	_, err := p.objs.Impair.Run(&ebpf.RunOptions{Data: data, Repeat: uint32(n)})
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil); err != nil {
+		t.Fatalf("pthread_sigmask restore: %v", err)
+	}
+	if err != nil {
 		t.Fatalf("prog.Run repeat %d: %v", n, err)
 	}
 }
