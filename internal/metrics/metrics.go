@@ -47,6 +47,10 @@ func Serve(ctx context.Context, addr string, reg *prometheus.Registry) (func(), 
 	// Go's profiles, for "why is the RSS this high" on a live switch.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	// The execution trace: when each goroutine ran, waited for a CPU, sat
+	// in a system call or blocked (go tool trace FILE), for "where does a
+	// burst wait".
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {

@@ -20,23 +20,42 @@ import (
 // (default 2) into file, in the background; the channel closes when the
 // file is written. Benchmarks use it around a burst.
 func CPUProfile(tb testing.TB, addr, file string) chan struct{} {
+	return fetchProfile(tb, "cpu profile", addr, "/debug/pprof/profile", file)
+}
+
+// ExecTrace fetches the Go execution trace of the daemon serving pprof at
+// addr over the next $SWITCHYARD_BENCH_PROFILE_SECONDS (default 2) into
+// file, as CPUProfile does: when each goroutine ran, waited for a CPU,
+// sat in a system call or blocked (go tool trace FILE).
+func ExecTrace(tb testing.TB, addr, file string) chan struct{} {
+	return fetchProfile(tb, "execution trace", addr, "/debug/pprof/trace", file)
+}
+
+// fetchProfile saves http://addr+path?seconds=N into file in the
+// background; the channel closes when the file is written.
+func fetchProfile(tb testing.TB, what, addr, path, file string) chan struct{} {
 	secs := cmp.Or(os.Getenv("SWITCHYARD_BENCH_PROFILE_SECONDS"), "2")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=" + secs)
+		resp, err := http.Get("http://" + addr + path + "?seconds=" + secs)
 		if err != nil {
-			tb.Errorf("cpu profile: %v", err)
+			tb.Errorf("%s: %v", what, err)
 			return
 		}
 		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			body, _ := io.ReadAll(resp.Body)
+			tb.Errorf("%s: %s: %s", what, resp.Status, strings.TrimSpace(string(body)))
+			return
+		}
 		out, err := os.Create(file)
 		if err == nil {
 			_, err = io.Copy(out, resp.Body)
 			out.Close()
 		}
 		if err != nil {
-			tb.Errorf("cpu profile: %v", err)
+			tb.Errorf("%s: %v", what, err)
 		}
 	}()
 	return done

@@ -91,7 +91,10 @@ type cpuCost struct{ orch, redis, tool time.Duration }
 // durations and the CPU each party spent (cpuCost). With
 // SWITCHYARD_BENCH_CPUPROFILE=FILE orchagent serves pprof and FILE gets
 // its CPU profile of the burst (SWITCHYARD_BENCH_PROFILE_SECONDS, default
-// 2, from the pipeline on).
+// 2, from the pipeline on). With SWITCHYARD_BENCH_TRACE=FILE FILE gets
+// orchagent's Go execution trace over the same seconds, started just
+// before the burst (go tool trace FILE: when the worker ran, sat in the
+// kernel's add, waited for a CPU or for work; docs/performance.md).
 func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, batch []string) (orch, ipb time.Duration, cpu cpuCost) {
 	b.Helper()
 	ctx := context.Background()
@@ -100,12 +103,13 @@ func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, b
 	e.NS.Veth("Ethernet0", peer, "eth1")
 	addPorts(b, e.NS, ports)
 	prof := os.Getenv("SWITCHYARD_BENCH_CPUPROFILE")
+	trace := os.Getenv("SWITCHYARD_BENCH_TRACE")
 	level := "warn"
 	if l := os.Getenv("SWITCHYARD_BENCH_LOGLEVEL"); l != "" {
 		level = l // debug: one line per kernel change, with its time (-v shows the log)
 	}
 	args := []string{"--log-level", level}
-	if prof != "" {
+	if prof != "" || trace != "" {
 		args = append(args, "--metrics-addr", pprofAddr)
 	}
 	proc := e.Start("orchagent", args...)
@@ -131,6 +135,11 @@ func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, b
 		profDone = e2eutil.CPUProfile(b, pprofAddr, prof)
 	}
 	waitTeardown(b)
+	var traceDone chan struct{}
+	if trace != "" {
+		traceDone = e2eutil.ExecTrace(b, pprofAddr, trace)
+		time.Sleep(50 * time.Millisecond) // the trace has started (it stops the world once)
+	}
 	orchCPU0, redisCPU0 := e2eutil.ProcCPU(b, proc.Cmd.Process.Pid), e2eutil.RedisCPU(b, e.Config)
 	e.Config.ConfigResetStat(ctx)
 	t0 := time.Now()
@@ -172,6 +181,9 @@ func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, b
 	b.Logf("timeline from %s: pipeline sent %v, first result %v, all results %v, all ok %v", t0.UTC().Format("15:04:05.000000"), tExec, tFirst, tAll, orch)
 	cpu.orch = e2eutil.ProcCPU(b, proc.Cmd.Process.Pid) - orchCPU0
 	logCommandStats(b, e, len(keys))
+	if traceDone != nil {
+		<-traceDone
+	}
 	if profDone != nil {
 		<-profDone
 		fetch(b, "/debug/pprof/allocs", prof+".allocs")
