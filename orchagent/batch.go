@@ -62,8 +62,11 @@ type writeBatch struct {
 	// vlanAt is the index in vlans of each VLAN name deferred there.
 	vlanAt map[string]int
 	// fields holds the hash of the route being reconciled (Reconcile's
-	// Cache.GetInto), kept across batches.
+	// Cache.GetIntoRef), kept across batches.
 	fields schema.Fields
+	// ref is the engine's Ref of the key being reconciled (zero: none):
+	// its entry without a look-up by name
+	ref engine.Ref
 }
 
 // deferred is the key a deferred write belongs to.
@@ -115,6 +118,17 @@ func (o *Orch) deferring(table string) bool {
 // the kernel together (see above). errs[i] is what Reconcile(keys[i])
 // would return.
 func (o *Orch) ReconcileBatch(ctx context.Context, keys []string) []error {
+	return o.reconcileBatch(ctx, keys, nil)
+}
+
+// ReconcileBatchRefs is ReconcileBatch with refs[i], the engine's Ref of
+// keys[i] (engine.RefBatchController): a route's hash is read by it, not
+// looked up by name.
+func (o *Orch) ReconcileBatchRefs(ctx context.Context, keys []string, refs []engine.Ref) []error {
+	return o.reconcileBatch(ctx, keys, refs)
+}
+
+func (o *Orch) reconcileBatch(ctx context.Context, keys []string, refs []engine.Ref) []error {
 	errs := make([]error, len(keys))
 	o.passStart(keys)
 	defer o.passEnd()
@@ -137,6 +151,10 @@ func (o *Orch) ReconcileBatch(ctx context.Context, keys []string) []error {
 			o.batch.table, o.batch.errs = batchGroup(table), errs
 		}
 		o.batch.pos = i
+		o.batch.ref = engine.Ref{}
+		if i < len(refs) {
+			o.batch.ref = refs[i]
+		}
 		errs[i] = o.Reconcile(ctx, key)
 	}
 	o.flushBatch()
@@ -242,3 +260,6 @@ func (o *Orch) flushAddrs(b *writeBatch) {
 func describeAddr(a *netlinkmgr.AddrInfo) string {
 	return fmt.Sprintf("add address %s dev %s proto %d", a.Prefix, a.Link, a.Protocol)
 }
+
+// The daemon's controller is handed each route's Ref with it.
+var _ engine.RefBatchController = (*controller)(nil)

@@ -378,7 +378,7 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		if o.batch.fields == nil {
 			o.batch.fields = schema.Fields{}
 		}
-		ent, present = o.cfg.GetInto(table, k, o.batch.fields)
+		ent, present = o.cfg.GetIntoRef(o.batch.ref, table, k, o.batch.fields)
 	} else {
 		ent, present = o.cfg.Get(table, k)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/switchyard-net/switchyard/internal/paged"
 	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -49,9 +50,13 @@ type IndexFunc func(key string) string
 type Cache struct {
 	warn func(table string, f schema.Fields) string
 
-	mu      sync.RWMutex
-	peaks   map[string]*int // high-water mark of each table map (shrink)
-	tables  map[string]map[string]cached
+	mu    sync.RWMutex
+	peaks map[string]*int // high-water mark of each table map (shrink)
+	// tables maps each key to its id; the entry is ents[id]: the map's
+	// slots are 24 bytes, not 56, and a reader holding the id (a queue
+	// item's Ref) finds the entry without a look-up.
+	tables  map[string]map[string]int32
+	ents    paged.Slice[cached]
 	indexes map[string]*index // by table
 	held    map[string]bool   // "TABLE|key": gone, but kept (CONFIG_DB_INITIALIZED)
 	// nheld is len(held), written under mu: Held asks it first, so a
@@ -86,6 +91,9 @@ type Cache struct {
 type cached struct {
 	fields, gen string
 	id          int32 // Entry.id
+	// table and key of the entry (the map's strings): a Ref is checked
+	// against them (ents[id] in the cache)
+	table, key string
 }
 
 type index struct {
@@ -96,7 +104,7 @@ type index struct {
 // NewCache returns an empty cache. warn (may be nil) names the fields of a
 // hash its table does not define; its text becomes Entry.Warning.
 func NewCache(warn func(table string, f schema.Fields) string) *Cache {
-	return &Cache{warn: warn, tables: map[string]map[string]cached{}, peaks: map[string]*int{},
+	return &Cache{warn: warn, tables: map[string]map[string]int32{}, peaks: map[string]*int{},
 		indexes: map[string]*index{}, held: map[string]bool{}}
 }
 
@@ -116,6 +124,13 @@ func (c *Cache) Index(table string, fn IndexFunc) {
 // no unknown-field check per key, once per distinct hash; the key is
 // looked up once, under one lock.
 func (c *Cache) Set(table, key string, f schema.Fields) bool {
+	changed, _ := c.set(table, key, f)
+	return changed
+}
+
+// set is Set that also returns the key's id (the engine's queue item
+// carries it as a Ref).
+func (c *Cache) set(table, key string, f schema.Fields) (bool, int32) {
 	cp := f
 	if _, null := f[schema.NullField]; null {
 		cp = maps.Clone(f)
@@ -137,27 +152,35 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 	}
 	t := c.tables[table]
 	if t == nil {
-		t = map[string]cached{}
+		t = map[string]int32{}
 		c.tables[table] = t
 		c.peaks[table] = new(int)
 	}
-	old, had := t[key]
-	if had && old.gen == e.gen {
-		c.unholdLocked(table, key)
-		return false // same hash: nothing new to keep
-	}
+	id, had := t[key]
+	var slot *cached
 	if had {
-		e.id = old.id
+		slot = c.ents.At(id)
+		if slot.gen == e.gen {
+			c.unholdLocked(table, key)
+			return false, id // same hash: nothing new to keep
+		}
+		key = slot.key // the map's string
 	} else {
-		e.id = c.allocIDLocked()
+		id = c.allocIDLocked()
+		slot = c.ents.Take(id)
+		c.ents.Occupied(id)
 	}
 	if !known {
 		c.rememberLocked(table, e, warning)
 	}
 	c.setWarningLocked(table, key, warning)
 	c.unholdLocked(table, key)
-	t[key] = e
-	shrink.Grew(t, c.peaks[table])
+	e.id, e.table, e.key = id, table, key
+	*slot = e
+	if !had {
+		t[key] = id
+		shrink.Grew(t, c.peaks[table])
+	}
 	if ix := c.indexes[table]; ix != nil && !had {
 		if v := ix.fn(key); v != "" {
 			m := ix.ids[v]
@@ -168,7 +191,7 @@ func (c *Cache) Set(table, key string, f schema.Fields) bool {
 			m[key] = struct{}{}
 		}
 	}
-	return true
+	return true, id
 }
 
 // recentLocked returns the cached form (its strings shared) and the
@@ -189,6 +212,7 @@ func (c *Cache) recentLocked(table string, packed []byte) (cached, string, bool)
 // its generation, not 100k.
 func (c *Cache) rememberLocked(table string, e cached, warning string) {
 	i := c.recentNext % len(c.recent)
+	e.id, e.table, e.key = 0, "", "" // the hash's, not a key's
 	c.recent[i], c.recentTable[i], c.recentWarning[i] = e, table, warning
 	c.recentNext++
 }
@@ -217,7 +241,7 @@ func (c *Cache) setWarningLocked(table, key, warning string) {
 // Delete forgets table|key; false when it was not there.
 func (c *Cache) Delete(table, key string) bool {
 	c.mu.Lock()
-	old, ok := c.tables[table][key]
+	id, ok := c.tables[table][key]
 	if ok {
 		c.deleteLocked(table, key)
 	} else {
@@ -226,7 +250,7 @@ func (c *Cache) Delete(table, key string) bool {
 	evict := c.onEvict
 	c.mu.Unlock()
 	if ok && evict != nil {
-		evict(old.id)
+		evict(id)
 	}
 	return ok
 }
@@ -279,16 +303,17 @@ func (c *Cache) growIDsLocked() {
 // idOf returns the id of table|key while it is cached.
 func (c *Cache) idOf(table, key string) (int32, bool) {
 	c.mu.RLock()
-	e, ok := c.tables[table][key]
+	id, ok := c.tables[table][key]
 	c.mu.RUnlock()
-	return e.id, ok
+	return id, ok
 }
 
 // deleteLocked removes a cached key.
 func (c *Cache) deleteLocked(table, key string) {
 	c.unholdLocked(table, key)
-	old := c.tables[table][key]
-	c.freeIDLocked(old.id)
+	id := c.tables[table][key]
+	c.freeIDLocked(id)
+	c.ents.Vacate(id)
 	delete(c.tables[table], key)
 	c.dels.Add(1)
 	c.tables[table] = shrink.Map(c.tables[table], c.peaks[table])
@@ -356,10 +381,11 @@ func (c *Cache) Held(table, key string) bool {
 func (c *Cache) Get(table, key string) (Entry, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	e, ok := c.tables[table][key]
+	id, ok := c.tables[table][key]
 	if !ok {
 		return Entry{}, false
 	}
+	e := c.ents.At(id)
 	f := shrink.Unpack(e.fields)
 	if f == nil {
 		f = schema.Fields{}
@@ -373,9 +399,29 @@ func (c *Cache) Get(table, key string) (Entry, bool) {
 // values are the cache's own strings, safe to keep) saves a map per
 // reconcile — 100k routes, 100k maps for the collector.
 func (c *Cache) GetInto(table, key string, into schema.Fields) (Entry, bool) {
+	return c.GetIntoRef(Ref{}, table, key, into)
+}
+
+// GetIntoRef is GetInto with ref, the key's Ref as the engine handed it
+// with the item (RefBatchController): while the key still has that id
+// the entry is found without a look-up by name; a stale or zero ref is
+// a GetInto.
+func (c *Cache) GetIntoRef(ref Ref, table, key string, into schema.Fields) (Entry, bool) {
 	clear(into)
 	c.mu.RLock()
-	e, ok := c.tables[table][key]
+	var e cached
+	ok := false
+	if ref.id > 0 {
+		if p := c.ents.At(ref.id - 1); p != nil && p.gen != "" && p.key == key && p.table == table {
+			e, ok = *p, true
+		}
+	}
+	if !ok {
+		var id int32
+		if id, ok = c.tables[table][key]; ok {
+			e = *c.ents.At(id)
+		}
+	}
 	var warning string
 	if ok && len(c.warnings) > 0 {
 		warning = c.warnings[table][key]
@@ -410,6 +456,14 @@ func (c *Cache) Has(table, key string) bool {
 	_, ok := c.tables[table][key]
 	return ok
 }
+
+// Ref names a cached key by its id, for a reader that is handed it with
+// the key's name (the engine's queue items): GetIntoRef then finds the
+// entry without a look-up. The zero Ref names nothing.
+type Ref struct{ id int32 } // 1 + the id; 0 = none
+
+// refOf is id's Ref.
+func refOf(id int32) Ref { return Ref{id: id + 1} }
 
 // Keys returns table's keys, sorted.
 func (c *Cache) Keys(table string) []string {

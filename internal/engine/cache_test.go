@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand"
 	"reflect"
 	"strconv"
 	"testing"
@@ -38,7 +39,7 @@ func TestCacheSharesEqualHashes(t *testing.T) {
 		}
 	}
 	a, _ := c.Get("ROUTE", "A")
-	if unsafe.StringData(c.tables["ROUTE"]["A"].fields) != unsafe.StringData(c.tables["ROUTE"]["C"].fields) || a.Fields["nexthop"] != "10.0.0.2" {
+	if unsafe.StringData(c.ents.At(c.tables["ROUTE"]["A"]).fields) != unsafe.StringData(c.ents.At(c.tables["ROUTE"]["C"]).fields) || a.Fields["nexthop"] != "10.0.0.2" {
 		t.Fatal("equal hashes do not share")
 	}
 }
@@ -187,5 +188,51 @@ func TestCacheKeysWithPrefix(t *testing.T) {
 	}
 	if got := c.KeysWithPrefix("FDB", "Vrf_red|"); len(got) != 0 {
 		t.Fatalf("empty table: %v", got)
+	}
+}
+
+// TestCacheRefsMatchNames drives random sets and deletes over two tables
+// (ids freed and handed out again) and reads every key through
+// GetIntoRef with refs that are current, stale (the key deleted, its id
+// another key's since), another key's or zero: the entry is always the
+// one Get finds by name, or none when the key is not cached. Deleting
+// every key lets every page of entries go.
+func TestCacheRefsMatchNames(t *testing.T) {
+	for seed := int64(1); seed <= 10; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		c := NewCache(nil)
+		tables := []string{"STATIC_ROUTE", "FDB"}
+		var refs []Ref // every ref handed out so far
+		into := schema.Fields{}
+		for step := 0; step < 4000; step++ {
+			table, key := tables[rng.Intn(2)], "k"+strconv.Itoa(rng.Intn(600))
+			if rng.Intn(3) == 0 {
+				c.Delete(table, key)
+			} else {
+				_, id := c.set(table, key, schema.Fields{"v": strconv.Itoa(rng.Intn(4))})
+				refs = append(refs, refOf(id))
+			}
+			for i := 0; i < 4; i++ {
+				table, key := tables[rng.Intn(2)], "k"+strconv.Itoa(rng.Intn(600))
+				var ref Ref
+				if rng.Intn(4) > 0 && len(refs) > 0 {
+					ref = refs[rng.Intn(len(refs))]
+				}
+				want, wok := c.Get(table, key)
+				got, ok := c.GetIntoRef(ref, table, key, into)
+				if ok != wok || ok && (got.Table != table || got.Key != key || got.Gen != want.Gen ||
+					got.id != want.id || !reflect.DeepEqual(got.Fields, want.Fields)) {
+					t.Fatalf("seed %d step %d: GetIntoRef(%v, %s, %s) = %+v %v, want %+v %v", seed, step, ref, table, key, got, ok, want, wok)
+				}
+			}
+		}
+		for _, table := range tables {
+			for _, k := range c.Keys(table) {
+				c.Delete(table, k)
+			}
+		}
+		if n := c.ents.Pages(); n != 0 {
+			t.Fatalf("seed %d: %d pages of entries left with nothing cached", seed, n)
+		}
 	}
 }

@@ -43,6 +43,18 @@ type BatchController interface {
 	ReconcileBatch(ctx context.Context, items []string) (errs []error)
 }
 
+// RefBatchController is a BatchController (and a KeyItems one) that is
+// handed each item's Ref with it: refs[i] names items[i]'s key in the
+// Cache as it was when the item was queued, and Cache.GetIntoRef finds
+// the entry without a look-up by name (100k routes: 100k look-ups in a
+// 100k-key map the worker no longer makes). A ref may be zero (the item
+// came another way: Handle.Enqueue, a retry) or stale (the key was
+// deleted meanwhile): GetIntoRef then looks the key up.
+type RefBatchController interface {
+	BatchController
+	ReconcileBatchRefs(ctx context.Context, items []string, refs []Ref) (errs []error)
+}
+
 // ResultOwner is a controller that shares a result table with another
 // writer (orchagent's INTERFACE_TABLE holds syncd's VlanN address mirror,
 // as SONiC's intfmgrd does): results it does not own are never removed as
@@ -214,4 +226,5 @@ type engine struct {
 	wg         sync.WaitGroup
 	started    atomic.Bool // workers run: Enqueue goes to the queue
 	adds       []string    // items of consume's current events, for flushAdds
+	addTags    []int32     // adds[i]'s Ref (its id field: the queue's tag)
 }

@@ -303,35 +303,38 @@ func (e *engine) event(ctx context.Context, ev redisx.Event) {
 			return
 		}
 		if e.cache.Delete(ev.Table, ev.Key) || wasBad {
-			e.enqueue(ev.Table, ev.Key, ev.Name)
+			e.enqueue(ev.Table, ev.Key, ev.Name, Ref{})
 		}
 	default:
 		e.res.clearBad(ev.Table, ev.Key)
 		held := e.cache.Held(ev.Table, ev.Key)
-		changed := e.cache.Set(ev.Table, ev.Key, ev.Fields)
+		changed, id := e.cache.set(ev.Table, ev.Key, ev.Fields)
 		if held {
 			// Back in CONFIG_DB (reloaded after Redis came back empty):
 			// its result was not written while it was held.
 			e.res.rewrite(ev.Table, ev.Key)
 		}
 		if changed || held {
-			e.enqueue(ev.Table, ev.Key, ev.Name)
+			e.enqueue(ev.Table, ev.Key, ev.Name, refOf(id))
 		}
 	}
 }
 
 // enqueue collects table|key's item for flushAdds (consume's goroutine).
 // name is the key's whole name as the watcher read it ("" = unknown):
-// the item of a KeyItems controller, not a new string per key.
-func (e *engine) enqueue(table, key, name string) {
+// the item of a KeyItems controller, not a new string per key, queued
+// with ref (the key's Cache id) for a RefBatchController.
+func (e *engine) enqueue(table, key, name string, ref Ref) {
 	if !e.started.Load() {
 		return
 	}
 	if e.res.keyItems && name != "" && isConfigKey(name, table, key) {
 		e.adds = append(e.adds, name)
+		e.addTags = append(e.addTags, ref.id)
 		return
 	}
 	e.adds = append(e.adds, e.ctrl.Item(table, key))
+	e.addTags = append(e.addTags, 0) // the item may stand for several keys
 }
 
 // flushAdds queues the items enqueue collected.
@@ -339,9 +342,9 @@ func (e *engine) flushAdds() {
 	if len(e.adds) == 0 {
 		return
 	}
-	e.q.AddAll(e.adds)
+	e.q.AddAllTagged(e.adds, e.addTags)
 	clear(e.adds)
-	e.adds = e.adds[:0]
+	e.adds, e.addTags = e.adds[:0], e.addTags[:0]
 }
 
 // bad gives a key that is not config an error result; what it configured
@@ -416,28 +419,39 @@ func (e *engine) requestSweep() {
 // keys takes no lock per key here.
 func (e *engine) work(ctx context.Context) {
 	bc, batching := e.ctrl.(BatchController)
+	rc, refs := e.ctrl.(RefBatchController)
+	refs = refs && batching && e.res.keyItems
 	limit := 1
 	if batching {
 		limit = e.cfg.MaxBatch
 	}
 	items := make([]string, 0, limit+1)
+	tags := make([]int32, 0, limit+1)
+	var refBuf []Ref
 	done := make([]string, 0, limit)
 	own := make([]error, 0, 1) // errs when they are not the controller's slice
 	for {
 		var ok bool
-		if items, ok = e.q.GetBatch(ctx, items[:0], limit); !ok {
+		if items, tags, ok = e.q.GetBatchTagged(ctx, items[:0], tags[:0], limit); !ok {
 			return
 		}
 		// The sweep runs after the batch's other items.
 		sweep := false
 		if i := slices.Index(items, sweepItem); i >= 0 {
 			items, sweep = slices.Delete(items, i, i+1), true
+			tags = slices.Delete(tags, i, i+1)
 		}
 		start := time.Now()
 		var errs []error
 		switch {
 		case len(items) == 0:
 			errs = own[:0]
+		case refs:
+			refBuf = refBuf[:0]
+			for _, t := range tags {
+				refBuf = append(refBuf, Ref{id: t})
+			}
+			errs = rc.ReconcileBatchRefs(ctx, items, refBuf)
 		case batching:
 			errs = bc.ReconcileBatch(ctx, items)
 		default:

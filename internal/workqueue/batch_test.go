@@ -17,15 +17,27 @@ type model struct {
 	processing map[string]bool
 	again      map[string]bool
 	failures   map[string]int
+	tags       map[string]int32 // of the ready keys: the tag they were queued with
 }
 
-func (m *model) add(k string) {
+func (m *model) add(k string, tag int32) {
 	switch {
 	case m.processing[k]:
 		m.again[k] = true
 	case !slices.Contains(m.ready, k):
 		m.ready = append(m.ready, k)
+		m.tags[k] = tag
 	}
+}
+
+// tagsOf is the tags of keys just taken by get.
+func (m *model) tagsOf(keys []string) []int32 {
+	out := make([]int32, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, m.tags[k])
+		delete(m.tags, k)
+	}
+	return out
 }
 
 func (m *model) get(limit int) []string {
@@ -43,13 +55,16 @@ func (m *model) done(k string) {
 	if m.again[k] {
 		delete(m.again, k)
 		m.ready = append(m.ready, k)
+		m.tags[k] = 0 // re-queued by Done: no tag
 	}
 }
 
 // TestBatchMatchesSingle drives GetBatch and DoneAll through random steps
 // (adds, batches of gets, Done, DoneAll, Forget) against the model: the
 // same keys come out in the same order, none twice at once, and DoneAll
-// forgets the backoff as Forget does.
+// forgets the backoff as Forget does. Half the adds are AddAllTagged and
+// half the gets GetBatchTagged: each key comes out with the tag it was
+// queued with (0 when it came by Add or was re-queued by Done).
 func TestBatchMatchesSingle(t *testing.T) {
 	ctx := context.Background()
 	for seed := int64(1); seed <= 20; seed++ {
@@ -57,18 +72,28 @@ func TestBatchMatchesSingle(t *testing.T) {
 		// The retry delay outlasts the test: a failed key's re-add never
 		// comes within it (the model has no timers).
 		q := New(Options{BaseDelay: time.Hour, MaxDelay: time.Hour})
-		m := &model{processing: map[string]bool{}, again: map[string]bool{}, failures: map[string]int{}}
+		m := &model{processing: map[string]bool{}, again: map[string]bool{}, failures: map[string]int{},
+			tags: map[string]int32{}}
 		var out []string // handed out, not done
 		key := func() string { return fmt.Sprintf("T|k%d", rng.Intn(40)) }
 		for step := 0; step < 3000; step++ {
 			switch r := rng.Intn(10); {
 			case r < 4:
 				keys := make([]string, 1+rng.Intn(8))
+				tags := make([]int32, len(keys))
+				tagged := rng.Intn(2) == 0
 				for i := range keys {
 					keys[i] = key()
-					m.add(keys[i])
+					if tagged {
+						tags[i] = rng.Int31n(5)
+					}
+					m.add(keys[i], tags[i])
 				}
-				q.AddAll(keys)
+				if tagged {
+					q.AddAllTagged(keys, tags)
+				} else {
+					q.AddAll(keys)
+				}
 			case r < 6:
 				if q.Len() == 0 {
 					if len(m.ready) != 0 {
@@ -77,10 +102,22 @@ func TestBatchMatchesSingle(t *testing.T) {
 					continue
 				}
 				limit := 1 + rng.Intn(10)
-				got, ok := q.GetBatch(ctx, nil, limit)
+				var got []string
+				var gotTags []int32
+				ok := false
+				tagged := rng.Intn(2) == 0
+				if tagged {
+					got, gotTags, ok = q.GetBatchTagged(ctx, nil, nil, limit)
+				} else {
+					got, ok = q.GetBatch(ctx, nil, limit)
+				}
 				want := m.get(limit)
+				wantTags := m.tagsOf(want)
 				if !ok || !slices.Equal(got, want) {
 					t.Fatalf("seed %d step %d: GetBatch(%d) = %v, want %v", seed, step, limit, got, want)
+				}
+				if tagged && !slices.Equal(gotTags, wantTags) {
+					t.Fatalf("seed %d step %d: GetBatchTagged(%d) tags %v, want %v (keys %v)", seed, step, limit, gotTags, wantTags, got)
 				}
 				out = append(out, got...)
 			case r < 7 && len(out) > 0:

@@ -29,7 +29,7 @@ type Queue struct {
 	opts Options
 
 	mu    sync.Mutex
-	queue []string // FIFO of keys ready to be handed out: queue[head:]
+	queue []queued // FIFO of keys ready to be handed out: queue[head:]
 	head  int
 	dirty map[string]struct{} // keys that need processing (queued, or re-added while processing)
 	// processing: keys handed out by Get and not yet Done; true when
@@ -42,6 +42,12 @@ type Queue struct {
 	waiters    int           // Gets blocked on the current wake (not yet woken)
 	shutdown   bool
 	peaks      [2]int // high-water marks of dirty and failures (shrink)
+}
+
+// queued is a key in the FIFO with the tag it was added with (AddAllTagged).
+type queued struct {
+	key string
+	tag int32
 }
 
 // waiter is one pending AddAfter; the timer's callback acts only if it is
@@ -85,7 +91,7 @@ func New(opts Options) *Queue {
 func (q *Queue) Add(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.addLocked(key)
+	q.addLocked(key, 0)
 }
 
 // AddAll is Add of every key under one lock: a worker blocked in Get
@@ -94,11 +100,24 @@ func (q *Queue) AddAll(keys []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, k := range keys {
-		q.addLocked(k)
+		q.addLocked(k, 0)
 	}
 }
 
-func (q *Queue) addLocked(key string) {
+// AddAllTagged is AddAll where tags[i] (0 = none) goes with keys[i]: a
+// key queued by it comes out of GetBatchTagged with its tag. The tag is
+// a hint the queue does not interpret (the engine's Cache id of the
+// key): a key already queued keeps the tag it was queued with, and a key
+// re-queued by Done after it was added while being processed has none.
+func (q *Queue) AddAllTagged(keys []string, tags []int32) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, k := range keys {
+		q.addLocked(k, tags[i])
+	}
+}
+
+func (q *Queue) addLocked(key string, tag int32) {
 	if q.shutdown {
 		return
 	}
@@ -114,19 +133,19 @@ func (q *Queue) addLocked(key string) {
 		q.processing[key] = true // Done re-queues it
 		return
 	}
-	q.pushLocked(key)
+	q.pushLocked(key, tag)
 	q.signalLocked()
 }
 
 // pushLocked appends key to the FIFO; when the array is full and mostly
 // handed out already, the rest moves to its front instead of growing it.
-func (q *Queue) pushLocked(key string) {
+func (q *Queue) pushLocked(key string, tag int32) {
 	if len(q.queue) == cap(q.queue) && q.head >= len(q.queue)/2 && q.head > 0 {
 		n := copy(q.queue, q.queue[q.head:])
 		clear(q.queue[n:])
 		q.queue, q.head = q.queue[:n], 0
 	}
-	q.queue = append(q.queue, key)
+	q.queue = append(q.queue, queued{key, tag})
 }
 
 // signalLocked wakes every blocked Get; they re-check the queue. With
@@ -170,7 +189,7 @@ func (q *Queue) AddAfter(key string, d time.Duration) {
 			return // superseded by a sooner AddAfter, or shut down
 		}
 		delete(q.waiting, key)
-		q.addLocked(key)
+		q.addLocked(key, 0)
 	})
 	q.waiting[key] = w
 }
@@ -243,21 +262,35 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 // blocks until at least one is ready and appends them to buf (returned).
 // Each must be finished with Done or DoneAll. limit < 1 is 1.
 func (q *Queue) GetBatch(ctx context.Context, buf []string, limit int) ([]string, bool) {
+	buf, _, ok := q.getBatch(ctx, buf, nil, false, limit)
+	return buf, ok
+}
+
+// GetBatchTagged is GetBatch that also appends each key's tag to tags
+// (AddAllTagged; 0 = none): tags[i] is the tag of the key at buf[i].
+func (q *Queue) GetBatchTagged(ctx context.Context, buf []string, tags []int32, limit int) ([]string, []int32, bool) {
+	return q.getBatch(ctx, buf, tags, true, limit)
+}
+
+func (q *Queue) getBatch(ctx context.Context, buf []string, tags []int32, tagged bool, limit int) ([]string, []int32, bool) {
 	limit = max(limit, 1)
 	for {
 		q.mu.Lock()
 		if q.shutdown {
 			q.mu.Unlock()
-			return buf, false
+			return buf, tags, false
 		}
 		if len(q.queue) > q.head {
 			for n := 0; n < limit && len(q.queue) > q.head; n++ {
-				key := q.queue[q.head]
-				q.queue[q.head] = ""
+				it := q.queue[q.head]
+				q.queue[q.head] = queued{}
 				q.head++
-				delete(q.dirty, key)
-				q.processing[key] = false
-				buf = append(buf, key)
+				delete(q.dirty, it.key)
+				q.processing[it.key] = false
+				buf = append(buf, it.key)
+				if tagged {
+					tags = append(tags, it.tag)
+				}
 			}
 			if q.head == len(q.queue) {
 				// Emptied: start again at the front of the same array
@@ -269,7 +302,7 @@ func (q *Queue) GetBatch(ctx context.Context, buf []string, limit int) ([]string
 			}
 			q.dirty = shrink.Map(q.dirty, &q.peaks[0])
 			q.mu.Unlock()
-			return buf, true
+			return buf, tags, true
 		}
 		wake := q.wake
 		q.waiters++
@@ -281,7 +314,7 @@ func (q *Queue) GetBatch(ctx context.Context, buf []string, limit int) ([]string
 				q.waiters--
 			}
 			q.mu.Unlock()
-			return buf, false
+			return buf, tags, false
 		case <-wake: // signalLocked stopped counting this Get
 		}
 	}
@@ -315,7 +348,7 @@ func (q *Queue) doneLocked(key string) {
 	again := q.processing[key] // (it is still in dirty then)
 	delete(q.processing, key)
 	if again && !q.shutdown {
-		q.pushLocked(key)
+		q.pushLocked(key, 0)
 		q.signalLocked()
 	}
 }
