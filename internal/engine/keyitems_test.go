@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,6 +89,102 @@ func TestKeyItemsAreConfigKeys(t *testing.T) {
 		r, err := state.HGetAll(ctx, schema.ResultKey(table, key)).Result()
 		if err != nil || r["state"] != "ok" || r["generation"] != gen {
 			t.Fatalf("result of %s: %v %v, want ok with generation %s", it, r, err, gen)
+		}
+	}
+}
+
+// refItemsCtrl is a RefBatchController: it checks that each item's Ref
+// reads the same entry as a look-up by name, and counts the refs that
+// named the key (no look-up needed).
+type refItemsCtrl struct {
+	keyItemsCtrl
+	direct, zero, wrong atomic.Int64
+}
+
+func (c *refItemsCtrl) ReconcileBatchRefs(ctx context.Context, items []string, refs []Ref) []error {
+	into := schema.Fields{}
+	for i, it := range items {
+		table, key := splitConfigKey(it)
+		want, wok := c.h.Cache.Get(table, key)
+		got, ok := c.h.Cache.GetIntoRef(refs[i], table, key, into)
+		switch {
+		case ok != wok || ok && (got.Gen != want.Gen || got.id != want.id || got.Fields["nexthop"] != want.Fields["nexthop"]):
+			c.wrong.Add(1)
+		case refs[i] == Ref{}:
+			c.zero.Add(1)
+		case ok && refs[i] == refOf(want.id):
+			c.direct.Add(1)
+		}
+		if ok {
+			c.h.SetResultOf(it, got, got.Stamp(schema.OK()), nil)
+		} else {
+			c.h.DeleteResult(table, key)
+		}
+		c.done.Add(1)
+	}
+	return make([]error, len(items))
+}
+
+// A RefBatchController gets each changed key's Ref with its item: in a
+// burst of new keys every ref names its key; after a burst that deletes
+// half the keys and changes the rest, every read by ref is the read by
+// name (a deleted key's item has the zero ref) and every result is right.
+func TestRefItemsReadByID(t *testing.T) {
+	srv := testredis.Start(t)
+	ctrl := &refItemsCtrl{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	handle := make(chan *Handle, 1)
+	go func() {
+		done <- Run(ctx, Config{Name: "refitems", RedisURL: srv.URL(), Log: logrus.NewEntry(l)},
+			func(h *Handle) (Controller, error) { ctrl.h = h; handle <- h; return ctrl, nil })
+	}()
+	defer func() { cancel(); <-done }()
+	h := <-handle
+	for !h.e.started.Load() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cfg, state := srv.Client(schema.ConfigDB), srv.Client(schema.StateDB)
+	const n = 1200
+	key := func(i int) string { return fmt.Sprintf("%s|10.%d.%d.0/24", tRoute, i/256, i%256) }
+	wait := func(want int64) {
+		end := time.Now().Add(15 * time.Second)
+		for (ctrl.done.Load() < want || !h.e.res.flushed()) && time.Now().Before(end) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	p := cfg.Pipeline()
+	for i := 0; i < n; i++ {
+		p.HSet(ctx, key(i), "nexthop", "192.168.0.1", "ifname", "eth0")
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wait(n)
+	if d := ctrl.direct.Load(); d != n || ctrl.wrong.Load() != 0 {
+		t.Fatalf("first burst: %d of %d items read by their ref, %d wrong", d, n, ctrl.wrong.Load())
+	}
+	for i := 0; i < n; i++ {
+		if i%2 == 0 {
+			p.Del(ctx, key(i))
+		} else {
+			p.HSet(ctx, key(i), "nexthop", "192.168.0.2")
+		}
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wait(2 * n)
+	if w := ctrl.wrong.Load(); w != 0 || ctrl.zero.Load() < n/2 {
+		t.Fatalf("second burst: %d reads by ref differ from the read by name; %d zero refs, want >= %d", w, ctrl.zero.Load(), n/2)
+	}
+	for i := 0; i < n; i++ {
+		r, err := state.HGetAll(ctx, schema.ResultKey(splitConfigKey(key(i)))).Result()
+		gen := schema.Generation(schema.Fields{"nexthop": "192.168.0.2", "ifname": "eth0"})
+		if err != nil || i%2 == 0 && len(r) != 0 || i%2 == 1 && (r["state"] != "ok" || r["generation"] != gen) {
+			t.Fatalf("result of %s: %v %v", key(i), r, err)
 		}
 	}
 }
