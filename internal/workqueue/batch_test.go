@@ -178,3 +178,29 @@ func TestGetBatchBlocksAndShutDown(t *testing.T) {
 		t.Fatal("GetBatch after ShutDown: ok")
 	}
 }
+
+// TestFinishedKeysLeaveDirty: keys finished by DoneAll stay in dirty only
+// until the next add or a Get that finds nothing to do; a finished key
+// added again is queued again.
+func TestFinishedKeysLeaveDirty(t *testing.T) {
+	q := New(Options{})
+	defer q.ShutDown()
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("T|k%d", i)
+	}
+	q.AddAll(keys)
+	got, _ := q.GetBatch(context.Background(), nil, len(keys))
+	q.DoneAll(got)
+	q.AddAll(keys[:1])
+	if n := len(q.dirty); n != 1 || q.Len() != 1 {
+		t.Fatalf("after the add: %d keys in dirty, %d queued; want 1, 1", n, q.Len())
+	}
+	got, _ = q.GetBatch(context.Background(), got[:0], 10)
+	q.DoneAll(got)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok := q.GetBatch(ctx, nil, 10); ok || len(q.dirty) != 0 || len(q.stale) != 0 {
+		t.Fatalf("idle Get: ok %v, %d keys in dirty, %d stale; want none", ok, len(q.dirty), len(q.stale))
+	}
+}

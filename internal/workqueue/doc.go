@@ -20,6 +20,8 @@
 //	func (q *Queue) Done(key string)
 //	func (q *Queue) GetBatch(ctx context.Context, buf []string, limit int) ([]string, bool) // up to limit at once
 //	func (q *Queue) DoneAll(keys []string)                 // Forget + Done of each, one lock
+//	func (q *Queue) AddAllTagged(keys []string, tags []int32) // AddAll, each key with a hint (engine: Cache id)
+//	func (q *Queue) GetBatchTagged(ctx context.Context, buf []string, tags []int32, limit int) ([]string, []int32, bool)
 //	func (q *Queue) Len() int
 //	func (q *Queue) ShutDown()
 //	func (q *Queue) ShuttingDown() bool
@@ -38,6 +40,10 @@
 //		}
 //		q.Done(key)
 //	}
+//
+// The worker's Get and Done do no operation on the map of queued keys
+// (a burst's every key): a finished key is dropped from it by the next
+// add, on the adder's goroutine, or by a Get that finds nothing to do.
 //
 // After ShutDown, Get returns ok=false at once even if keys are still
 // queued (the daemon is stopping; it rescans on start). It must not know

@@ -31,9 +31,16 @@ type Queue struct {
 	mu    sync.Mutex
 	queue []queued // FIFO of keys ready to be handed out: queue[head:]
 	head  int
-	dirty map[string]struct{} // keys that need processing (queued, or re-added while processing)
+	// dirty: keys queued, handed out (processing) or finished and not
+	// yet dropped from it (stale): a key is queued when it is in dirty
+	// and neither processing nor stale. The worker does no operation on
+	// this big map (a burst's every key): GetBatch leaves the key in it,
+	// Done lists it in stale, and the next add (the consumer's
+	// goroutine), or a Get that finds nothing to do, drops the stale.
+	dirty map[string]struct{}
+	stale []string // finished keys still in dirty
 	// processing: keys handed out by Get and not yet Done; true when
-	// added again meanwhile (Done queues it without asking dirty)
+	// added again meanwhile (Done queues it again)
 	processing map[string]bool
 	waiting    map[string]*waiter // keys waiting for AddAfter's delay
 	failures   map[string]int     // per-key backoff exponent
@@ -121,20 +128,38 @@ func (q *Queue) addLocked(key string, tag int32) {
 	if q.shutdown {
 		return
 	}
+	if len(q.stale) > 0 {
+		q.dropStaleLocked()
+	}
+	if again, ok := q.processing[key]; ok { // (a small map: a batch's keys)
+		if !again {
+			q.processing[key] = true // Done re-queues it
+		}
+		return
+	}
 	// One insert tells a key already dirty (the length stays): one map
 	// operation per key of a burst, not a look-up and an insert.
 	n := len(q.dirty)
 	q.dirty[key] = struct{}{}
 	if len(q.dirty) == n {
-		return
+		return // queued already
 	}
 	shrink.Grew(q.dirty, &q.peaks[0])
-	if _, ok := q.processing[key]; ok {
-		q.processing[key] = true // Done re-queues it
-		return
-	}
 	q.pushLocked(key, tag)
 	q.signalLocked()
+}
+
+// dropStaleLocked drops the finished keys from dirty.
+func (q *Queue) dropStaleLocked() {
+	for _, k := range q.stale {
+		delete(q.dirty, k)
+	}
+	clear(q.stale)
+	q.stale = q.stale[:0]
+	if cap(q.stale) > 4096 {
+		q.stale = nil
+	}
+	q.dirty = shrink.Map(q.dirty, &q.peaks[0])
 }
 
 // pushLocked appends key to the FIFO; when the array is full and mostly
@@ -285,8 +310,7 @@ func (q *Queue) getBatch(ctx context.Context, buf []string, tags []int32, tagged
 				it := q.queue[q.head]
 				q.queue[q.head] = queued{}
 				q.head++
-				delete(q.dirty, it.key)
-				q.processing[it.key] = false
+				q.processing[it.key] = false // (still in dirty: see dirty)
 				buf = append(buf, it.key)
 				if tagged {
 					tags = append(tags, it.tag)
@@ -300,9 +324,11 @@ func (q *Queue) getBatch(ctx context.Context, buf []string, tags []int32, tagged
 					q.queue = nil
 				}
 			}
-			q.dirty = shrink.Map(q.dirty, &q.peaks[0])
 			q.mu.Unlock()
 			return buf, tags, true
+		}
+		if len(q.stale) > 0 {
+			q.dropStaleLocked() // nothing else to do meanwhile
 		}
 		wake := q.wake
 		q.waiters++
@@ -345,12 +371,17 @@ func (q *Queue) DoneAll(keys []string) {
 }
 
 func (q *Queue) doneLocked(key string) {
-	again := q.processing[key] // (it is still in dirty then)
+	again, ok := q.processing[key] // (it is still in dirty)
+	if !ok {
+		return // not handed out (a Done too many)
+	}
 	delete(q.processing, key)
 	if again && !q.shutdown {
-		q.pushLocked(key, 0)
+		q.pushLocked(key, 0) // queued: its dirty entry stands
 		q.signalLocked()
+		return
 	}
+	q.stale = append(q.stale, key)
 }
 
 // Len is the number of keys ready to be handed out (not counting keys being
