@@ -45,6 +45,27 @@ func (r record) pack() string {
 	return string(b)
 }
 
+// packer packs kept records for the writer, reusing the string of the
+// last one packed when the next is equal: a burst's results (ok, one
+// generation: routes through one next hop) are one string, not an
+// allocation per key. The zero value is ready.
+type packer struct {
+	last kept
+	s    string
+	ok   bool
+}
+
+func (p *packer) pack(k kept) string {
+	if k.more == nil && p.ok && k.state == p.last.state && k.gen == p.last.gen {
+		return p.s
+	}
+	s := k.record().pack()
+	if k.more == nil { // only a generation and a state: equal when those are
+		p.last, p.s, p.ok = k, s, true
+	}
+	return s
+}
+
 // kept is a record as results keep it for every key: the generation
 // (shared with the cache's string), the state as a byte, and the rest —
 // reason, warning, extra fields: rare for an ok result — behind a

@@ -431,19 +431,20 @@ func (r *results) run(ctx context.Context) {
 			if b == nil {
 				b = r.sw.Batch()
 			}
+			var pk packer
 			for k, w := range batch {
 				if w.del {
 					b.Delete(k)
 				} else {
-					b.SetPacked(k, w.k.record().pack())
+					b.SetPacked(k, pk.pack(w.k))
 				}
 			}
 			for i := range slots {
 				t, k := splitConfigKey(slots[i].ck)
 				if slots[i].ep == 0 {
-					b.SetPacked(schema.ResultKey(t, k), slots[i].k.record().pack())
+					b.SetPacked(schema.ResultKey(t, k), pk.pack(slots[i].k))
 				} else {
-					b.SetPackedAt(slots[i].id, slots[i].ep, schema.ResultKey(t, k), slots[i].k.record().pack())
+					b.SetPackedAt(slots[i].id, slots[i].ep, schema.ResultKey(t, k), pk.pack(slots[i].k))
 				}
 			}
 			err := b.Flush(ctx)

@@ -184,3 +184,37 @@ func TestResultSlotsFollowCacheIDs(t *testing.T) {
 		t.Fatalf("%d pages of slots kept for one result, want 1", kept)
 	}
 }
+
+// A packer's string is always the record's own packed form, whatever
+// came before it (equal records in a row share one string).
+func TestPackerMatchesPack(t *testing.T) {
+	recs := []record{
+		{res: schema.Result{State: schema.StateOK, Generation: "83ea02484de8e4d2"}},
+		{res: schema.Result{State: schema.StateOK, Generation: "0000000000000001"}},
+		{res: schema.Result{State: schema.StateError, Reason: "bad", Generation: "83ea02484de8e4d2"}},
+		{res: schema.Result{State: schema.StatePending, Generation: "83ea02484de8e4d2"}},
+		{res: schema.Result{State: schema.StateOK, Warning: "unknown field x", Generation: "83ea02484de8e4d2"}},
+		{res: schema.Result{State: schema.StateOK, Generation: "83ea02484de8e4d2"}, extra: schema.Fields{"prog_id": "7"}},
+		{res: schema.Result{State: "odd", Generation: "83ea02484de8e4d2"}},
+	}
+	var p packer
+	shared := 0
+	prev := ""
+	for i := 0; i < 2000; i++ {
+		r := recs[(i*7+i/3)%len(recs)]
+		if i%5 < 2 {
+			r = recs[0]
+		}
+		got, want := p.pack(keep(r)), r.pack()
+		if got != want {
+			t.Fatalf("step %d: pack(%+v) = %q, want %q", i, r, got, want)
+		}
+		if unsafe.StringData(got) == unsafe.StringData(prev) {
+			shared++
+		}
+		prev = got
+	}
+	if shared == 0 {
+		t.Fatal("equal records in a row never shared a string")
+	}
+}
