@@ -465,6 +465,21 @@ type Ref struct{ id int32 } // 1 + the id; 0 = none
 // refOf is id's Ref.
 func refOf(id int32) Ref { return Ref{id: id + 1} }
 
+// eachKey calls f with every cached key but the held ones, under the
+// read lock (f must not call the cache).
+func (c *Cache) eachKey(f func(table, key string)) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for table, keys := range c.tables {
+		for k := range keys {
+			if len(c.held) > 0 && c.held[table+schema.ConfigSep+k] {
+				continue
+			}
+			f(table, k)
+		}
+	}
+}
+
 // Keys returns table's keys, sorted.
 func (c *Cache) Keys(table string) []string {
 	c.mu.RLock()

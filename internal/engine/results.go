@@ -223,6 +223,16 @@ func (r *results) setBad(table, key string, res schema.Result) {
 	r.putLocked(schema.ResultKey(table, key), write{k: keep(record{res: res})})
 }
 
+// eachBad calls f with every key that is not config, under the lock (f
+// must not call results).
+func (r *results) eachBad(f func(table, key string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for ck := range r.bad {
+		f(splitConfigKey(ck))
+	}
+}
+
 // clearBad ends the engine's error of table|key: its result is removed
 // (the controller writes a new one when it reconciles the key).
 func (r *results) clearBad(table, key string) bool {

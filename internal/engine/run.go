@@ -187,6 +187,9 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 			case <-ctx.Done():
 			}
 		},
+		// The watcher keeps no map of every key it saw: a rescan asks
+		// for the keys held here (cache and bad keys) to find the gone.
+		Known: e.known,
 		OnError: func(err error) {
 			if redisx.IsPermission(err) {
 				// err names the refused pattern and the literal ACL rule
@@ -245,6 +248,14 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 			e.maybeRelease()
 		}
 	}
+}
+
+// known yields every key the engine holds something for: cached keys
+// (not the held ones: known gone already) and keys that are not config
+// (redisx WatchOptions.Known).
+func (e *engine) known(yield func(table, key string)) {
+	e.cache.eachKey(yield)
+	e.res.eachBad(yield)
 }
 
 func (e *engine) cachedKeys(tables []string) int {

@@ -37,6 +37,15 @@ type WatchOptions struct {
 	// RunIDInterval is how often INFO server run_id is polled to notice a
 	// restarted Redis (default 1s).
 	RunIDInterval time.Duration
+	// Known, when set, calls yield for every key of Tables the consumer
+	// holds something for (the engine: its cached keys and its bad
+	// keys): the watcher then keeps no map of every key it has seen (a
+	// map operation per notification, and a map of every key). A scan
+	// asks it first and reports every such key the scan does not find
+	// (deleted while no notification reached us) — a Change like any
+	// other: the read that follows tells whether it is gone. nil: the
+	// watcher keeps its own map of the keys it has seen.
+	Known func(yield func(table, key string))
 }
 
 // WholeDBTables is how many tables make a Watcher subscribe one pattern for
@@ -270,16 +279,18 @@ func (w *Watcher) handle(m push, emit emitFunc) {
 		table = w.opts.Tables[i]
 	}
 	key := string(keyb)
-	w.mu.Lock()
-	switch string(m.payload) {
-	case "del", "expired", "evicted", "rename_from", "move_from":
-		delete(w.known, key)
-		w.known = shrink.Map(w.known, &w.knownPeak)
-	default:
-		w.known[key] = knownKey{table: w.tableIdx[table], epoch: w.epoch}
-		shrink.Grew(w.known, &w.knownPeak)
+	if w.opts.Known == nil {
+		w.mu.Lock()
+		switch string(m.payload) {
+		case "del", "expired", "evicted", "rename_from", "move_from":
+			delete(w.known, key)
+			w.known = shrink.Map(w.known, &w.knownPeak)
+		default:
+			w.known[key] = knownKey{table: w.tableIdx[table], epoch: w.epoch}
+			shrink.Grew(w.known, &w.knownPeak)
+		}
+		w.mu.Unlock()
 	}
-	w.mu.Unlock()
 	emit(Change{Table: table, Key: key[len(table)+len(w.opts.Separator):]}, key)
 }
 
@@ -340,6 +351,19 @@ func (w *Watcher) scan(ctx context.Context, emit emitFunc) error {
 	epoch := w.epoch
 	w.runID = id
 	w.mu.Unlock()
+	// With opts.Known: the consumer's keys as the scan starts, each
+	// dropped when the scan finds it; what is left may be gone. (A key
+	// the consumer learns meanwhile came by a notification; one it drops
+	// meanwhile is read again: a Change is only "read it".)
+	var want map[string]uint32
+	if w.opts.Known != nil {
+		want = map[string]uint32{}
+		w.opts.Known(func(table, key string) {
+			if i, ok := w.tableIdx[table]; ok {
+				want[table+w.opts.Separator+key] = i
+			}
+		})
+	}
 	for _, table := range w.opts.Tables {
 		prefix := table + w.opts.Separator
 		match := escapeGlob(prefix) + "*"
@@ -349,11 +373,17 @@ func (w *Watcher) scan(ctx context.Context, emit emitFunc) error {
 			if err != nil {
 				return fmt.Errorf("scan %s: %w", match, err)
 			}
-			w.mu.Lock()
-			for _, k := range keys {
-				w.known[k] = knownKey{table: w.tableIdx[table], epoch: epoch}
+			if want != nil {
+				for _, k := range keys {
+					delete(want, k)
+				}
+			} else {
+				w.mu.Lock()
+				for _, k := range keys {
+					w.known[k] = knownKey{table: w.tableIdx[table], epoch: epoch}
+				}
+				w.mu.Unlock()
 			}
-			w.mu.Unlock()
 			for _, k := range keys {
 				emit(Change{Table: table, Key: k[len(prefix):]}, k)
 			}
@@ -370,6 +400,10 @@ func (w *Watcher) scan(ctx context.Context, emit emitFunc) error {
 		emit(Change{Key: k}, k)
 	}
 	var gone []Change
+	for k, i := range want {
+		t := w.opts.Tables[i]
+		gone = append(gone, Change{Table: t, Key: k[len(t)+len(w.opts.Separator):]})
+	}
 	w.mu.Lock()
 	for k, kk := range w.known {
 		if kk.epoch != epoch {
