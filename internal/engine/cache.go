@@ -90,9 +90,8 @@ type Cache struct {
 // string (shrink.Pack) — 100k routes are 100k small strings, not 100k maps.
 type cached struct {
 	fields, gen string
-	id          int32 // Entry.id
 	// table and key of the entry (the map's strings): a Ref is checked
-	// against them (ents[id] in the cache)
+	// against them (ents[id] in the cache; the id is the index)
 	table, key string
 }
 
@@ -175,7 +174,7 @@ func (c *Cache) set(table, key string, f schema.Fields) (bool, int32) {
 	}
 	c.setWarningLocked(table, key, warning)
 	c.unholdLocked(table, key)
-	e.id, e.table, e.key = id, table, key
+	e.table, e.key = table, key
 	*slot = e
 	if !had {
 		t[key] = id
@@ -212,7 +211,7 @@ func (c *Cache) recentLocked(table string, packed []byte) (cached, string, bool)
 // its generation, not 100k.
 func (c *Cache) rememberLocked(table string, e cached, warning string) {
 	i := c.recentNext % len(c.recent)
-	e.id, e.table, e.key = 0, "", "" // the hash's, not a key's
+	e.table, e.key = "", "" // the hash's, not a key's
 	c.recent[i], c.recentTable[i], c.recentWarning[i] = e, table, warning
 	c.recentNext++
 }
@@ -390,7 +389,7 @@ func (c *Cache) Get(table, key string) (Entry, bool) {
 	if f == nil {
 		f = schema.Fields{}
 	}
-	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: c.warnings[table][key], dels: c.dels.Load(), id: e.id}, true
+	return Entry{Table: table, Key: key, Fields: f, Gen: e.gen, Warning: c.warnings[table][key], dels: c.dels.Load(), id: id}, true
 }
 
 // GetInto is Get with the fields put in into (cleared first) instead of a
@@ -411,13 +410,13 @@ func (c *Cache) GetIntoRef(ref Ref, table, key string, into schema.Fields) (Entr
 	c.mu.RLock()
 	var e cached
 	ok := false
+	id := ref.id - 1
 	if ref.id > 0 {
-		if p := c.ents.At(ref.id - 1); p != nil && p.gen != "" && p.key == key && p.table == table {
+		if p := c.ents.At(id); p != nil && p.gen != "" && p.key == key && p.table == table {
 			e, ok = *p, true
 		}
 	}
 	if !ok {
-		var id int32
 		if id, ok = c.tables[table][key]; ok {
 			e = *c.ents.At(id)
 		}
@@ -439,7 +438,7 @@ func (c *Cache) GetIntoRef(ref Ref, table, key string, into schema.Fields) (Entr
 		into[k] = v
 		s = rest
 	}
-	return Entry{Table: table, Key: key, Fields: into, Gen: e.gen, Warning: warning, dels: dels, id: e.id}, true
+	return Entry{Table: table, Key: key, Fields: into, Gen: e.gen, Warning: warning, dels: dels, id: id}, true
 }
 
 // cachedSince reports whether e's key is still cached: without a look-up
