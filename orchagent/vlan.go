@@ -18,12 +18,26 @@ const bridgeMTU = 9100
 // Bridge and the 802.1Q device VlanN on Bridge with the managed fields.
 // Links and vids are read from the view (vlanview.go); in a batch, the
 // writes of a VLAN whose device is to be made are deferred (vlanbatch.go).
+//
+// The key expects the echoes of its writes (vlanecho.go): the events of
+// its own new device do not re-enqueue it while the view shows what it
+// made.
 func (o *Orch) applyVlan(key string, f schema.Fields) outcome {
+	ck := schema.ConfigKey(schema.TableVlan, key)
+	out := o.vlanApply(key, ck, f)
+	if !out.deferred { // a deferred key's outcome comes in flushVlans
+		o.echoesAfter(ck, out)
+	}
+	return out
+}
+
+func (o *Orch) vlanApply(key, ck string, f schema.Fields) outcome {
 	refs := []string{resLink(key), resLink(BridgeName)}
 	v, err := schema.ParseVlan(key, f)
 	if err != nil {
 		return errorOut(err, refs)
 	}
+	o.expectEchoes(ck, vlanFinal(v), vlanInterim(v))
 	refs = append(refs, resBrVid(BridgeName, uint16(v.ID)))
 	br, err := o.ensureBridge(key)
 	if err != nil {
@@ -75,6 +89,7 @@ func isOurVlanDev(l netlinkmgr.LinkInfo, bridgeIdx int) bool {
 // members, VLAN interfaces and FDB entries of the VLAN are re-enqueued by
 // the result change and clean up after themselves.
 func (o *Orch) removeVlan(key string) outcome {
+	o.forgetEchoes(schema.ConfigKey(schema.TableVlan, key))
 	id, err := schema.ParseVlanName(key)
 	if err != nil {
 		return okOut(nil) // an invalid key was never applied

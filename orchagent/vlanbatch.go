@@ -104,6 +104,7 @@ func (o *Orch) flushVlans(b *writeBatch) {
 			out = o.vlanCreated(d.key, d.v, d.br, d.refs, lres[i])
 		}
 		d.ok = out.res.State == schema.StateOK
+		o.echoesAfter(schema.ConfigKey(d.table, d.key), out) // vlanecho.go
 		o.finishDeferred(b, &d.deferred, out)
 	}
 	for j := range b.vids {
