@@ -122,9 +122,10 @@ func (x realLinks) Add(l LinkInfo) error {
 	return nil
 }
 
-// Set changes the set fields of an existing link, one request per field;
-// admin down goes first and admin up last, so a link comes up configured.
-// Equivalent to:
+// Set changes the set fields of an existing link, one request per field
+// (down directly followed by a master is one: ip link set NAME down
+// master M); admin down goes first and admin up last, so a link comes up
+// configured. Equivalent to:
 //
 //	ip link set NAME [down] [mtu N] [address M] [master B|nomaster] [alias A] [up]
 //	ip link set NAME type bridge [vlan_filtering 0|1] [vlan_default_pvid N]

@@ -37,8 +37,9 @@ func setLinkRequest(idx int, fill func(msg *nl.IfInfomsg, req *nl.NetlinkRequest
 
 // setSimple is Set of a simpleSet l: one request per field, in Set's
 // order (down, mtu, address, master, alias, up), stopping at the first
-// error. A cached index the kernel refuses (ENODEV: the link, or the
-// master, went away) is looked up once more.
+// error; down directly followed by a master is one request. A cached
+// index the kernel refuses (ENODEV: the link, or the master, went away)
+// is looked up once more.
 func (k *kernel) setSimple(l LinkInfo) error {
 	fail := func(what string, err error) error { return opErr("set", "link "+l.Name+" "+what, err) }
 	idx, cached, err := k.ifindex(l.Name)
@@ -67,7 +68,11 @@ func (k *kernel) setSimple(l LinkInfo) error {
 			}
 		}
 	}
-	if l.AdminUp != nil && !*l.AdminUp {
+	// down and master with nothing between them are one request: the
+	// kernel applies the flags before IFLA_MASTER (do_setlink), as ip
+	// link set NAME down master M does.
+	downMaster := l.AdminUp != nil && !*l.AdminUp && l.MTU == nil && l.MAC == nil && l.Master != nil && *l.Master != ""
+	if l.AdminUp != nil && !*l.AdminUp && !downMaster {
 		if err := send(flags(false)); err != nil {
 			return fail("down", err)
 		}
@@ -89,9 +94,21 @@ func (k *kernel) setSimple(l LinkInfo) error {
 		}
 	}
 	if l.Master != nil {
-		if err := k.setMaster(l.Name, *l.Master, send); err != nil {
-			if *l.Master == "" {
+		masterSend := send
+		if downMaster {
+			masterSend = func(fill func(*nl.IfInfomsg, *nl.NetlinkRequest)) error {
+				return send(func(msg *nl.IfInfomsg, req *nl.NetlinkRequest) {
+					flags(false)(msg, req)
+					fill(msg, req)
+				})
+			}
+		}
+		if err := k.setMaster(l.Name, *l.Master, masterSend); err != nil {
+			switch {
+			case *l.Master == "":
 				return fail("nomaster", err)
+			case downMaster:
+				return fail("down master "+*l.Master, err)
 			}
 			return fail("master "+*l.Master, err)
 		}

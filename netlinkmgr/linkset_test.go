@@ -98,3 +98,52 @@ func netlinkLacpRate(name string) (uint8, bool) {
 	r, ok := netlink.StringToBondLacpRateMap[name]
 	return uint8(r), ok
 }
+
+// rtRequests is how many requests k's route socket has sent (each takes
+// two sequence numbers, execEncoded).
+func rtRequests(k Kernel) uint32 {
+	r := &k.(*kernel).rt
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seq / 2
+}
+
+// A port's "down" and its master go in one RTM_SETLINK (ip link set NAME
+// down master M): the kernel applies the flags before IFLA_MASTER, so the
+// port ends down and enslaved, as after two requests. An unknown master
+// fails before anything is sent: the port stays up. (A bond's port is the
+// same request; the host kernel lacks bonding, a bridge stands in.)
+func TestSetDownMasterOneRequest(t *testing.T) {
+	ns, k := openReal(t)
+	L := k.Links()
+	must(t, L.Add(LinkInfo{Name: "Bridge", Kind: "bridge"}))
+	must(t, L.Add(LinkInfo{Name: "Ethernet0", Kind: "veth", Veth: &VethOptions{PeerName: "peer0"}}))
+	must(t, L.Set(LinkInfo{Name: "Ethernet0", AdminUp: ptr(true)}))
+
+	if err := L.Set(LinkInfo{Name: "Ethernet0", AdminUp: ptr(false), Master: ptr("NoSuchBond")}); err == nil || !IsNotFound(err) {
+		t.Fatalf("down master NoSuchBond: %v, want a not-found error", err)
+	}
+	if j := judgeLink(t, ns, "Ethernet0"); !j.up() || j.Master != "" {
+		t.Fatalf("after a refused down master, ip says %+v: want it up, no master", j)
+	}
+
+	before := rtRequests(k)
+	must(t, L.Set(LinkInfo{Name: "Ethernet0", AdminUp: ptr(false), Master: ptr("Bridge")}))
+	if n := rtRequests(k) - before; n != 1 {
+		t.Fatalf("down master Bridge took %d requests, want 1", n)
+	}
+	if j := judgeLink(t, ns, "Ethernet0"); j.up() || j.Master != "Bridge" {
+		t.Fatalf("after down master Bridge, ip says %+v: want it down, master Bridge", j)
+	}
+
+	// With an mtu between them they stay apart: down, mtu, master.
+	must(t, L.Set(LinkInfo{Name: "Ethernet0", AdminUp: ptr(true), Master: ptr("")}))
+	before = rtRequests(k)
+	must(t, L.Set(LinkInfo{Name: "Ethernet0", AdminUp: ptr(false), MTU: ptr(9000), Master: ptr("Bridge")}))
+	if n := rtRequests(k) - before; n != 3 {
+		t.Fatalf("down mtu master took %d requests, want 3", n)
+	}
+	if j := judgeLink(t, ns, "Ethernet0"); j.up() || j.Master != "Bridge" || j.Mtu != 9000 {
+		t.Fatalf("after down mtu master, ip says %+v", j)
+	}
+}

@@ -144,7 +144,7 @@ func (o *Orch) removePortChannel(key string) outcome {
 
 // applyPcMember enslaves the port to the PortChannel's bond once the
 // PortChannel key is ok: admin down first (as teamd does), then master
-// (the bond opens its port itself). A port with another master (a bridge,
+// (the bond opens its port itself), in one request. A port with another master (a bridge,
 // another bond) is a conflict, not moved. The key expects the echoes of
 // its writes (pcecho.go).
 func (o *Orch) applyPcMember(key string, f schema.Fields) outcome {
@@ -193,12 +193,11 @@ func (o *Orch) pcMemberApply(key, ck string, f schema.Fields) outcome {
 		return errorOut(fmt.Errorf("PORTCHANNEL_MEMBER|%s: %s is enslaved to another master (%s), not %s; not moving it: release it first",
 			key, m.Port, master, m.PortChannel), refs)
 	}
+	// One request: the kernel takes the port down before it enslaves it
+	// (ip link set PORT down master PC).
 	down, pcName := false, m.PortChannel
 	if err := o.act(schema.TablePortChannelMember, key, "set "+m.Port+" down master "+pcName, func() error {
-		if err := o.k.Links().Set(netlinkmgr.LinkInfo{Name: m.Port, AdminUp: &down}); err != nil {
-			return err
-		}
-		return o.k.Links().Set(netlinkmgr.LinkInfo{Name: m.Port, Master: &pcName})
+		return o.k.Links().Set(netlinkmgr.LinkInfo{Name: m.Port, AdminUp: &down, Master: &pcName})
 	}); err != nil {
 		return kernelOut(err, refs)
 	}

@@ -60,10 +60,15 @@ func TestPortChannel(t *testing.T) {
 	if err := k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet4", Master: &none}); err != nil {
 		t.Fatal(err)
 	}
+	k.ClearOps()
 	r.linkEvent("Ethernet4", false)
 	r.settle()
 	if *r.link("Ethernet4").Master != "PortChannel01" {
 		t.Fatal("member drift not repaired")
+	}
+	// The enslave is one request: down and master together.
+	if ops := k.Ops(); len(ops) != 1 || ops[0] != "link set Ethernet4 down master=PortChannel01" {
+		t.Fatalf("member repair ops %q, want one down+master set", ops)
 	}
 
 	// A PortChannel as a VLAN member is in VLAN_MEMBER's hands; a port of
