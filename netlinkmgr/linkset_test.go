@@ -147,3 +147,23 @@ func TestSetDownMasterOneRequest(t *testing.T) {
 		t.Fatalf("after down mtu master, ip says %+v", j)
 	}
 }
+
+// The same with an 802.3ad bond (the VM; the host kernel lacks bonding):
+// the port ends enslaved, and up (the bond opens its port itself).
+func TestSetDownMasterOneRequestBond(t *testing.T) {
+	ns, k := openReal(t)
+	L := k.Links()
+	err := L.Add(LinkInfo{Name: "PortChannel01", Kind: "bond", AdminUp: ptr(true), Bond: &BondOptions{Mode: "802.3ad"}})
+	skipIfMissing(t, err)
+	must(t, err)
+	must(t, L.Add(LinkInfo{Name: "Ethernet0", Kind: "veth", Veth: &VethOptions{PeerName: "peer0"}}))
+	must(t, L.Set(LinkInfo{Name: "Ethernet0", AdminUp: ptr(true)}))
+	before := rtRequests(k)
+	must(t, L.Set(LinkInfo{Name: "Ethernet0", AdminUp: ptr(false), Master: ptr("PortChannel01")}))
+	if n := rtRequests(k) - before; n != 1 {
+		t.Fatalf("down master PortChannel01 took %d requests, want 1", n)
+	}
+	if j := judgeLink(t, ns, "Ethernet0"); !j.up() || j.Master != "PortChannel01" {
+		t.Fatalf("after down master PortChannel01, ip says %+v: want it up (the bond opened it), master PortChannel01", j)
+	}
+}
