@@ -235,7 +235,7 @@ func (x realLinks) Del(name string) error {
 // Get returns one link. Equivalent to: ip -d -s link show NAME
 func (x realLinks) Get(name string) (LinkInfo, error) {
 	k := x.k
-	link, err := k.link(name)
+	link, err := k.linkLearned(name)
 	if err != nil {
 		return LinkInfo{}, opErr("get", "link "+name, err)
 	}
@@ -257,6 +257,29 @@ func (x realLinks) Get(name string) (LinkInfo, error) {
 		}
 	}
 	return toLinkInfo(link, names), nil
+}
+
+// linkLearned is k.link(name) whose answer the ifindex cache learns, as
+// ifindexOnce's lookup does: after a drain, under the cache's mutex, so a
+// later change of the link is a later message. A port read before it is
+// written (a member's enslave reads the port, then sets it by index)
+// costs one RTM_GETLINK, not two.
+func (k *kernel) linkLearned(name string) (netlink.Link, error) {
+	c := &k.idx
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sock == nil {
+		return k.link(name)
+	}
+	c.drain()
+	l, err := k.link(name)
+	if err != nil {
+		return nil, err
+	}
+	idx := l.Attrs().Index
+	c.forgetIndex(idx)
+	c.learn(idx, []byte(name))
+	return l, nil
 }
 
 // List returns all links by index. Equivalent to: ip -d -s link show

@@ -167,3 +167,34 @@ func TestSetDownMasterOneRequestBond(t *testing.T) {
 		t.Fatalf("after down master PortChannel01, ip says %+v: want it up (the bond opened it), master PortChannel01", j)
 	}
 }
+
+// Get teaches the ifindex cache the link it read (a member's port is read,
+// then set by index: one RTM_GETLINK, not two), and a renamed link's old
+// name is not kept.
+func TestGetLearnsIfindex(t *testing.T) {
+	ns, k := openReal(t)
+	kk := k.(*kernel)
+	must(t, k.Links().Add(LinkInfo{Name: "Ethernet0", Kind: "veth", Veth: &VethOptions{PeerName: "peer0"}}))
+	kk.idx.mu.Lock()
+	if kk.idx.sock == nil {
+		kk.idx.mu.Unlock()
+		t.Fatal("ifindex cache is off (RTNLGRP_LINK subscription failed)")
+	}
+	kk.idx.drain()
+	kk.idx.clear() // as for a port made before the cache opened
+	kk.idx.mu.Unlock()
+	l, err := k.Links().Get("Ethernet0")
+	must(t, err)
+	idx, cached, err := kk.ifindex("Ethernet0")
+	must(t, err)
+	if !cached || idx != l.Index || l.Index == 0 {
+		t.Fatalf("after Get (index %d): ifindex %d cached %v, want the same index from the cache", l.Index, idx, cached)
+	}
+	ns.IP("link", "set", "Ethernet0", "name", "Ethernet9")
+	if _, _, err := kk.ifindex("Ethernet0"); !IsNotFound(err) {
+		t.Fatalf("renamed Ethernet0: ifindex %v, want not found", err)
+	}
+	if idx, cached, err := kk.ifindex("Ethernet9"); err != nil || !cached || idx != l.Index {
+		t.Fatalf("Ethernet9: ifindex %d cached %v %v, want %d from the cache", idx, cached, err, l.Index)
+	}
+}
