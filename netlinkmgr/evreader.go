@@ -134,11 +134,20 @@ func (u *linkUpdate) info(names map[int]string) *LinkInfo {
 	return u.w.linkInfo(names, new(linkBox))
 }
 
-// indexes are u's own, master and parent link indexes and its name.
+// indexes are u's own, master and parent link indexes and its name. The
+// parent is 0 when it is in another namespace (IFLA_LINK_NETNSID: a veth's
+// peer): its index names nothing here, and info does not name it; asking
+// the kernel was one RTM_GETLINK per port at its first event.
 func (u *linkUpdate) indexes() (index, master, parent int, name string) {
 	if u.lib != nil {
 		a := u.lib.Attrs()
+		if a.NetNsID >= 0 {
+			return a.Index, a.MasterIndex, 0, a.Name
+		}
 		return a.Index, a.MasterIndex, a.ParentIndex, a.Name
+	}
+	if u.w.netnsid >= 0 {
+		return u.w.index, u.w.master, 0, u.w.name
 	}
 	return u.w.index, u.w.master, u.w.parent, u.w.name
 }

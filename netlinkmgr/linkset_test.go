@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/switchyard-net/switchyard/tests/testns"
+
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -196,5 +198,43 @@ func TestGetLearnsIfindex(t *testing.T) {
 	}
 	if idx, cached, err := kk.ifindex("Ethernet9"); err != nil || !cached || idx != l.Index {
 		t.Fatalf("Ethernet9: ifindex %d cached %v %v, want %d from the cache", idx, cached, err, l.Index)
+	}
+}
+
+// A link event's parent index is named only when the parent is in this
+// namespace: a veth whose peer is elsewhere (IFLA_LINK_NETNSID) carries
+// the peer's index there, which the watcher used to look up here, one
+// RTM_GETLINK per port at its first event.
+func TestLinkEventParentOtherNamespace(t *testing.T) {
+	ns, k := openReal(t)
+	ns.Veth("Ethernet0", testns.New(t), "eth0") // peer in another namespace
+	ns.Veth("Ethernet4", nil, "peer4")          // peer here
+	kk := k.(*kernel)
+	get := func(name string) linkUpdate {
+		t.Helper()
+		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_ACK)
+		req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: kk.raw}
+		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+		req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
+		msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
+		must(t, err)
+		u, ok, err := decodeLink(unix.RTM_NEWLINK, 0, msgs[0])
+		if err != nil || !ok {
+			t.Fatalf("decodeLink %s: %v %v", name, ok, err)
+		}
+		return u
+	}
+	u := get("Ethernet0")
+	if u.w.netnsid < 0 || u.w.parent == 0 {
+		t.Fatalf("Ethernet0: netnsid %d parent %d, want a peer in another namespace", u.w.netnsid, u.w.parent)
+	}
+	if _, _, parent, _ := u.indexes(); parent != 0 {
+		t.Fatalf("Ethernet0: parent %d to name, want 0 (the peer is not here)", parent)
+	}
+	peer4, err := k.Links().Get("peer4")
+	must(t, err)
+	u4 := get("Ethernet4")
+	if _, _, parent, _ := u4.indexes(); parent != peer4.Index {
+		t.Fatalf("Ethernet4: parent %d to name, want peer4's %d", parent, peer4.Index)
 	}
 }
