@@ -65,6 +65,10 @@ func be16(v uint16) uint32 {
 	return uint32(binary.BigEndian.Uint16(b[:]))
 }
 
+// rtTableMain is RT_TABLE_MAIN (254), the table of the prefix routes of
+// the addresses of ports outside a VRF.
+const rtTableMain = 254
+
 // eventFilter is the socket filter of an event reader: with pid not 0 it
 // drops the events of our own quiet writes (nlmsg_pid is pid, the
 // writer's port id, which the kernel puts in the event of a request, and
@@ -72,9 +76,11 @@ func be16(v uint16) uint32 {
 // omitLocal it drops the route messages of table local (255) whose
 // protocol is kernel (OmitKernelLocalRoutes): the local and broadcast
 // routes the kernel adds and removes with each address of a port outside
-// a VRF. Every other message passes whole. nil when it would drop
-// nothing.
-func eventFilter(pid uint32, omitLocal bool) []unix.SockFilter {
+// a VRF; with omitPrefix it drops the IPv4 route messages of table main
+// (254) whose protocol is kernel, scope link and type unicast
+// (OmitKernelPrefixRoutes): the prefix route of each such address. Every
+// other message passes whole. nil when it would drop nothing.
+func eventFilter(pid uint32, omitLocal, omitPrefix bool) []unix.SockFilter {
 	const (
 		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		ldh  = unix.BPF_LD | unix.BPF_H | unix.BPF_ABS
@@ -84,25 +90,45 @@ func eventFilter(pid uint32, omitLocal bool) []unix.SockFilter {
 		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
 		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
 		ret  = unix.BPF_RET | unix.BPF_K
+		rtm  = unix.SizeofNlMsghdr // the rtmsg's offset
 	)
-	if pid == 0 && !omitLocal {
+	if pid == 0 && !omitLocal && !omitPrefix {
 		return nil
 	}
 	var prog []filterIns
-	if omitLocal {
+	if omitLocal || omitPrefix {
 		// A load past the end would drop the message: check the length
 		// (the header and the rtmsg) first.
 		prog = append(prog,
 			filterIns{code: ldl},
-			filterIns{code: jge, k: unix.SizeofNlMsghdr + unix.SizeofRtMsg, jf: "echo"},
+			filterIns{code: jge, k: rtm + unix.SizeofRtMsg, jf: "echo"},
 			filterIns{code: ldh, k: 4}, // nlmsg_type
 			filterIns{code: jeq, k: be16(unix.RTM_NEWROUTE), jt: "route"},
 			filterIns{code: jeq, k: be16(unix.RTM_DELROUTE), jf: "echo"},
-			filterIns{code: ldb, k: unix.SizeofNlMsghdr + 4, label: "route"}, // rtm_table
-			filterIns{code: jeq, k: rtTableLocal, jf: "echo"},
-			filterIns{code: ldb, k: unix.SizeofNlMsghdr + 5}, // rtm_protocol
-			filterIns{code: jeq, k: rtprotKernel, jt: "drop", jf: "echo"},
+			filterIns{code: ldb, k: rtm + 5, label: "route"}, // rtm_protocol
+			filterIns{code: jeq, k: rtprotKernel, jf: "echo"},
+			filterIns{code: ldb, k: rtm + 4}, // rtm_table
 		)
+		switch {
+		case omitLocal && omitPrefix:
+			prog = append(prog,
+				filterIns{code: jeq, k: rtTableLocal, jt: "drop"},
+				filterIns{code: jeq, k: rtTableMain, jf: "echo"})
+		case omitLocal:
+			prog = append(prog, filterIns{code: jeq, k: rtTableLocal, jt: "drop", jf: "echo"})
+		default:
+			prog = append(prog, filterIns{code: jeq, k: rtTableMain, jf: "echo"})
+		}
+		if omitPrefix {
+			prog = append(prog,
+				filterIns{code: ldb, k: rtm}, // rtm_family
+				filterIns{code: jeq, k: unix.AF_INET, jf: "echo"},
+				filterIns{code: ldb, k: rtm + 6}, // rtm_scope
+				filterIns{code: jeq, k: unix.RT_SCOPE_LINK, jf: "echo"},
+				filterIns{code: ldb, k: rtm + 7}, // rtm_type
+				filterIns{code: jeq, k: unix.RTN_UNICAST, jt: "drop", jf: "echo"},
+			)
+		}
 	}
 	if pid != 0 {
 		prog = append(prog,

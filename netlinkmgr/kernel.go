@@ -180,6 +180,18 @@ type WatchOptions struct {
 	// the local routes of a VRF's ports (in the VRF's table) are
 	// delivered as always; so is a relist. The Fake ignores it.
 	OmitKernelLocalRoutes bool
+	// OmitKernelPrefixRoutes leaves out the route events of table main
+	// (254) that are IPv4, protocol kernel, scope link and type unicast:
+	// the prefix route the kernel adds and removes with every IPv4
+	// address of a port outside a VRF (the third route event of an
+	// address), dropped by the socket filter. A caller setting it learns
+	// of those routes otherwise: a create that meets one fails with
+	// EEXIST (ip route add: NLM_F_EXCL), and the address's delete event
+	// says the route is gone. Such a route added by hand (ip route add
+	// ... proto kernel scope link) is left out too. IPv6 prefix routes,
+	// those of a VRF's table and a relist are delivered as always. The
+	// Fake ignores it.
+	OmitKernelPrefixRoutes bool
 }
 
 // EventKind says which field of an Event is set.

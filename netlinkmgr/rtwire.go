@@ -297,13 +297,14 @@ type routeUpdate struct {
 // socket: the events of its writes whose sequence number lacks seqHeard
 // are dropped by the kernel (ownEchoFilter). omitLocal drops those of the
 // kernel's own routes in table local too (OmitKernelLocalRoutes,
-// eventFilter). Equivalent to: ip monitor route.
-func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct{}, errcb func(error), size int, force bool, quietPid uint32, omitLocal bool) error {
+// eventFilter), omitPrefix the kernel's IPv4 prefix routes in table main
+// (OmitKernelPrefixRoutes). Equivalent to: ip monitor route.
+func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct{}, errcb func(error), size int, force bool, quietPid uint32, omitLocal, omitPrefix bool) error {
 	r, err := openEvents(ns, size, force, "netlink-routes", done, unix.RTNLGRP_IPV4_ROUTE, unix.RTNLGRP_IPV6_ROUTE)
 	if err != nil {
 		return err
 	}
-	if prog := eventFilter(quietPid, omitLocal); prog != nil {
+	if prog := eventFilter(quietPid, omitLocal, omitPrefix); prog != nil {
 		if err := r.attachFilter(prog); err != nil {
 			r.f.Close()
 			return fmt.Errorf("attach the route events filter: %w", err)
@@ -325,7 +326,7 @@ func routeSubscribe(ns netns.NsHandle, ch chan<- routeUpdate, done <-chan struct
 
 // ownEchoFilter is the socket filter that drops the events of our own
 // quiet writes (eventFilter).
-func ownEchoFilter(pid uint32) []unix.SockFilter { return eventFilter(pid, false) }
+func ownEchoFilter(pid uint32) []unix.SockFilter { return eventFilter(pid, false, false) }
 
 // appendAddrMsg appends the RTM_NEWADDR request of a on link idx with
 // sequence number seq: the bytes addrRequest builds through the library's

@@ -111,7 +111,7 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 		if w.opts.OmitOwnRouteWrites {
 			quiet = w.k.rt.pid
 		}
-		err = routeSubscribe(*ns, s.routes, s.done, ignore, size, force, quiet, w.opts.OmitKernelLocalRoutes)
+		err = routeSubscribe(*ns, s.routes, s.done, ignore, size, force, quiet, w.opts.OmitKernelLocalRoutes, w.opts.OmitKernelPrefixRoutes)
 	}
 	if err == nil {
 		// Our own reader and decoder (evreader.go).
