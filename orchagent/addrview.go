@@ -63,3 +63,38 @@ func (v *kernelView) notedAddrWritten(link string, p netip.Prefix) bool {
 	v.putAddrLocked(link, p, netlinkmgr.ProtoSwitchyard)
 	return true
 }
+
+// rtprotKernel is RTPROT_KERNEL, the protocol of the routes the kernel
+// makes with each address.
+const rtprotKernel = 2
+
+// The kernel's prefix route of an IPv4 address in table main (protocol
+// kernel, scope link) brings no event (OmitKernelPrefixRoutes: one
+// recvfrom, one decode and two goroutine hand-offs per address added, for
+// a route nothing else reads). The view learns of such a route when a
+// STATIC_ROUTE's create meets it (EEXIST, readForeignRoute), and of its
+// removal from the address's delete event: prefixRouteGoneLocked.
+
+// prefixRouteGoneLocked handles what the delete of the IPv4 address p
+// (normPrefix'd) says of its prefix route: the view's routes of protocol
+// kernel to p's subnet in table main are forgotten and the keys of that
+// prefix re-enqueued (a STATIC_ROUTE in conflict with it applies).
+// Forgetting one that is still there (another address of the subnet) is
+// safe: a create meets it as EEXIST and notes it again. v.mu held.
+func (v *kernelView) prefixRouteGoneLocked(res []string, p netip.Prefix) []string {
+	if !p.Addr().Is4() {
+		return res
+	}
+	d := rdstOf(netlinkmgr.MainTable, p.Masked())
+	rs := v.foreign.at(d, &v.names)
+	gone := false
+	for i := range rs {
+		if rs[i].Protocol == rtprotKernel && v.foreign.delAt(d, rs[i].Metric, rtprotKernel) {
+			gone = true
+		}
+	}
+	if !gone {
+		return res
+	}
+	return append(res, resRoute(netlinkmgr.MainTable, p.Masked()))
+}

@@ -93,9 +93,11 @@ func (c *controller) Start(ctx context.Context) error {
 	// and broadcast routes the kernel makes in table local with every
 	// address (two route events per address, the view does not keep
 	// them: onRoute only re-checks reachability, as the address's own
-	// event or addrWritten does) are dropped too.
+	// event or addrWritten does) are dropped too, and so is the prefix
+	// route each IPv4 address brings in main (addrview.go:
+	// prefixRouteGoneLocked).
 	kev, err := c.k.Watch(ctx, netlinkmgr.WatchOptions{RecvBuffer: netlinkRecvBuffer, OmitOwnRouteWrites: true,
-		OmitOwnAddrWrites: true, OmitKernelLocalRoutes: true,
+		OmitOwnAddrWrites: true, OmitKernelLocalRoutes: true, OmitKernelPrefixRoutes: true,
 		ErrorCallback: func(err error) {
 			m.errors.Inc()
 			c.h.Log.WithError(err).Warn("netlink subscription")

@@ -252,3 +252,49 @@ func TestHandEnslavedPortKept(t *testing.T) {
 	r.settle()
 	r.want("VLAN_MEMBER|Vlan100|Ethernet4", schema.StateError, "Ethernet4 is enslaved to another master (br0), not Bridge; not moving it")
 }
+
+// The kernel's prefix route of an address brings no event
+// (OmitKernelPrefixRoutes): a STATIC_ROUTE to the subnet meets it as
+// EEXIST, a conflict; the address's delete event (the route went with
+// it) lets the key apply. The Fake has no prefix routes: the test adds
+// and removes one (protocol kernel) beside the address, and hands the
+// view the address events only.
+func TestRouteConflictWithUnheardPrefixRoute(t *testing.T) {
+	for _, ours := range []bool{false, true} {
+		r := ownRig(t, true)
+		a := netlinkmgr.AddrInfo{Link: "Ethernet8", Prefix: netip.MustParsePrefix("10.0.9.1/24")}
+		if ours {
+			r.set("INTERFACE", "Ethernet8|10.0.9.1/24")
+			r.settle()
+			r.want("INTERFACE|Ethernet8|10.0.9.1/24", schema.StateOK, "")
+		} else {
+			if err := r.k.Addrs().Add(a); err != nil {
+				t.Fatal(err)
+			}
+			r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventAddr, Addr: &a})
+		}
+		prefix := foreignRoute(t, r, "10.0.9.0/24", "10.0.4.2", 2, 0)
+		r.set("STATIC_ROUTE", "10.0.9.0/24", "nexthop", "10.0.0.2")
+		r.settle()
+		r.want("STATIC_ROUTE|10.0.9.0/24", schema.StateError, "route 10.0.9.0/24 metric 0 exists with protocol kernel; not replacing it")
+		if rs := r.routes("10.0.9.0/24"); len(rs) != 1 || rs[0].Protocol != 2 {
+			t.Fatalf("prefix route changed: %+v", rs)
+		}
+		// The address goes, and its prefix route with it.
+		if ours {
+			r.del("INTERFACE", "Ethernet8|10.0.9.1/24")
+			r.settle()
+		} else if err := r.k.Addrs().Del(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.k.Routes().Del(prefix); err != nil {
+			t.Fatal(err)
+		}
+		r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventAddr, Deleted: true, Addr: &a})
+		r.settle()
+		r.want("STATIC_ROUTE|10.0.9.0/24", schema.StateOK, "")
+		if rs := r.routes("10.0.9.0/24"); len(rs) != 1 || rs[0].Protocol != netlinkmgr.ProtoSwitchyard {
+			t.Fatalf("our route: %+v", rs)
+		}
+	}
+}

@@ -444,10 +444,12 @@ func (v *kernelView) onAddr(a *netlinkmgr.AddrInfo, deleted bool) []string {
 	defer v.mu.Unlock()
 	p := normPrefix(a.Prefix)
 	if deleted {
+		// Whoever removed the address (we note our own deletes before
+		// their event), its prefix route went with it.
 		if !v.delAddrLocked(a.Link, p) {
-			return v.deletedWhileWritingLocked(a.Link, p)
+			return v.prefixRouteGoneLocked(v.deletedWhileWritingLocked(a.Link, p), p)
 		}
-		res := []string{resAddr(a.Link, p.String()), resReach}
+		res := v.prefixRouteGoneLocked([]string{resAddr(a.Link, p.String()), resReach}, p)
 		// IPv4 routes via a gateway in the removed subnet vanish silently.
 		subnet := p.Masked()
 		in := func(r *netlinkmgr.RouteInfo) bool {
