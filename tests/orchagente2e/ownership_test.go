@@ -95,6 +95,41 @@ func TestRouteConflictWithForeignRoute(t *testing.T) {
 	e2eutil.WaitReachable(t, h1, "10.0.2.2")
 }
 
+// A connected prefix whose route event orchagent never hears (the kernel
+// drops the prefix routes of table main for it, OmitKernelPrefixRoutes):
+// a STATIC_ROUTE to it is a conflict (the create meets it), and once the
+// address goes, by hand or by a DEL of our INTERFACE key, the key
+// applies with no user action.
+func TestRouteConflictWithUnheardPrefixRoute(t *testing.T) {
+	e, _, _ := routed(t)
+	for _, ours := range []bool{false, true} {
+		if ours {
+			e.HSet("INTERFACE|Ethernet0|10.0.9.1/24")
+			e.WaitOK("INTERFACE|Ethernet0|10.0.9.1/24")
+		} else {
+			e.NS.IP("addr", "add", "10.0.9.1/24", "dev", "Ethernet0")
+		}
+		e.HSet("STATIC_ROUTE|10.0.9.0/24", "nexthop", "10.0.2.2")
+		e.WaitState("STATIC_ROUTE|10.0.9.0/24", "error", "route 10.0.9.0/24 metric 0 exists with protocol kernel; not replacing it")
+		if ours {
+			e.Del("INTERFACE|Ethernet0|10.0.9.1/24")
+			e.WaitGone("INTERFACE|Ethernet0|10.0.9.1/24")
+		} else {
+			e.NS.IP("addr", "del", "10.0.9.1/24", "dev", "Ethernet0")
+		}
+		e.WaitOK("STATIC_ROUTE|10.0.9.0/24")
+		if rs := e2eutil.Routes(e.NS, "10.0.9.0/24"); len(rs) != 1 || rs[0].Proto() != "201" || rs[0].Gateway != "10.0.2.2" {
+			t.Fatalf("route after the address went (ours %v): %+v", ours, rs)
+		}
+		e.Del("STATIC_ROUTE|10.0.9.0/24")
+		e.WaitGone("STATIC_ROUTE|10.0.9.0/24")
+		e.Eventually("our route removed", func() (bool, string) {
+			rs := e2eutil.Routes(e.NS, "10.0.9.0/24")
+			return len(rs) == 0, fmt.Sprint(rs)
+		})
+	}
+}
+
 // An address added by hand is never replaced nor deleted: a key naming
 // it is an error (also an invalid one), DEL leaves it, and the key
 // applies once the hand-made address goes. Ours carry protocol 201, so a
