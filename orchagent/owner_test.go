@@ -298,3 +298,31 @@ func TestRouteConflictWithUnheardPrefixRoute(t *testing.T) {
 		}
 	}
 }
+
+// A link set up gets its addresses' prefix routes back with no event
+// (OmitKernelPrefixRoutes): its link event re-checks the routes waiting
+// for a connected route to their gateway.
+func TestGatewayReachableWhenLinkUp(t *testing.T) {
+	r := ownRig(t, true)
+	r.set("INTERFACE", "Ethernet8|10.0.8.1/24")
+	r.settle()
+	r.want("INTERFACE|Ethernet8|10.0.8.1/24", schema.StateOK, "")
+	link := func(admin bool) {
+		if err := r.k.Links().Set(netlinkmgr.LinkInfo{Name: "Ethernet8", AdminUp: &admin}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := r.k.Links().Get("Ethernet8")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventLink, Link: &l})
+	}
+	link(false)
+	r.settle()
+	r.set("STATIC_ROUTE", "10.65.0.0/16", "nexthop", "10.0.8.2")
+	r.settle()
+	r.want("STATIC_ROUTE|10.65.0.0/16", schema.StatePending, "waiting for a connected route to next hop 10.0.8.2")
+	link(true)
+	r.settle()
+	r.want("STATIC_ROUTE|10.65.0.0/16", schema.StateOK, "")
+}

@@ -400,6 +400,12 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 		// another table: next hops resolved per VRF may change.
 		res = append(res, resReach)
 	}
+	if had && !old.admin && now.admin {
+		// Set up, the link gets the prefix routes of its IPv4 addresses
+		// back, whose events the kernel drops (OmitKernelPrefixRoutes):
+		// a gateway on one of them may now be reachable.
+		res = append(res, resReach)
+	}
 	if had && old.admin && !now.admin {
 		// The kernel drops IPv4 routes through a link set down without
 		// telling anyone: forget them so their keys re-add them.

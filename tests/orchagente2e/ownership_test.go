@@ -130,6 +130,23 @@ func TestRouteConflictWithUnheardPrefixRoute(t *testing.T) {
 	}
 }
 
+// A port set up gets its addresses' prefix routes back, whose events
+// orchagent does not hear (OmitKernelPrefixRoutes): a route waiting for a
+// connected route to its gateway applies once the port is up (on its link
+// event, or on the IPv6 prefix routes' events, which still come: the unit
+// test TestGatewayReachableWhenLinkUp checks the link event alone).
+func TestGatewayReachableWhenPortUp(t *testing.T) {
+	e, _, _ := routed(t)
+	e.NS.IP("link", "set", "Ethernet4", "down")
+	e.HSet("STATIC_ROUTE|10.66.0.0/16", "nexthop", "10.0.2.2")
+	e.WaitState("STATIC_ROUTE|10.66.0.0/16", "pending", "waiting for a connected route to next hop 10.0.2.2")
+	e.NS.IP("link", "set", "Ethernet4", "up")
+	e.WaitOK("STATIC_ROUTE|10.66.0.0/16")
+	if rs := e2eutil.Routes(e.NS, "10.66.0.0/16"); len(rs) != 1 || rs[0].Proto() != "201" || rs[0].Gateway != "10.0.2.2" {
+		t.Fatalf("route after the port came up: %+v", rs)
+	}
+}
+
 // An address added by hand is never replaced nor deleted: a key naming
 // it is an error (also an invalid one), DEL leaves it, and the key
 // applies once the hand-made address goes. Ours carry protocol 201, so a
