@@ -98,3 +98,13 @@ func (v *kernelView) prefixRouteGoneLocked(res []string, p netip.Prefix) []strin
 	}
 	return append(res, resRoute(netlinkmgr.MainTable, p.Masked()))
 }
+
+// forgetKernelRoutesLocked forgets the view's routes of protocol kernel
+// through link (its prefix routes, which move between main and a VRF's
+// table with it, unheard) and returns their resources. v.mu held.
+func (v *kernelView) forgetKernelRoutesLocked(res []string, link string) []string {
+	id := v.names.lookup(link)
+	return v.foreign.purge(res, &v.names,
+		func(r *netlinkmgr.RouteInfo) bool { return r.Protocol == rtprotKernel && routeUsesLink(r, link) },
+		func(c *vroute) bool { return c.proto == rtprotKernel && c.usesLink(id) })
+}

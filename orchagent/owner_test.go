@@ -3,6 +3,7 @@ package orchagent
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/netlinkmgr"
@@ -325,4 +326,29 @@ func TestGatewayReachableWhenLinkUp(t *testing.T) {
 	link(true)
 	r.settle()
 	r.want("STATIC_ROUTE|10.65.0.0/16", schema.StateOK, "")
+}
+
+// A link joining or leaving a VRF moves its prefix routes between tables
+// with no event (OmitKernelPrefixRoutes): the view forgets the kernel's
+// routes through it and names their keys; other protocols' stay.
+func TestKernelRoutesForgottenOnMasterChange(t *testing.T) {
+	v := newKernelView()
+	l := netlinkmgr.LinkInfo{Name: "Ethernet8", Index: 8}
+	v.onLink(&l, false)
+	hop := []netlinkmgr.NextHop{{Link: "Ethernet8"}}
+	prefix := netlinkmgr.RouteInfo{Dst: netip.MustParsePrefix("10.0.9.0/24"), Protocol: rtprotKernel, NextHops: hop}
+	boot := netlinkmgr.RouteInfo{Dst: netip.MustParsePrefix("10.0.10.0/24"), Protocol: 3, NextHops: hop}
+	v.notedForeign(prefix)
+	v.notedForeign(boot)
+	l.MasterIdx = 30
+	res := v.onLink(&l, false)
+	if !slices.Contains(res, resRoute(0, prefix.Dst)) || slices.Contains(res, resRoute(0, boot.Dst)) {
+		t.Fatalf("resources %v", res)
+	}
+	if _, ok := v.foreignRoute(0, prefix.Dst, 0); ok {
+		t.Fatal("the prefix route is still in the view")
+	}
+	if _, ok := v.foreignRoute(0, boot.Dst, 0); !ok {
+		t.Fatal("the boot route left the view")
+	}
 }

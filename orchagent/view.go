@@ -399,6 +399,10 @@ func (v *kernelView) onLink(l *netlinkmgr.LinkInfo, deleted bool) []string {
 		// Joining or leaving a VRF moves the link's connected routes to
 		// another table: next hops resolved per VRF may change.
 		res = append(res, resReach)
+		// Its IPv4 prefix routes leave main, or come to it, without
+		// events (OmitKernelPrefixRoutes): forget the kernel's routes
+		// through it (a create meets any still there as EEXIST).
+		res = v.forgetKernelRoutesLocked(res, l.Name)
 	}
 	if had && !old.admin && now.admin {
 		// Set up, the link gets the prefix routes of its IPv4 addresses
