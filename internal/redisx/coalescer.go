@@ -96,6 +96,8 @@ type coalescer struct {
 	tables []string // the watcher's tables (item.table)
 	sep    string
 	last   uint16 // item.table of the last table key marked
+
+	testWaiting func() // tests: called when a take starts waiting
 }
 
 func newCoalescer(tables []string, sep string) *coalescer {
@@ -215,13 +217,24 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 // takeInto is take appending to buf[:0] (the deliverer's array of the
 // last batch, cleared) when it has room for max.
 func (c *coalescer) takeInto(ctx context.Context, buf []item, max int) ([]item, bool) {
+	items, _, ok := c.takeAfterWait(ctx, buf, max, max)
+	return items, ok
+}
+
+// takeAfterWait is takeInto taking at most idleMax items (when fewer
+// than max) if it had to wait for the first of them: the first keys of a
+// burst that finds the deliverer idle. waited says it did.
+func (c *coalescer) takeAfterWait(ctx context.Context, buf []item, max, idleMax int) (items []item, waited, ok bool) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, false
+			return nil, waited, false
 		}
 		if c.fifo.n > 0 {
+			if waited {
+				max = min(max, idleMax)
+			}
 			if cap(buf) < min(max, c.fifo.n) {
 				buf = make([]item, 0, min(max, c.fifo.n))
 			}
@@ -237,12 +250,16 @@ func (c *coalescer) takeInto(ctx context.Context, buf []item, max int) ([]item, 
 			case c.room <- struct{}{}:
 			default:
 			}
-			return items, true
+			return items, waited, true
 		}
 		c.mu.Unlock()
+		waited = true
+		if c.testWaiting != nil {
+			c.testWaiting()
+		}
 		select {
 		case <-ctx.Done():
-			return nil, false
+			return nil, waited, false
 		case <-c.wake:
 		}
 	}

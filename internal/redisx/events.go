@@ -36,6 +36,16 @@ type Event struct {
 // readBatch is how many dirty keys are read in one pipeline.
 const readBatch = 512
 
+// firstBatch is the most keys read in the first pipeline of a burst (a
+// take that found the deliverer idle); each following pipeline may be
+// twice the last, up to readBatch. The consumer gets a burst's first
+// keys after one short round trip instead of after the answer of a whole
+// readBatch (~270–500 keys at 1k addresses: the kernel's first add came
+// a median 7.6 ms after the burst's start); a big burst costs a few more
+// round trips, not more per key (docs/performance.md, "Engine: cost per
+// key", first keys sooner).
+const firstBatch = 32
+
 // Events is the coalescing convenience on top of Watcher: it runs the
 // watcher until ctx is done and delivers each changed key's *current* hash
 // (or Deleted) once per burst — any number of notifications of a key
@@ -117,13 +127,18 @@ func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.
 	retry := newBackoff()
 	defer w.closeReadConn()
 	var spare []item // the last batch's items array, taken into again
+	size := readBatch // the most the next take may take unless it waits
 	for {
 		clear(spare[:cap(spare)]) // its strings are not kept alive
-		items, ok := co.takeInto(ctx, spare, readBatch)
+		items, waited, ok := co.takeAfterWait(ctx, spare, size, firstBatch)
 		if !ok {
 			return
 		}
 		spare = items[:0]
+		if waited { // a burst's first keys: firstBatch, then twice as many
+			size = firstBatch
+		}
+		size = min(2*size, readBatch)
 		events, err := w.read(ctx, items)
 		if err != nil {
 			if ctx.Err() != nil {
