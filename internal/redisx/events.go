@@ -126,7 +126,7 @@ func (w *Watcher) start(ctx context.Context, send func(context.Context, []Event)
 func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.Context, []Event) bool) {
 	retry := newBackoff()
 	defer w.closeReadConn()
-	var spare []item // the last batch's items array, taken into again
+	var spare []item  // the last batch's items array, taken into again
 	size := readBatch // the most the next take may take unless it waits
 	for {
 		clear(spare[:cap(spare)]) // its strings are not kept alive
