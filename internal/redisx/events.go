@@ -37,13 +37,14 @@ type Event struct {
 const readBatch = 512
 
 // firstBatch is the most keys read in the first pipeline of a burst (a
-// take that found the deliverer idle); each following pipeline may be
-// twice the last, up to readBatch. The consumer gets a burst's first
-// keys after one short round trip instead of after the answer of a whole
-// readBatch (~270–500 keys at 1k addresses: the kernel's first add came
-// a median 7.6 ms after the burst's start); a big burst costs a few more
-// round trips, not more per key (docs/performance.md, "Engine: cost per
-// key", first keys sooner).
+// take that had to wait for its first key); the next takes up to
+// readBatch. The consumer gets a burst's first keys after one short
+// round trip instead of after the answer of a whole readBatch (~270–500
+// keys at 1k addresses: the kernel's first add came a median 7.6 ms after
+// the burst's start); a burst costs one more round trip and one more pass
+// of the engine's worker. Growing by doubling (32, 64, ... 512) started
+// as early but cost more passes and CPU at 1k (docs/performance.md,
+// "Engine: cost per key", a burst's first kernel write sooner).
 const firstBatch = 32
 
 // Events is the coalescing convenience on top of Watcher: it runs the
@@ -126,19 +127,15 @@ func (w *Watcher) start(ctx context.Context, send func(context.Context, []Event)
 func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.Context, []Event) bool) {
 	retry := newBackoff()
 	defer w.closeReadConn()
-	var spare []item  // the last batch's items array, taken into again
-	size := readBatch // the most the next take may take unless it waits
+	var spare []item // the last batch's items array, taken into again
 	for {
 		clear(spare[:cap(spare)]) // its strings are not kept alive
-		items, waited, ok := co.takeAfterWait(ctx, spare, size, firstBatch)
+		// A burst's first keys (the take waited for them): firstBatch.
+		items, _, ok := co.takeAfterWait(ctx, spare, readBatch, firstBatch)
 		if !ok {
 			return
 		}
 		spare = items[:0]
-		if waited { // a burst's first keys: firstBatch, then twice as many
-			size = firstBatch
-		}
-		size = min(2*size, readBatch)
 		events, err := w.read(ctx, items)
 		if err != nil {
 			if ctx.Err() != nil {
