@@ -53,7 +53,8 @@ func TestCoalescerTakeAfterWait(t *testing.T) {
 
 // A burst after the scan reaches EventBatches' consumer in the order its
 // keys first became dirty, each key once per batch with its latest value,
-// however the deliverer sized its reads (a small first one, growing).
+// however the deliverer sized its reads (a small first one, then up to
+// readBatch).
 func TestEventBatchesBurstOrderAndContent(t *testing.T) {
 	_, c := startRedis(t)
 	db := c.DB(4)
