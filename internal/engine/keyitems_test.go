@@ -47,20 +47,8 @@ func (c *keyItemsCtrl) ReconcileBatch(ctx context.Context, items []string) []err
 func TestKeyItemsAreConfigKeys(t *testing.T) {
 	srv := testredis.Start(t)
 	ctrl := &keyItemsCtrl{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	l := logrus.New()
-	l.SetLevel(logrus.WarnLevel)
-	handle := make(chan *Handle, 1)
-	go func() {
-		done <- Run(ctx, Config{Name: "keyitems", RedisURL: srv.URL(), Log: logrus.NewEntry(l)},
-			func(h *Handle) (Controller, error) { ctrl.h = h; handle <- h; return ctrl, nil })
-	}()
-	defer func() { cancel(); <-done }()
-	h := <-handle
-	for !h.e.started.Load() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	ctx := context.Background()
+	h := runStarted(t, srv, "keyitems", func(h *Handle) Controller { ctrl.h = h; return ctrl })
 	cfg, state := srv.Client(schema.ConfigDB), srv.Client(schema.StateDB)
 	const n = 1200
 	p := cfg.Pipeline()
@@ -132,20 +120,8 @@ func (c *refItemsCtrl) ReconcileBatchRefs(ctx context.Context, items []string, r
 func TestRefItemsReadByID(t *testing.T) {
 	srv := testredis.Start(t)
 	ctrl := &refItemsCtrl{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	l := logrus.New()
-	l.SetLevel(logrus.WarnLevel)
-	handle := make(chan *Handle, 1)
-	go func() {
-		done <- Run(ctx, Config{Name: "refitems", RedisURL: srv.URL(), Log: logrus.NewEntry(l)},
-			func(h *Handle) (Controller, error) { ctrl.h = h; handle <- h; return ctrl, nil })
-	}()
-	defer func() { cancel(); <-done }()
-	h := <-handle
-	for !h.e.started.Load() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	ctx := context.Background()
+	h := runStarted(t, srv, "refitems", func(h *Handle) Controller { ctrl.h = h; return ctrl })
 	cfg, state := srv.Client(schema.ConfigDB), srv.Client(schema.StateDB)
 	const n = 1200
 	key := func(i int) string { return fmt.Sprintf("%s|10.%d.%d.0/24", tRoute, i/256, i%256) }
@@ -187,4 +163,25 @@ func TestRefItemsReadByID(t *testing.T) {
 			t.Fatalf("result of %s: %v %v", key(i), r, err)
 		}
 	}
+}
+
+// runStarted runs an engine named name over srv with the controller made
+// by mk until the test ends, and returns its Handle once it has started.
+func runStarted(t *testing.T, srv *testredis.Server, name string, mk func(*Handle) Controller) *Handle {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	handle := make(chan *Handle, 1)
+	go func() {
+		done <- Run(ctx, Config{Name: name, RedisURL: srv.URL(), Log: logrus.NewEntry(l)},
+			func(h *Handle) (Controller, error) { c := mk(h); handle <- h; return c, nil })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	h := <-handle
+	for !h.e.started.Load() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return h
 }
