@@ -55,6 +55,7 @@ type writeBatch struct {
 	errs  []error  // ReconcileBatch's
 	items []deferredRoute
 	wants []netlinkmgr.RouteInfo // flushRoutes', reused
+	noted []bool                 // flushRoutes' (notedRoutes), reused
 	fdbs  []deferredFdb
 	addrs []deferredAddr
 	vids  []deferredVid
@@ -188,7 +189,7 @@ func (o *Orch) flushBatch() {
 	clear(b.vids)
 	clear(b.vlans)
 	clear(b.vlanAt)
-	*b = writeBatch{items: b.items[:0], wants: b.wants, fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0],
+	*b = writeBatch{items: b.items[:0], wants: b.wants, noted: b.noted[:0], fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0],
 		vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
 	o.spare = b
 }
@@ -208,12 +209,21 @@ func (o *Orch) flushRoutes(b *writeBatch) {
 	}
 	o.view.writingAll(wants)
 	res := o.k.Routes().ReplaceBatch(wants)
+	// Every written route noted at once (one lock), then each key
+	// finished in order: the kernel holds them all already.
+	b.noted = o.view.notedRoutes(wants, res, b.noted)
 	clear(wants)
 	b.wants = wants[:0]
 	for i := range b.items {
 		d := &b.items[i]
 		o.logAct(d.table, d.key, func() string { return "replace route " + describeRoute(&d.want) }, res[i])
-		o.finishDeferred(b, &d.deferred, o.routeWritten(d.r, d.want, d.refs, d.applied, res[i]))
+		var out outcome
+		if res[i] == nil {
+			out = o.routeNoted(d.r, &d.want, d.refs, d.applied, b.noted[i])
+		} else {
+			out = o.routeWritten(d.r, d.want, d.refs, d.applied, res[i])
+		}
+		o.finishDeferred(b, &d.deferred, out)
 	}
 	o.view.written()
 }

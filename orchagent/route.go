@@ -167,10 +167,17 @@ func (o *Orch) routeWritten(r schema.StaticRoute, want netlinkmgr.RouteInfo, ref
 		}
 		return kernelOut(err, refs)
 	}
-	if !o.view.notedRoute(&want) {
+	return o.routeNoted(r, &want, refs, applied, o.view.notedRoute(&want))
+}
+
+// routeNoted is the outcome of a successful replace of want for r, noted
+// in the view (notedRoute's answer: false when the route's delete was
+// heard while it was being written).
+func (o *Orch) routeNoted(r schema.StaticRoute, want *netlinkmgr.RouteInfo, refs []string, applied int, noted bool) outcome {
+	if !noted {
 		// Removed by someone right after the kernel wrote it (its
 		// delete was heard before this note): write it again.
-		return kernelOut(fmt.Errorf("STATIC_ROUTE|%s: route %s was deleted while being written", r.Key(), describeRoute(&want)), refs)
+		return kernelOut(fmt.Errorf("STATIC_ROUTE|%s: route %s was deleted while being written", r.Key(), describeRoute(want)), refs)
 	}
 	return okOut(refs[:applied:applied])
 }
