@@ -68,6 +68,9 @@ type writeBatch struct {
 	// ref is the engine's Ref of the key being reconciled (zero: none):
 	// its entry without a look-up by name
 	ref engine.Ref
+	// read is the key's entry read ahead for the pass (Orch.reads), nil
+	// or not Done: none
+	read *engine.Read
 }
 
 // deferred is the key a deferred write belongs to.
@@ -133,6 +136,13 @@ func (o *Orch) reconcileBatch(ctx context.Context, keys []string, refs []engine.
 	errs := make([]error, len(keys))
 	o.passStart(keys)
 	defer o.passEnd()
+	// The pass's routes read from the cache under one lock, not one
+	// per key shared with the consumer's sets (engine/cacheread.go).
+	o.reads = o.cfg.ReadRefs(schema.TableStaticRoute, keys, refs, o.reads)
+	defer func() {
+		clear(o.reads) // their strings are the cache's: not kept
+		o.reads = o.reads[:0]
+	}()
 	for i, key := range keys {
 		o.passAt(i)
 		table, _, _ := strings.Cut(key, schema.ConfigSep)
@@ -156,6 +166,7 @@ func (o *Orch) reconcileBatch(ctx context.Context, keys []string, refs []engine.
 		if i < len(refs) {
 			o.batch.ref = refs[i]
 		}
+		o.batch.read = &o.reads[i]
 		errs[i] = o.Reconcile(ctx, key)
 	}
 	o.flushBatch()

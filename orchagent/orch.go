@@ -92,6 +92,9 @@ type Orch struct {
 	// together (batch.go); nil = every write goes out at once (Reconcile).
 	batch *writeBatch
 	spare *writeBatch // the last batch, emptied, for the next
+	// reads are a ReconcileBatch pass's route entries, read ahead under
+	// one lock of the cache (engine.Cache.ReadRefs), emptied after it
+	reads []engine.Read
 
 	// linkRes interns resLink names for route keys: 100k routes via one
 	// port share one "link:PORT" string.
@@ -378,7 +381,11 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		if o.batch.fields == nil {
 			o.batch.fields = schema.Fields{}
 		}
-		ent, present = o.cfg.GetIntoRef(o.batch.ref, table, k, o.batch.fields)
+		if o.batch.read != nil && o.batch.read.Done() {
+			ent, present = o.batch.read.Into(table, k, o.batch.fields)
+		} else {
+			ent, present = o.cfg.GetIntoRef(o.batch.ref, table, k, o.batch.fields)
+		}
 	} else {
 		ent, present = o.cfg.Get(table, k)
 	}

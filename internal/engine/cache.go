@@ -406,39 +406,10 @@ func (c *Cache) GetInto(table, key string, into schema.Fields) (Entry, bool) {
 // the entry is found without a look-up by name; a stale or zero ref is
 // a GetInto.
 func (c *Cache) GetIntoRef(ref Ref, table, key string, into schema.Fields) (Entry, bool) {
-	clear(into)
 	c.mu.RLock()
-	var e cached
-	ok := false
-	id := ref.id - 1
-	if ref.id > 0 {
-		if p := c.ents.At(id); p != nil && p.gen != "" && p.key == key && p.table == table {
-			e, ok = *p, true
-		}
-	}
-	if !ok {
-		if id, ok = c.tables[table][key]; ok {
-			e = *c.ents.At(id)
-		}
-	}
-	var warning string
-	if ok && len(c.warnings) > 0 {
-		warning = c.warnings[table][key]
-	}
-	dels := c.dels.Load()
+	r := c.readLocked(ref, table, key)
 	c.mu.RUnlock()
-	if !ok {
-		return Entry{}, false
-	}
-	for s := e.fields; s != ""; {
-		k, v, rest, ok := shrink.Next(s)
-		if !ok {
-			break
-		}
-		into[k] = v
-		s = rest
-	}
-	return Entry{Table: table, Key: key, Fields: into, Gen: e.gen, Warning: warning, dels: dels, id: id}, true
+	return r.Into(table, key, into)
 }
 
 // cachedSince reports whether e's key is still cached: without a look-up
