@@ -97,10 +97,15 @@ type routeTable struct {
 	// mods counts the calls that may have changed the table: a look-up
 	// that found no route (routesAt) still holds while it has not moved.
 	mods uint64
+	// filter tells a place that holds nothing without a look-up
+	// (routefilter.go)
+	filter routeFilter
 }
 
 func newRouteTable() routeTable {
-	return routeTable{one: map[rdst]vroute{}, many: map[rdst][]netlinkmgr.RouteInfo{}}
+	t := routeTable{one: map[rdst]vroute{}, many: map[rdst][]netlinkmgr.RouteInfo{}}
+	t.filter.reset(0)
+	return t
 }
 
 // linkNames interns link names for vroute.link: ids are never reused
@@ -205,6 +210,10 @@ func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep boo
 		r = &c
 	}
 	d := rdstOf(r.Table, r.Dst)
+	if !t.filter.mayHold(d) {
+		t.insertNew(d, r, names)
+		return true
+	}
 	if old, ok := t.one[d]; ok {
 		if old.metric == uint32(r.Metric) && r.Metric >= 0 {
 			c, compact := compactRoute(d, r, names)
@@ -227,7 +236,7 @@ func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep boo
 		} else {
 			t.many[d] = []netlinkmgr.RouteInfo{old.route(d, names), *r}
 		}
-		delete(t.one, d)
+		delete(t.one, d) // (d's bit is set already)
 		shrink.Grew(t.many, &t.peaks[1])
 		return true
 	}
@@ -244,6 +253,12 @@ func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep boo
 		t.many[d] = append(rs, *r)
 		return true
 	}
+	t.insertNew(d, r, names)
+	return true
+}
+
+// insertNew puts r at d, which holds nothing.
+func (t *routeTable) insertNew(d rdst, r *netlinkmgr.RouteInfo, names *linkNames) {
 	if c, ok := compactRoute(d, r, names); ok {
 		t.one[d] = c
 		shrink.Grew(t.one, &t.peaks[0])
@@ -251,7 +266,7 @@ func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep boo
 		t.many[d] = []netlinkmgr.RouteInfo{*r}
 		shrink.Grew(t.many, &t.peaks[1])
 	}
-	return true
+	t.mark(d)
 }
 
 // del forgets the route to dst in table with metric; proto, when not
@@ -286,6 +301,9 @@ func (t *routeTable) delAt(d rdst, metric, proto int) bool {
 
 // at returns copies of the routes to d.
 func (t *routeTable) at(d rdst, names *linkNames) []netlinkmgr.RouteInfo {
+	if !t.filter.mayHold(d) {
+		return nil
+	}
 	if c, ok := t.one[d]; ok {
 		return []netlinkmgr.RouteInfo{c.route(d, names)}
 	}
@@ -298,6 +316,9 @@ func (t *routeTable) at(d rdst, names *linkNames) []netlinkmgr.RouteInfo {
 
 // withMetric returns the route to d with metric, if any.
 func (t *routeTable) withMetric(d rdst, metric int, names *linkNames) (netlinkmgr.RouteInfo, bool) {
+	if !t.filter.mayHold(d) {
+		return netlinkmgr.RouteInfo{}, false
+	}
 	if c, ok := t.one[d]; ok {
 		if int(c.metric) == metric {
 			return c.route(d, names), true
@@ -389,6 +410,9 @@ func (t *routeTable) len() int { return len(t.one) + len(t.many) }
 func (t *routeTable) compact() {
 	t.one = shrink.Map(t.one, &t.peaks[0])
 	t.many = shrink.Map(t.many, &t.peaks[1])
+	if t.filter.bits != nil && len(t.filter.bits) > max(minFilterWords, t.len()*8*4/64) {
+		t.rebuildFilter() // shrank: a smaller filter, the deleted places' bits cleared
+	}
 }
 
 // routesAt is applyRoute's look-up of a route's place, under one lock:
@@ -532,6 +556,7 @@ func (v *kernelView) notedRoutes(rs []netlinkmgr.RouteInfo, errs []error, absent
 			if c, ok := compactRoute(d, r, &v.names); ok {
 				t.one[d] = c
 				shrink.Grew(t.one, &t.peaks[0])
+				t.mark(d)
 				t.mods++
 				noted = append(noted, true)
 				continue
