@@ -49,18 +49,17 @@ func batchGroup(table string) string {
 
 // writeBatch holds the writes deferred for consecutive keys of one table.
 type writeBatch struct {
-	table  string
-	pos    int      // index of the key being reconciled
-	cur    deferred // the key being reconciled (set by Reconcile)
-	errs   []error  // ReconcileBatch's
-	items  []deferredRoute
-	wants  []netlinkmgr.RouteInfo // flushRoutes', reused
-	noted  []bool                 // flushRoutes' (notedRoutes), reused
-	absent []uint64               // flushRoutes' (notedRoutes), reused
-	fdbs   []deferredFdb
-	addrs  []deferredAddr
-	vids   []deferredVid
-	vlans  []deferredVlan // vlanbatch.go
+	table string
+	pos   int      // index of the key being reconciled
+	cur   deferred // the key being reconciled (set by Reconcile)
+	errs  []error  // ReconcileBatch's
+	items []deferredRoute
+	wants []netlinkmgr.RouteInfo // flushRoutes', reused
+	noted []bool                 // flushRoutes' (notedRoutes), reused
+	fdbs  []deferredFdb
+	addrs []deferredAddr
+	vids  []deferredVid
+	vlans []deferredVlan // vlanbatch.go
 	// vlanAt is the index in vlans of each VLAN name deferred there.
 	vlanAt map[string]int
 	// fields holds the hash of the route being reconciled (Reconcile's
@@ -95,8 +94,7 @@ type deferredRoute struct {
 	r       schema.StaticRoute
 	want    netlinkmgr.RouteInfo
 	refs    []string
-	applied int    // refs[:applied]: an applied route's (applyRoute)
-	absent  uint64 // routesAt's: its place was empty (notedRoutes)
+	applied int // refs[:applied]: an applied route's (applyRoute)
 }
 
 type deferredAddr struct {
@@ -202,7 +200,7 @@ func (o *Orch) flushBatch() {
 	clear(b.vids)
 	clear(b.vlans)
 	clear(b.vlanAt)
-	*b = writeBatch{items: b.items[:0], wants: b.wants, noted: b.noted[:0], absent: b.absent[:0], fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0],
+	*b = writeBatch{items: b.items[:0], wants: b.wants, noted: b.noted[:0], fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0],
 		vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
 	o.spare = b
 }
@@ -216,17 +214,15 @@ func (o *Orch) finishDeferred(b *writeBatch, d *deferred, out outcome) {
 }
 
 func (o *Orch) flushRoutes(b *writeBatch) {
-	wants, absent := b.wants[:0], b.absent[:0]
+	wants := b.wants[:0]
 	for i := range b.items {
 		wants = append(wants, b.items[i].want)
-		absent = append(absent, b.items[i].absent)
 	}
-	b.absent = absent
 	o.view.writingAll(wants)
 	res := o.k.Routes().ReplaceBatch(wants)
 	// Every written route noted at once (one lock), then each key
 	// finished in order: the kernel holds them all already.
-	b.noted = o.view.notedRoutes(wants, res, absent, b.noted)
+	b.noted = o.view.notedRoutes(wants, res, b.noted)
 	clear(wants)
 	b.wants = wants[:0]
 	for i := range b.items {

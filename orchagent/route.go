@@ -98,7 +98,7 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	if inVRF(r.VRF) {
 		o.notedRouteTable(r.VRF, table)
 	}
-	c, foreign, cur, absent := o.view.routesAt(table, r.Prefix, want.Metric)
+	c, foreign, cur := o.view.routesAt(table, r.Prefix, want.Metric)
 	if foreign {
 		// Someone else's route: never replaced. Its deletion (a route
 		// event on this prefix) re-enqueues the key.
@@ -123,7 +123,7 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	// answer EEXIST instead of being overwritten.
 	want.Create = !ours
 	if o.deferring(schema.TableStaticRoute) {
-		o.batch.items = append(o.batch.items, deferredRoute{deferred: o.batch.cur, r: r, want: want, refs: refs, applied: applied, absent: absent})
+		o.batch.items = append(o.batch.items, deferredRoute{deferred: o.batch.cur, r: r, want: want, refs: refs, applied: applied})
 		return outcome{deferred: true}
 	}
 	err = o.act(schema.TableStaticRoute, key, "replace route "+describeRoute(&want), func() error {

@@ -32,9 +32,6 @@ type kernelView struct {
 	// those).
 	inflight map[rdst]vroute
 	gone     int
-	// dupWrite: two routes being written share a table and destination
-	// (notedRoutes then takes the careful way for each)
-	dupWrite bool
 	addrs    map[string]map[netip.Prefix]int // link → address → IFA_PROTO
 	addrVer  uint64                          // bumped by every change of addrs (see addrIndex)
 	aidx     addrIndex
@@ -99,9 +96,7 @@ func newKernelView() *kernelView {
 func (v *kernelView) reset() {
 	v.addrVer++
 	v.links = map[string]linkSnap{}
-	mods := v.routes.mods + 1 // a look-up before the reset is stale (routesAt)
 	v.routes = newRouteTable()
-	v.routes.mods = mods
 	v.foreign = newRouteTable()
 	v.addrs = map[string]map[netip.Prefix]int{}
 	v.fdbs = map[fdbKey]netlinkmgr.FdbInfo{}

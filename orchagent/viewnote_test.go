@@ -12,8 +12,8 @@ import (
 )
 
 // TestNotedRoutesMatchesNotedRoute is a differential random-step test of
-// notedRoutes' quick way (a place routesAt found empty, still unchanged,
-// filled without a look-up): two views get the same random steps —
+// notedRoutes (a batch's notes under one lock, the view's route filter
+// telling the empty places): two views get the same random steps —
 // events putting and deleting our routes, a table dropped, batches of
 // routes looked up (routesAt), some deleted meanwhile (an old metric's),
 // written (writingAll, duplicates included), some refused by the kernel,
@@ -50,12 +50,11 @@ func TestNotedRoutesMatchesNotedRoute(t *testing.T) {
 			default: // a batch
 				n := 1 + rng.IntN(16)
 				rs := make([]netlinkmgr.RouteInfo, n)
-				absent := make([]uint64, n)
 				errs := make([]error, n)
 				for i := range rs {
 					rs[i] = route()
 					rs[i].Create = rng.IntN(2) == 0
-					_, _, _, absent[i] = a.routesAt(rs[i].Table, rs[i].Dst, rs[i].Metric)
+					a.routesAt(rs[i].Table, rs[i].Dst, rs[i].Metric)
 					b.routesAt(rs[i].Table, rs[i].Dst, rs[i].Metric)
 					switch rng.IntN(8) { // something changes after the look-up
 					case 0:
@@ -75,7 +74,7 @@ func TestNotedRoutesMatchesNotedRoute(t *testing.T) {
 					g := rs[rng.IntN(n)]
 					both(func(v *kernelView) { v.mu.Lock(); v.writeGoneLocked(&g); v.mu.Unlock() })
 				}
-				got := a.notedRoutes(rs, errs, absent, nil)
+				got := a.notedRoutes(rs, errs, nil)
 				want := make([]bool, n)
 				for i := range rs {
 					want[i] = errs[i] == nil && b.notedRoute(&rs[i])

@@ -94,9 +94,6 @@ type routeTable struct {
 	one   map[rdst]vroute                 // the destination's only route, compact
 	many  map[rdst][]netlinkmgr.RouteInfo // the others (never also in one)
 	peaks [2]int                          // shrink's high-water marks
-	// mods counts the calls that may have changed the table: a look-up
-	// that found no route (routesAt) still holds while it has not moved.
-	mods uint64
 	// filter tells a place that holds nothing without a look-up
 	// (routefilter.go)
 	filter routeFilter
@@ -203,7 +200,6 @@ func (t *routeTable) put(r *netlinkmgr.RouteInfo, names *linkNames) (changed boo
 // putKeep is put, except that a route at the same metric for which keep
 // is true stays (see notedRoute).
 func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep bool) (changed bool) {
-	t.mods++
 	if r.Create {
 		c := *r
 		c.Create = false
@@ -276,7 +272,6 @@ func (t *routeTable) del(table int, dst netip.Prefix, metric, proto int) bool {
 }
 
 func (t *routeTable) delAt(d rdst, metric, proto int) bool {
-	t.mods++
 	if c, ok := t.one[d]; ok {
 		if int(c.metric) != metric || (proto != -1 && int(c.proto) != proto) {
 			return false
@@ -358,7 +353,6 @@ func (t *routeTable) dsts(out []rdst) []rdst {
 
 // dropTable forgets every route of one table.
 func (t *routeTable) dropTable(table int) {
-	t.mods++
 	if table == 0 {
 		table = netlinkmgr.MainTable
 	}
@@ -376,7 +370,6 @@ func (t *routeTable) dropTable(table int) {
 
 // purge forgets the routes drop selects and returns their resources.
 func (t *routeTable) purge(res []string, names *linkNames, drop func(*netlinkmgr.RouteInfo) bool, dropOne func(*vroute) bool) []string {
-	t.mods++
 	for d, c := range t.one {
 		if dropOne(&c) {
 			res = append(res, resRoute(d.table(), d.dst()))
@@ -417,22 +410,15 @@ func (t *routeTable) compact() {
 
 // routesAt is applyRoute's look-up of a route's place, under one lock:
 // the foreign route at table, dst and metric (foreignRoute) or, when there
-// is none, copies of our routes to dst (routesFor). When it finds none of
-// ours, absent is 1 + the routes' modification count (routeTable.mods):
-// notedRoutes then adds the route written there without looking again
-// while nothing changed the routes since; else 0.
-func (v *kernelView) routesAt(table int, dst netip.Prefix, metric int) (c netlinkmgr.RouteInfo, foreign bool, ours []netlinkmgr.RouteInfo, absent uint64) {
+// is none, copies of our routes to dst (routesFor).
+func (v *kernelView) routesAt(table int, dst netip.Prefix, metric int) (c netlinkmgr.RouteInfo, foreign bool, ours []netlinkmgr.RouteInfo) {
 	d := rdstOf(table, dst)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if c, ok := v.foreign.withMetric(d, metric, &v.names); ok {
-		return c, true, nil, 0
+		return c, true, nil
 	}
-	ours = v.routes.at(d, &v.names)
-	if len(ours) == 0 {
-		absent = v.routes.mods + 1
-	}
-	return netlinkmgr.RouteInfo{}, false, ours, absent
+	return netlinkmgr.RouteInfo{}, false, v.routes.at(d, &v.names)
 }
 
 // writingAll records the routes about to be written (a batch, or one
@@ -461,9 +447,7 @@ func (v *kernelView) writingAll(rs []netlinkmgr.RouteInfo) {
 		if !ok {
 			c = vroute{metric: uint32(rs[i].Metric), flags: vrLoose}
 		}
-		n := len(v.inflight)
 		v.inflight[d] = c
-		v.dupWrite = v.dupWrite || len(v.inflight) == n
 	}
 }
 
@@ -472,7 +456,6 @@ func (v *kernelView) written() {
 	v.mu.Lock()
 	clear(v.inflight)
 	v.gone = 0
-	v.dupWrite = false
 	v.mu.Unlock()
 }
 
@@ -532,37 +515,12 @@ func (v *kernelView) notedRoute(r *netlinkmgr.RouteInfo) bool {
 // the event goroutine, was a tenth of the worker's time in a 100k burst):
 // noted[i] (appended to noted[:0] and returned) is notedRoute's answer,
 // false where errs[i] != nil.
-//
-// absent[i] is routesAt's answer for rs[i]'s place: while the routes did
-// not change since (the same count) and the batch wrote each place once
-// (writingAll), the place is still empty and a route with a compact form
-// is added without a look-up first (at 100k routes each look-up of the
-// map is a cache miss, a tenth of the worker's time).
-func (v *kernelView) notedRoutes(rs []netlinkmgr.RouteInfo, errs []error, absent []uint64, noted []bool) []bool {
+func (v *kernelView) notedRoutes(rs []netlinkmgr.RouteInfo, errs []error, noted []bool) []bool {
 	noted = noted[:0]
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	t := &v.routes
-	mods := t.mods + 1
-	quick := !v.dupWrite && v.gone == 0
 	for i := range rs {
-		if errs[i] != nil {
-			noted = append(noted, false)
-			continue
-		}
-		r := &rs[i]
-		if quick && absent[i] == mods && r.Metric >= 0 {
-			d := rdstOf(r.Table, r.Dst)
-			if c, ok := compactRoute(d, r, &v.names); ok {
-				t.one[d] = c
-				shrink.Grew(t.one, &t.peaks[0])
-				t.mark(d)
-				t.mods++
-				noted = append(noted, true)
-				continue
-			}
-		}
-		noted = append(noted, v.notedRouteLocked(r))
+		noted = append(noted, errs[i] == nil && v.notedRouteLocked(&rs[i]))
 	}
 	return noted
 }
