@@ -3,6 +3,7 @@ package redisx
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/switchyard-net/switchyard/internal/shrink"
 )
@@ -217,14 +218,15 @@ func (c *coalescer) take(ctx context.Context, max int) ([]item, bool) {
 // takeInto is take appending to buf[:0] (the deliverer's array of the
 // last batch, cleared) when it has room for max.
 func (c *coalescer) takeInto(ctx context.Context, buf []item, max int) ([]item, bool) {
-	items, _, ok := c.takeAfterWait(ctx, buf, max, max)
+	items, _, ok := c.takeAfterWait(ctx, buf, max, max, time.Time{})
 	return items, ok
 }
 
 // takeAfterWait is takeInto taking at most idleMax items (when fewer
-// than max) if it had to wait for the first of them: the first keys of a
-// burst that finds the deliverer idle. waited says it did.
-func (c *coalescer) takeAfterWait(ctx context.Context, buf []item, max, idleMax int) (items []item, waited, ok bool) {
+// than max) if it had to wait for the first of them and the time is
+// capFrom or later: the first keys of a burst that finds the deliverer
+// idle (a zero capFrom: whenever it waited). waited says it did.
+func (c *coalescer) takeAfterWait(ctx context.Context, buf []item, max, idleMax int, capFrom time.Time) (items []item, waited, ok bool) {
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -232,24 +234,12 @@ func (c *coalescer) takeAfterWait(ctx context.Context, buf []item, max, idleMax 
 			return nil, waited, false
 		}
 		if c.fifo.n > 0 {
-			if waited {
+			if waited && (capFrom.IsZero() || !time.Now().Before(capFrom)) {
 				max = min(max, idleMax)
 			}
-			if cap(buf) < min(max, c.fifo.n) {
-				buf = make([]item, 0, min(max, c.fifo.n))
-			}
-			items := c.fifo.pop(buf[:0], max)
-			for _, it := range items {
-				if !it.sync {
-					delete(c.set(it), it.full)
-				}
-			}
-			c.dirty = shrink.Map(c.dirty, &c.peak)
+			items := c.popLocked(buf, max)
 			c.mu.Unlock()
-			select {
-			case c.room <- struct{}{}:
-			default:
-			}
+			c.tookSome()
 			return items, waited, true
 		}
 		c.mu.Unlock()
@@ -262,6 +252,44 @@ func (c *coalescer) takeAfterWait(ctx context.Context, buf []item, max, idleMax 
 			return nil, waited, false
 		case <-c.wake:
 		}
+	}
+}
+
+// tryTake takes up to max items into buf[:0] without waiting: nil when
+// none is queued (or the coalescer is closed).
+func (c *coalescer) tryTake(buf []item, max int) []item {
+	c.mu.Lock()
+	if c.closed || c.fifo.n == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	items := c.popLocked(buf, max)
+	c.mu.Unlock()
+	c.tookSome()
+	return items
+}
+
+// popLocked takes up to max items from the FIFO's front into buf[:0] (a
+// new array when buf has no room) and drops them from the dirty sets.
+func (c *coalescer) popLocked(buf []item, max int) []item {
+	if cap(buf) < min(max, c.fifo.n) {
+		buf = make([]item, 0, min(max, c.fifo.n))
+	}
+	items := c.fifo.pop(buf[:0], max)
+	for _, it := range items {
+		if !it.sync {
+			delete(c.set(it), it.full)
+		}
+	}
+	c.dirty = shrink.Map(c.dirty, &c.peak)
+	return items
+}
+
+// tookSome tells a scan waiting for room (waitRoom) that items went.
+func (c *coalescer) tookSome() {
+	select {
+	case c.room <- struct{}{}:
+	default:
 	}
 }
 

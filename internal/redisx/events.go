@@ -2,6 +2,7 @@ package redisx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -46,6 +47,15 @@ const readBatch = 512
 // as early but cost more passes and CPU at 1k (docs/performance.md,
 // "Engine: cost per key", a burst's first kernel write sooner).
 const firstBatch = 32
+
+// burstGap is how long the deliverer must have handed nothing over for a
+// take that waits to count as a burst's start (firstBatch). A wait inside
+// a burst — the deliverer caught up with a writer such as redis-cli
+// --pipe, whose HSETs and so their notifications arrive in pieces — takes
+// whatever has come, up to readBatch: one engine pass (an HGETALL round
+// trip, a kernel sendmsg, a STATE_DB flush) for it, not one more per 32
+// keys. A lone change after idle is one key either way.
+const burstGap = 10 * time.Millisecond
 
 // Events is the coalescing convenience on top of Watcher: it runs the
 // watcher until ctx is done and delivers each changed key's *current* hash
@@ -124,35 +134,78 @@ func (w *Watcher) start(ctx context.Context, send func(context.Context, []Event)
 
 // deliver reads dirty keys in pipelined batches and sends their events
 // (every event before a barrier is sent before its OnSync).
+//
+// Up to two batches are in flight on the read connection: once a batch's
+// HGETALLs are written, the keys queued behind it (up to readBatch, taken
+// without waiting) are written too, before the first batch's replies are
+// read — redis-server answers the second while this goroutine parses the
+// first and hands it over, and the consumer does not wait a round trip for
+// it (docs/performance.md, "addresses: bursts that trickle in"). Replies
+// come in the order the batches were written; a connection failure puts
+// both batches back, in order.
 func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.Context, []Event) bool) {
 	retry := newBackoff()
 	defer w.closeReadConn()
-	var spare []item // the last batch's items array, taken into again
-	for {
-		clear(spare[:cap(spare)]) // its strings are not kept alive
-		// A burst's first keys (the take waited for them): firstBatch.
-		items, _, ok := co.takeAfterWait(ctx, spare, readBatch, firstBatch)
-		if !ok {
-			return
+	var free [][]item // arrays of delivered batches, cleared, taken into again
+	spare := func() []item {
+		if n := len(free); n > 0 {
+			b := free[n-1]
+			free = free[:n-1]
+			return b
 		}
-		spare = items[:0]
-		events, err := w.read(ctx, items)
-		if err != nil {
-			if ctx.Err() != nil {
+		return nil
+	}
+	var cur, next []item // written; cur's replies come first
+	var handed time.Time // when the last batch was handed over
+	failed := func(err error) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		w.closeReadConn() // a batch written behind is dropped with it
+		w.report(fmt.Errorf("read changed keys of db %d: %w", w.opts.DB, err))
+		co.requeue(append(append(make([]item, 0, len(cur)+len(next)), cur...), next...))
+		cur, next = nil, nil
+		return retry.sleep(ctx)
+	}
+	for {
+		if cur == nil {
+			// A burst's first keys (the take waited for them, nothing
+			// handed over for burstGap): firstBatch.
+			items, _, ok := co.takeAfterWait(ctx, spare(), readBatch, firstBatch, handed.Add(burstGap))
+			if !ok {
 				return
 			}
-			w.report(fmt.Errorf("read changed keys of db %d: %w", w.opts.DB, err))
-			co.requeue(items)
-			if !retry.sleep(ctx) {
+			cur = items
+			if err := w.write(ctx, cur); err != nil {
+				if !failed(err) {
+					return
+				}
+				continue
+			}
+		}
+		if next == nil {
+			if items := co.tryTake(spare(), readBatch); items != nil {
+				next = items
+				if err := w.write(ctx, next); err != nil {
+					if !failed(err) {
+						return
+					}
+					continue
+				}
+			}
+		}
+		events, err := w.recv(ctx, cur)
+		if err != nil {
+			if !failed(err) {
 				return
 			}
 			continue
 		}
 		retry.reset()
-		// events[i] belongs to items[i]; a barrier's slot is dropped and
+		// events[i] belongs to cur[i]; a barrier's slot is dropped and
 		// the events are sent in runs between barriers.
 		from, n := 0, 0
-		for i, it := range items {
+		for i, it := range cur {
 			if !it.sync {
 				events[n] = events[i]
 				n++
@@ -169,24 +222,37 @@ func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.
 		if n > from && !send(ctx, events[from:n:n]) {
 			return
 		}
+		handed = time.Now()
+		clear(cur[:cap(cur)]) // its strings are not kept alive
+		if len(free) < 2 {
+			free = append(free, cur[:0])
+		}
+		cur, next = next, nil
 	}
 }
 
-// read fetches the current state of items in one pipeline; events[i]
-// belongs to items[i] (zero for barriers). A connection error fails the
-// whole batch (and closes the read connection: the next read dials
-// again); per-key errors land in Event.Err.
-//
-// The pipeline goes over the watcher's own connection (dialRaw, SELECTed
-// to the watched DB) and the replies are parsed straight into the events
-// (replyreader.go): ~1 allocation per field-less key and 2 per hash, not
-// go-redis' ~7.6. docs/performance.md, "Redis side", has the figures.
+// read fetches the current state of items in one pipeline (write, then
+// recv); events[i] belongs to items[i] (zero for barriers).
 func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
+	if err := w.write(ctx, items); err != nil {
+		return nil, err
+	}
+	return w.recv(ctx, items)
+}
+
+// write sends the HGETALL (GET for a plain key) of every item in one
+// write, on the watcher's own connection (dialRaw, SELECTed to the watched
+// DB; dialled here when there is none). Its replies are read by recv, in
+// the order the batches were written: the deliverer writes a burst's next
+// batch before it reads the current one's replies, so redis-server answers
+// it while this process parses and hands over the current one. A
+// connection failure closes the connection (the next write dials again).
+func (w *Watcher) write(ctx context.Context, items []item) error {
 	rc := &w.rc
 	if rc.conn == nil {
 		conn, rd, err := dialRaw(ctx, w.c.Options(), w.opts.DB)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rc.conn, rc.rd = conn, rd
 	}
@@ -201,19 +267,40 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 		}
 	}
 	rc.wbuf = shrinkScratch(buf)
-	o, conn := w.c.Options(), rc.conn
-	conn.SetWriteDeadline(ioDeadline(ctx, o.WriteTimeout))
-	conn.SetReadDeadline(ioDeadline(ctx, o.ReadTimeout))
-	// A cancelled ctx ends a blocked write or read at once.
+	conn := rc.conn
+	conn.SetWriteDeadline(ioDeadline(ctx, w.c.Options().WriteTimeout))
+	// A cancelled ctx ends a blocked write at once.
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	_, err := conn.Write(buf)
+	stop()
+	if err != nil {
+		w.closeReadConn()
+		return err
+	}
+	return nil
+}
+
+// recv reads the replies of the oldest batch written (items, as given to
+// write) and parses them straight into the events (replyreader.go): ~1
+// allocation per field-less key and 2 per hash, not go-redis' ~7.6
+// (docs/performance.md, "Redis side"). events[i] belongs to items[i]
+// (zero for barriers). A connection error fails the whole batch (and
+// closes the connection: every batch written on it is read again); per-key
+// errors land in Event.Err.
+func (w *Watcher) recv(ctx context.Context, items []item) ([]Event, error) {
+	rc := &w.rc
+	if rc.conn == nil {
+		return nil, errors.New("read connection closed")
+	}
+	conn := rc.conn
+	conn.SetReadDeadline(ioDeadline(ctx, w.c.Options().ReadTimeout))
+	// A cancelled ctx ends a blocked read at once.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	fail := func(err error) ([]Event, error) {
 		stop()
 		w.closeReadConn()
 		return nil, err // connection trouble: retry the whole batch
-	}
-	if _, err := conn.Write(buf); err != nil {
-		return fail(err)
 	}
 	events := w.eventArray(len(items))
 	var wrongType []int // GETs of a plain key holding a hash, read below

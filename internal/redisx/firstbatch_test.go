@@ -22,7 +22,7 @@ func TestCoalescerTakeAfterWait(t *testing.T) {
 	}
 	res := make(chan took, 1)
 	go func() {
-		items, waited, ok := co.takeAfterWait(ctx, nil, 512, 8)
+		items, waited, ok := co.takeAfterWait(ctx, nil, 512, 8, time.Time{})
 		if !ok {
 			t.Error("take: nothing")
 		}
@@ -36,7 +36,7 @@ func TestCoalescerTakeAfterWait(t *testing.T) {
 	if !first.waited || len(first.items) == 0 || len(first.items) > 8 {
 		t.Fatalf("first take: waited %v, %d items; want waited, 1-8", first.waited, len(first.items))
 	}
-	rest, waited, ok := co.takeAfterWait(ctx, nil, 512, 8)
+	rest, waited, ok := co.takeAfterWait(ctx, nil, 512, 8, time.Time{})
 	if !ok || waited {
 		t.Fatalf("second take: ok %v waited %v", ok, waited)
 	}
@@ -107,4 +107,121 @@ func TestEventBatchesBurstOrderAndContent(t *testing.T) {
 		}
 	}
 	t.Logf("%d keys in %d batches", n, batches)
+}
+
+// A take that waited inside a burst (capFrom still ahead: the deliverer
+// handed a batch over less than burstGap ago) is not capped: it takes
+// what has come, up to max.
+func TestCoalescerTakeAfterWaitInBurst(t *testing.T) {
+	co := newCoalescer([]string{"T"}, "|")
+	waiting := make(chan struct{}, 1)
+	co.testWaiting = func() { waiting <- struct{}{} }
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	res := make(chan []item, 1)
+	go func() {
+		items, waited, ok := co.takeAfterWait(ctx, nil, 512, 8, time.Now().Add(time.Hour))
+		if !ok || !waited {
+			t.Errorf("take: ok %v waited %v", ok, waited)
+		}
+		res <- items
+	}()
+	<-waiting
+	co.mu.Lock() // the take wakes to all 100 queued
+	for i := 0; i < 100; i++ {
+		it := co.itemOf(Change{Table: "T", Key: strconv.Itoa(i)}, "")
+		co.dirty[it.full] = struct{}{}
+		co.fifo.push(it)
+	}
+	co.signal()
+	co.mu.Unlock()
+	if got := <-res; len(got) != 100 {
+		t.Fatalf("took %d items, want all 100", len(got))
+	}
+	if len(co.dirty) != 0 || co.fifo.n != 0 {
+		t.Fatalf("left %d dirty, %d queued", len(co.dirty), co.fifo.n)
+	}
+}
+
+// tryTake takes what is queued, up to max, in order, and never waits.
+func TestCoalescerTryTake(t *testing.T) {
+	co := newCoalescer([]string{"T"}, "|")
+	if got := co.tryTake(nil, 10); got != nil {
+		t.Fatalf("empty: took %v", got)
+	}
+	for i := 0; i < 15; i++ {
+		co.mark(Change{Table: "T", Key: strconv.Itoa(i)}, "")
+	}
+	a := co.tryTake(nil, 10)
+	b := co.tryTake(make([]item, 0, 2), 10)
+	if len(a) != 10 || len(b) != 5 || a[0].full != "T|0" || b[0].full != "T|10" || b[4].full != "T|14" {
+		t.Fatalf("took %v then %v", a, b)
+	}
+	co.mark(Change{Table: "T", Key: "0"}, "") // taken: dirty again
+	if got := co.tryTake(nil, 10); len(got) != 1 || got[0].full != "T|0" {
+		t.Fatalf("again: took %v", got)
+	}
+	co.close()
+	co.mark(Change{Table: "T", Key: "1"}, "")
+	if got := co.tryTake(nil, 10); got != nil {
+		t.Fatalf("closed: took %v", got)
+	}
+}
+
+// With two batches in flight on the read connection (the second written
+// before the first's replies are read), a connection lost after the first
+// is handed over puts the second back: every key is delivered, in order,
+// with its value, and the failure is reported.
+func TestDeliverTwoInFlightConnectionLost(t *testing.T) {
+	_, c := startRedis(t)
+	db := c.DB(4)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	const n = readBatch + 300
+	pipe := db.Pipeline()
+	for i := 0; i < n; i++ {
+		pipe.HSet(ctx, fmt.Sprintf("PORT|p%d", i), "v", strconv.Itoa(i))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnError: func(err error) { errs = append(errs, err) }})
+	co := newCoalescer([]string{"PORT"}, "|")
+	for i := 0; i < n; i++ { // queued before the deliverer starts: no wait, no cap
+		co.mark(Change{Table: "PORT", Key: fmt.Sprintf("p%d", i)}, "")
+	}
+	var got []Event
+	batches := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.deliver(ctx, co, func(_ context.Context, evs []Event) bool {
+			batches++
+			if batches == 1 {
+				if len(evs) != readBatch {
+					t.Errorf("first batch: %d events, want %d", len(evs), readBatch)
+				}
+				w.rc.conn.Close() // the second batch was written on it
+			}
+			got = append(got, evs...)
+			if len(got) >= n {
+				cancel()
+			}
+			return true
+		})
+	}()
+	<-done
+	if len(got) != n {
+		t.Fatalf("%d events, want %d", len(got), n)
+	}
+	for i, ev := range got {
+		if k := fmt.Sprintf("p%d", i); ev.Key != k || ev.Fields["v"] != strconv.Itoa(i) {
+			t.Fatalf("event %d = %+v, want %s v=%d", i, ev, k, i)
+		}
+	}
+	if len(errs) != 1 {
+		t.Fatalf("errors reported: %v, want one", errs)
+	}
+	t.Logf("%d batches; reported: %v", batches, errs)
 }
