@@ -48,11 +48,11 @@ func ParseInterface(table, key string, f Fields) (Interface, error) {
 		return Interface{}, keyError(table, key, "not an interface table",
 			TableInterface+", "+TableVlanInterface+", "+TablePortChannelInterface+" or "+TableLoopback)
 	}
-	parts := SplitKey(key)
-	if len(parts) > 2 {
+	// Cut, not SplitKey: no slice per key.
+	name, addr, hasAddr := strings.Cut(key, ConfigSep)
+	if strings.Contains(addr, ConfigSep) {
 		return Interface{}, keyError(table, key, "", "ifname or ifname|addr/len, e.g. Ethernet0|10.0.0.1/24")
 	}
-	name := parts[0]
 	switch table {
 	case TableVlanInterface:
 		if _, problem := vlanName(name); problem != "" {
@@ -91,11 +91,11 @@ func ParseInterface(table, key string, f Fields) (Interface, error) {
 		}
 	}
 	in := Interface{TableName: table, Name: name}
-	if len(parts) == 2 {
-		p, problem, allowed := parseIfAddr(parts[1])
+	if hasAddr {
+		p, problem, allowed := parseIfAddr(addr)
 		if problem != "" || allowed != "" {
 			if problem == "" {
-				problem = strconv.Quote(parts[1]) + " is not an address with prefix length"
+				problem = strconv.Quote(addr) + " is not an address with prefix length"
 			}
 			return Interface{}, keyError(table, key, problem, allowed)
 		}

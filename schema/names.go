@@ -201,8 +201,10 @@ func parseIfAddr(s string) (netip.Prefix, string, string) {
 	case a.IsMulticast():
 		return netip.Prefix{}, a.String() + " is a multicast address: an interface address must be unicast", ""
 	}
-	if c := p.String(); c != s {
-		return netip.Prefix{}, "address is not in canonical form: use " + c, ""
+	// Compared in a buffer on the stack: every address key comes here.
+	var buf [64]byte
+	if string(p.AppendTo(buf[:0])) != s {
+		return netip.Prefix{}, "address is not in canonical form: use " + p.String(), ""
 	}
 	return p, "", ""
 }

@@ -50,8 +50,17 @@ func portChannelProblem(name string) string {
 	return ""
 }
 
-// IsPortChannelName reports whether name is a PortChannel name.
-func IsPortChannelName(name string) bool { return portChannelProblem(name) == "" }
+// IsPortChannelName reports whether name is a PortChannel name. It builds
+// no message (every INTERFACE key asks it: portChannelProblem quoted the
+// name for a message nobody read, an allocation per address).
+func IsPortChannelName(name string) bool {
+	digits, ok := strings.CutPrefix(name, portChannelPrefix)
+	if !ok || len(digits) > 4 {
+		return false
+	}
+	_, ok = parseDigits(digits)
+	return ok
+}
 
 // ParsePortChannel parses a PORTCHANNEL entry. Acted on: admin_status,
 // mtu (68-9216), min_links (1-1024), fast_rate (true|false). Checked:
