@@ -256,10 +256,10 @@ func (c *coalescer) takeAfterWait(ctx context.Context, buf []item, max, idleMax 
 }
 
 // tryTake takes up to max items into buf[:0] without waiting: nil when
-// none is queued (or the coalescer is closed).
-func (c *coalescer) tryTake(buf []item, max int) []item {
+// fewer than least (at least one) are queued, or the coalescer is closed.
+func (c *coalescer) tryTake(buf []item, max, least int) []item {
 	c.mu.Lock()
-	if c.closed || c.fifo.n == 0 {
+	if c.closed || c.fifo.n == 0 || c.fifo.n < least {
 		c.mu.Unlock()
 		return nil
 	}

@@ -54,8 +54,11 @@ const firstBatch = 32
 // --pipe, whose HSETs and so their notifications arrive in pieces — takes
 // whatever has come, up to readBatch: one engine pass (an HGETALL round
 // trip, a kernel sendmsg, a STATE_DB flush) for it, not one more per 32
-// keys. A lone change after idle is one key either way.
-const burstGap = 10 * time.Millisecond
+// keys. A lone change after idle is one key either way. Short: redis-cli's
+// notifications come every ~0.3 ms on a quiet host, and bursts written
+// back to back (BenchmarkEnginePath1k's, ~1.5-2 ms apart) keep their
+// small first read.
+const burstGap = time.Millisecond
 
 // Events is the coalescing convenience on top of Watcher: it runs the
 // watcher until ctx is done and delivers each changed key's *current* hash
@@ -135,14 +138,16 @@ func (w *Watcher) start(ctx context.Context, send func(context.Context, []Event)
 // deliver reads dirty keys in pipelined batches and sends their events
 // (every event before a barrier is sent before its OnSync).
 //
-// Up to two batches are in flight on the read connection: once a batch's
-// HGETALLs are written, the keys queued behind it (up to readBatch, taken
-// without waiting) are written too, before the first batch's replies are
-// read — redis-server answers the second while this goroutine parses the
-// first and hands it over, and the consumer does not wait a round trip for
-// it (docs/performance.md, "addresses: bursts that trickle in"). Replies
-// come in the order the batches were written; a connection failure puts
-// both batches back, in order.
+// The next batch is read while the current one is handed over: once a
+// batch's replies are in, the keys queued behind it (up to readBatch,
+// taken without waiting) are written at once, before the batch goes to
+// the consumer — redis-server answers them while the consumer takes and
+// works on the current batch, and their replies are there when the
+// deliverer comes back for them, where it used to write them only once the
+// consumer had received the current batch and then wait a round trip
+// (docs/performance.md, "addresses: bursts that trickle in"). Replies come
+// in the order the batches were written; a connection failure puts both
+// batches back, in order.
 func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.Context, []Event) bool) {
 	retry := newBackoff()
 	defer w.closeReadConn()
@@ -183,23 +188,30 @@ func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.
 				continue
 			}
 		}
-		if next == nil {
-			if items := co.tryTake(spare(), readBatch); items != nil {
-				next = items
-				if err := w.write(ctx, next); err != nil {
-					if !failed(err) {
-						return
-					}
-					continue
-				}
-			}
-		}
 		events, err := w.recv(ctx, cur)
 		if err != nil {
 			if !failed(err) {
 				return
 			}
 			continue
+		}
+		// The keys queued behind cur are written now, once cur's replies
+		// are in (written before, redis-server would answer both in one go
+		// and cur's replies would wait for the next batch's work), and
+		// before cur is handed over. (Waiting for firstBatch of them
+		// before taking any made no difference in BenchmarkEnginePath1k.)
+		if items := co.tryTake(spare(), readBatch, 1); items != nil {
+			next = items
+			if err := w.write(ctx, next); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				// cur is in and goes on; next is read again (write
+				// closed the connection: the next write dials).
+				w.report(fmt.Errorf("read changed keys of db %d: %w", w.opts.DB, err))
+				co.requeue(next)
+				next = nil
+			}
 		}
 		retry.reset()
 		// events[i] belongs to cur[i]; a barrier's slot is dropped and

@@ -143,27 +143,31 @@ func TestCoalescerTakeAfterWaitInBurst(t *testing.T) {
 	}
 }
 
-// tryTake takes what is queued, up to max, in order, and never waits.
+// tryTake takes what is queued, up to max, in order, when at least least
+// are, and never waits.
 func TestCoalescerTryTake(t *testing.T) {
 	co := newCoalescer([]string{"T"}, "|")
-	if got := co.tryTake(nil, 10); got != nil {
+	if got := co.tryTake(nil, 10, 1); got != nil {
 		t.Fatalf("empty: took %v", got)
 	}
 	for i := 0; i < 15; i++ {
 		co.mark(Change{Table: "T", Key: strconv.Itoa(i)}, "")
 	}
-	a := co.tryTake(nil, 10)
-	b := co.tryTake(make([]item, 0, 2), 10)
+	if got := co.tryTake(nil, 10, 16); got != nil {
+		t.Fatalf("15 queued, 16 at least: took %v", got)
+	}
+	a := co.tryTake(nil, 10, 15)
+	b := co.tryTake(make([]item, 0, 2), 10, 1)
 	if len(a) != 10 || len(b) != 5 || a[0].full != "T|0" || b[0].full != "T|10" || b[4].full != "T|14" {
 		t.Fatalf("took %v then %v", a, b)
 	}
 	co.mark(Change{Table: "T", Key: "0"}, "") // taken: dirty again
-	if got := co.tryTake(nil, 10); len(got) != 1 || got[0].full != "T|0" {
+	if got := co.tryTake(nil, 10, 1); len(got) != 1 || got[0].full != "T|0" {
 		t.Fatalf("again: took %v", got)
 	}
 	co.close()
 	co.mark(Change{Table: "T", Key: "1"}, "")
-	if got := co.tryTake(nil, 10); got != nil {
+	if got := co.tryTake(nil, 10, 1); got != nil {
 		t.Fatalf("closed: took %v", got)
 	}
 }
