@@ -200,7 +200,13 @@ func (w *Watcher) deliver(ctx context.Context, co *coalescer, send func(context.
 		// and cur's replies would wait for the next batch's work), and
 		// before cur is handed over. (Waiting for firstBatch of them
 		// before taking any made no difference in BenchmarkEnginePath1k.)
-		if items := co.tryTake(spare(), readBatch, 1); items != nil {
+		// Not after a full batch: the deliverer is behind a backlog, its
+		// next take after the hand-over is full too, and reading ahead
+		// only ran the consumer beside a busy worker (orchagent's CPU per
+		// route +5% in 10k bursts, docs/performance.md, addr5).
+		if len(cur) >= readBatch {
+			// the read after the hand-over, as before
+		} else if items := co.tryTake(spare(), readBatch, 1); items != nil {
 			next = items
 			if err := w.write(ctx, next); err != nil {
 				if ctx.Err() != nil {

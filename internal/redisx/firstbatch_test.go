@@ -172,10 +172,11 @@ func TestCoalescerTryTake(t *testing.T) {
 	}
 }
 
-// With two batches in flight on the read connection (the second written
-// before the first's replies are read), a connection lost after the first
-// is handed over puts the second back: every key is delivered, in order,
-// with its value, and the failure is reported.
+// With two batches in flight on the read connection (a burst's capped
+// first batch, then the keys behind it written before the first is handed
+// over), a connection lost after the first is handed over puts the second
+// back: every key is delivered, in order, with its value, and the failure
+// is reported.
 func TestDeliverTwoInFlightConnectionLost(t *testing.T) {
 	_, c := startRedis(t)
 	db := c.DB(4)
@@ -192,8 +193,12 @@ func TestDeliverTwoInFlightConnectionLost(t *testing.T) {
 	var errs []error
 	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnError: func(err error) { errs = append(errs, err) }})
 	co := newCoalescer([]string{"PORT"}, "|")
-	for i := 0; i < n; i++ { // queued before the deliverer starts: no wait, no cap
-		co.mark(Change{Table: "PORT", Key: fmt.Sprintf("p%d", i)}, "")
+	waiting := make(chan struct{}, 1)
+	co.testWaiting = func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
 	}
 	var got []Event
 	batches := 0
@@ -203,8 +208,8 @@ func TestDeliverTwoInFlightConnectionLost(t *testing.T) {
 		w.deliver(ctx, co, func(_ context.Context, evs []Event) bool {
 			batches++
 			if batches == 1 {
-				if len(evs) != readBatch {
-					t.Errorf("first batch: %d events, want %d", len(evs), readBatch)
+				if len(evs) != firstBatch {
+					t.Errorf("first batch: %d events, want %d", len(evs), firstBatch)
 				}
 				// The second batch was written on it; its replies may
 				// already be buffered: drop the reader too.
@@ -217,6 +222,15 @@ func TestDeliverTwoInFlightConnectionLost(t *testing.T) {
 			return true
 		})
 	}()
+	<-waiting // the deliverer is idle: all n keys come at once
+	co.mu.Lock()
+	for i := 0; i < n; i++ {
+		it := co.itemOf(Change{Table: "PORT", Key: fmt.Sprintf("p%d", i)}, "")
+		co.dirty[it.full] = struct{}{}
+		co.fifo.push(it)
+	}
+	co.signal()
+	co.mu.Unlock()
 	<-done
 	if len(got) != n {
 		t.Fatalf("%d events, want %d", len(got), n)
