@@ -77,6 +77,113 @@ func (x realVlans) Add(v BridgeVlanInfo) error {
 	})
 }
 
+// maxVlanInfos bounds the VLANs of one request (8 bytes each).
+const maxVlanInfos = 512
+
+// vlanGroupRequest is vlanRequest with several VLANs of one link (all
+// Self, or none) in one RTM_SETLINK: an IFLA_BRIDGE_VLAN_INFO each, in
+// order. The kernel applies them in that order and then announces the
+// link's VLAN list once (br_ifinfo_notify; for self also
+// rtnl_bridge_notify) instead of once per VLAN. Building that
+// announcement walks every VLAN of the link (br_get_link_af_size_filtered,
+// br_fill_ifinfo), so one request per VLAN made a bulk of N VLANs on a
+// port cost the kernel O(N²). Equivalent to bridge -batch of
+// vlan add dev LINK vid N [pvid] [untagged] [self|master], one per VLAN.
+func vlanGroupRequest(idx int, vs []BridgeVlanInfo) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_BRIDGE)
+	msg.Index = int32(idx)
+	req.AddData(msg)
+	br := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
+	flags := uint16(nl.BRIDGE_FLAGS_MASTER)
+	if len(vs) > 0 && vs[0].Self {
+		flags = nl.BRIDGE_FLAGS_SELF
+	}
+	br.AddRtAttr(nl.IFLA_BRIDGE_FLAGS, nl.Uint16Attr(flags))
+	for _, v := range vs {
+		info := &nl.BridgeVlanInfo{Vid: v.VID}
+		if v.PVID {
+			info.Flags |= nl.BRIDGE_VLAN_INFO_PVID
+		}
+		if v.Untagged {
+			info.Flags |= nl.BRIDGE_VLAN_INFO_UNTAGGED
+		}
+		br.AddRtAttr(nl.IFLA_BRIDGE_VLAN_INFO, info.Serialize())
+	}
+	req.AddData(br)
+	return req
+}
+
+// vlanGroup is the VLANs of one link and direction (Self) that go in one
+// request: their indexes in the batch, in order.
+type vlanGroup struct {
+	link int // ifindex
+	self bool
+	at   []int
+}
+
+// AddBatch adds every VLAN as Add does. The VLANs of one link go in one
+// request (vlanGroupRequest, up to maxVlanInfos each), in their order;
+// the requests go many per netlink message (execBatch). The links' own
+// order is not kept: a link's VLANs do not depend on another link's. A
+// request the kernel refuses is tried once more VLAN by VLAN (Add), which
+// says which one and why (not a bridge port, no VLAN filtering...); a
+// VLAN the refused request did add is added again, which changes
+// nothing. Equivalent to bridge -batch of
+// vlan add dev LINK vid N [pvid] [untagged] [self|master].
+func (x realVlans) AddBatch(vs []BridgeVlanInfo) []error {
+	k := x.k
+	errs := make([]error, len(vs))
+	var groups []vlanGroup
+	type linkSelf struct {
+		link int
+		self bool
+	}
+	open := map[linkSelf]int{} // the group being filled of each link and direction
+	drained := false           // one drain of the ifindex cache per batch
+	for i, v := range vs {
+		if v.VID < 1 || v.VID > 4094 {
+			errs[i] = x.Add(v) // names the range
+			continue
+		}
+		li, _, err := k.ifindexOnce(v.Link, &drained)
+		k.writes.Add(1)
+		if err != nil {
+			errs[i] = opErr("add", fmt.Sprintf("vlan %d on %s", v.VID, v.Link), err)
+			continue
+		}
+		key := linkSelf{li, v.Self}
+		g, ok := open[key]
+		if !ok || len(groups[g].at) == maxVlanInfos {
+			g = len(groups)
+			groups = append(groups, vlanGroup{link: li, self: v.Self})
+			open[key] = g
+		}
+		groups[g].at = append(groups[g].at, i)
+	}
+	reqs := make([]*nl.NetlinkRequest, len(groups))
+	buf := make([]BridgeVlanInfo, 0, maxVlanInfos)
+	for g := range groups {
+		buf = buf[:0]
+		for _, i := range groups[g].at {
+			buf = append(buf, vs[i])
+		}
+		reqs[g] = vlanGroupRequest(groups[g].link, buf)
+	}
+	for g, err := range k.rt.execBatch(reqs) {
+		if err == nil {
+			continue
+		}
+		if isNoDevice(err) {
+			k.idx.forget(vs[groups[g].at[0]].Link)
+		}
+		for _, i := range groups[g].at {
+			errs[i] = x.Add(vs[i])
+		}
+	}
+	return errs
+}
+
 // Del removes a VLAN; ErrNotFound when absent, confirmed by listing the
 // link's VLANs. Equivalent to: bridge vlan del dev LINK vid N [self|master]
 func (x realVlans) Del(v BridgeVlanInfo) error {

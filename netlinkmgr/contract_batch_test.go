@@ -92,8 +92,10 @@ var batchScenarios = []scenario{
 			{Link: "nope", VID: 5},
 			{Link: "Ethernet0", VID: 5000},
 			{Link: "Bridge", VID: 100, Self: true},
+			{Link: "Ethernet9", VID: 301},          // a refused group of two: each says why
+			{Link: "Bridge", VID: 101, Self: true}, // one request with vid 100 (real kernel)
 		}
-		for v := 200; v < 1698; v++ { // more than one sendmsg
+		for v := 200; v < 1698; v++ { // more than one sendmsg, more than one request per link
 			vs = append(vs, BridgeVlanInfo{Link: "Ethernet0", VID: uint16(v)})
 		}
 		errs := e.k.BridgeVlans().AddBatch(vs)
@@ -102,7 +104,7 @@ var batchScenarios = []scenario{
 		}
 		for i, err := range errs {
 			switch i {
-			case 1:
+			case 1, 5:
 				if err == nil || !strings.Contains(err.Error(), "not a bridge port") {
 					t.Fatalf("vlan on a non-port: %v, want it named not a bridge port", err)
 				}
@@ -129,6 +131,15 @@ var batchScenarios = []scenario{
 		}
 		if n != 1498 || !pvid {
 			t.Fatalf("Ethernet0 has %d vids ≥ 200 (want 1498), vid 100 pvid untagged %v", n, pvid)
+		}
+		self, err := e.k.BridgeVlans().List("Bridge")
+		must(t, err)
+		selfVids := map[uint16]bool{}
+		for _, v := range self {
+			selfVids[v.VID] = v.Self
+		}
+		if !selfVids[100] || !selfVids[101] {
+			t.Fatalf("Bridge's own vids %v, want 100 and 101 self", self)
 		}
 	}},
 	{"vlan device add batch", func(t *testing.T, e env) {

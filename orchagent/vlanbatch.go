@@ -18,8 +18,10 @@ import (
 // a member whose VLAN then failed is recorded as waiting for it and
 // enqueued again, so its next reconcile takes the vid back off the port
 // as a member of a VLAN that is not ok always does. The vid adds of the
-// batch go out in key order in one BridgeVlans().AddBatch, then the
-// devices in one Links().AddBatch (neither depends on the other).
+// batch go out in key order in one BridgeVlans().AddBatch (which sends
+// each link's in one request: one announcement of the link's VLAN list
+// per batch, not per vid), then the devices in one Links().AddBatch
+// (neither depends on the other).
 
 // deferredVlan is a VLAN key's deferred writes.
 type deferredVlan struct {

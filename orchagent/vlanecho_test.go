@@ -3,6 +3,8 @@ package orchagent
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -156,7 +158,7 @@ func TestVlanBulkReconcilesOnce(t *testing.T) {
 // Fake's is small). ns/op and allocs/op are per VLAN (3 keys):
 // go test -run '^$' -bench VlanBulk -benchmem ./orchagent
 func BenchmarkVlanBulk(b *testing.B) {
-	const vlans = 1000
+	vlans := benchVlans()
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.StopTimer()
@@ -182,5 +184,14 @@ func BenchmarkVlanBulk(b *testing.B) {
 		})
 		b.StopTimer()
 	}
-	b.ReportMetric(float64(reconciles[schema.TableVlan])/vlans, "vlan-reconciles/vlan")
+	b.ReportMetric(float64(reconciles[schema.TableVlan])/float64(vlans), "vlan-reconciles/vlan")
+}
+
+// benchVlans is BenchmarkVlanBulk's VLAN count: SWITCHYARD_BENCH_VLANS
+// (1-4094), default 1,000.
+func benchVlans() int {
+	if v, err := strconv.Atoi(os.Getenv("SWITCHYARD_BENCH_VLANS")); err == nil && v >= 1 && v <= 4094 {
+		return v
+	}
+	return 1000
 }
