@@ -588,6 +588,15 @@ func (x fakeLinks) Get(name string) (LinkInfo, error) {
 	return x.f.view(name), nil
 }
 
+// Master returns the link's master's name; see Links.Master.
+func (x fakeLinks) Master(name string) (string, error) {
+	l, err := x.Get(name)
+	if err != nil {
+		return "", err
+	}
+	return *l.Master, nil
+}
+
 // List returns all links by index; see Links.List.
 func (x fakeLinks) List() ([]LinkInfo, error) {
 	x.f.mu.Lock()

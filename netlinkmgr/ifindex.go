@@ -31,6 +31,13 @@ type ifindexCache struct {
 	sock    *nl.NetlinkSocket // nil: caching off, every call looks up
 	byName  map[string]int
 	byIndex map[int]string
+	// masters is the master's ifindex (0: none) of the cached links whose
+	// master is known: learned with the link from an RTM_NEWLINK of family
+	// AF_UNSPEC, a lookup or a dump (List), and kept by every later
+	// AF_UNSPEC RTM_NEWLINK of the link (a master change is one:
+	// NETDEV_CHANGEUPPER). A port's master is then known without an
+	// RTM_GETLINK (Links.Master).
+	masters map[int]int
 	buf     []byte
 }
 
@@ -47,6 +54,7 @@ func (c *ifindexCache) open(k *kernel) {
 	c.sock = s
 	c.byName = map[string]int{}
 	c.byIndex = map[int]string{}
+	c.masters = map[int]int{}
 	c.buf = make([]byte, 64<<10)
 }
 
@@ -62,6 +70,7 @@ func (c *ifindexCache) close() {
 func (c *ifindexCache) clear() {
 	clear(c.byName)
 	clear(c.byIndex)
+	clear(c.masters)
 }
 
 func (c *ifindexCache) forgetIndex(idx int) {
@@ -69,6 +78,7 @@ func (c *ifindexCache) forgetIndex(idx int) {
 		delete(c.byName, name)
 		delete(c.byIndex, idx)
 	}
+	delete(c.masters, idx)
 }
 
 // forget drops name (after the kernel said its cached index is gone).
@@ -78,6 +88,7 @@ func (c *ifindexCache) forget(name string) {
 	if idx, ok := c.byName[name]; ok {
 		delete(c.byName, name)
 		delete(c.byIndex, idx)
+		delete(c.masters, idx)
 	}
 }
 
@@ -116,16 +127,26 @@ func (c *ifindexCache) drain() {
 				c.forgetIndex(idx)
 				continue
 			}
-			name := linkMsgName(m.Data)
+			name, master := linkMsgNameMaster(m.Data)
+			// An AF_BRIDGE message is a bridge's view of a port (or of
+			// itself: its IFLA_MASTER is then its own index); the
+			// link's master comes from its AF_UNSPEC messages only.
+			family := m.Data[0]
 			if c.byIndex[idx] != "" && string(name) == c.byIndex[idx] {
 				// A change of the link that keeps its name (state,
 				// an upper device, a port joining): the index stands.
 				// Every VLAN device made on a bridge is one for the
 				// bridge.
+				if family != unix.AF_BRIDGE {
+					c.masters[idx] = master
+				}
 				continue
 			}
 			c.forgetIndex(idx)
 			c.learn(idx, name)
+			if family != unix.AF_BRIDGE && c.byIndex[idx] != "" {
+				c.masters[idx] = master
+			}
 		}
 	}
 }
@@ -141,6 +162,7 @@ func (c *ifindexCache) learn(idx int, name []byte) {
 	}
 	if old, ok := c.byName[string(name)]; ok && old != idx {
 		delete(c.byIndex, old)
+		delete(c.masters, old)
 	}
 	n := string(name)
 	c.byName[n], c.byIndex[idx] = idx, n
@@ -197,6 +219,7 @@ func (k *kernel) ifindexOnce(name string, drained *bool) (idx int, cached bool, 
 	idx = l.Attrs().Index
 	c.forgetIndex(idx)
 	c.byName[name], c.byIndex[idx] = idx, name
+	c.masters[idx] = l.Attrs().MasterIndex
 	return idx, false, nil
 }
 
@@ -230,20 +253,72 @@ func isNoDevice(err error) bool {
 // linkMsgName is the IFLA_IFNAME of an RTM_NEWLINK/DELLINK payload
 // (ifinfomsg, then attributes), nil when it has none or is malformed.
 func linkMsgName(data []byte) []byte {
+	name, _ := linkMsgNameMaster(data)
+	return name
+}
+
+// linkMsgNameMaster is linkMsgName and the message's IFLA_MASTER (0 when
+// absent: the link has no master).
+func linkMsgNameMaster(data []byte) (name []byte, master int) {
 	const ifinfomsgLen = 16
 	if len(data) < ifinfomsgLen {
-		return nil
+		return nil, 0
 	}
-	var name []byte
 	eachAttr(data[ifinfomsgLen:], func(typ uint16, v []byte) bool {
-		if typ != unix.IFLA_IFNAME {
-			return true
+		switch typ {
+		case unix.IFLA_IFNAME:
+			if i := bytes.IndexByte(v, 0); i >= 0 {
+				v = v[:i]
+			}
+			name = v
+		case unix.IFLA_MASTER:
+			if len(v) >= 4 {
+				master = int(native.Uint32(v[:4]))
+			}
 		}
-		if i := bytes.IndexByte(v, 0); i >= 0 {
-			v = v[:i]
-		}
-		name = v
-		return false
+		return true
 	})
-	return name
+	return name, master
+}
+
+// masterOf is the cached master of link name after a drain: its name (""
+// for none) and known true, or known false when the cache cannot tell
+// (the link or its master's name not cached, the master not known).
+func (c *ifindexCache) masterOf(name string) (master string, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sock == nil {
+		return "", false
+	}
+	c.drain()
+	idx, ok := c.byName[name]
+	if !ok {
+		return "", false
+	}
+	m, ok := c.masters[idx]
+	switch {
+	case !ok:
+		return "", false
+	case m == 0:
+		return "", true
+	}
+	master = c.byIndex[m]
+	return master, master != ""
+}
+
+// learnDump records the links of a dump (List) taken while c.mu was held,
+// without a drain first: a message queued before or during the dump is
+// applied after it by the next drain, and the last message of a link is
+// its latest state, so what stays is never older than the dump. (A drain
+// between the dump and this would let the dump's state of a link
+// overwrite a newer message's.)
+func (c *ifindexCache) learnDump(links []netlink.Link) {
+	for _, l := range links {
+		a := l.Attrs()
+		c.forgetIndex(a.Index)
+		c.learn(a.Index, []byte(a.Name))
+		if c.byIndex[a.Index] != "" {
+			c.masters[a.Index] = a.MasterIndex
+		}
+	}
 }

@@ -19,6 +19,11 @@ type Links interface {
 	Del(name string) error
 	// Get returns one link. Equivalent to: ip -d -s link show NAME. ErrNotFound if absent.
 	Get(name string) (LinkInfo, error)
+	// Master returns the name of the link's master, "" when it has none.
+	// Equivalent to: ip -j link show NAME (its "master"). ErrNotFound if
+	// absent. The real kernel answers it from its ifindex cache when it
+	// can (no request).
+	Master(name string) (string, error)
 	// List returns all links. Equivalent to: ip -d -s link show
 	List() ([]LinkInfo, error)
 }

@@ -279,12 +279,44 @@ func (k *kernel) linkLearned(name string) (netlink.Link, error) {
 	idx := l.Attrs().Index
 	c.forgetIndex(idx)
 	c.learn(idx, []byte(name))
+	c.masters[idx] = l.Attrs().MasterIndex
 	return l, nil
+}
+
+// Master returns the name of link name's master ("" when it has none);
+// ErrNotFound if the link is absent. Equivalent to:
+// ip -j link show NAME (its "master"). The ifindex cache answers it
+// without a request when it knows the link and its master (from their
+// link messages, a lookup or a List); otherwise it is Get's read.
+func (x realLinks) Master(name string) (string, error) {
+	if m, ok := x.k.idx.masterOf(name); ok {
+		return m, nil
+	}
+	l, err := x.Get(name)
+	if err != nil {
+		return "", err
+	}
+	return *l.Master, nil
+}
+
+// listLearned dumps the links and teaches the ifindex cache their names
+// and masters (learnDump): the dump runs under the cache's mutex, so no
+// drain comes between it and the learning. A member's enslave after
+// orchagent's start (Prime lists the links) then reads no port.
+func (k *kernel) listLearned() ([]netlink.Link, error) {
+	c := &k.idx
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	links, err := retryDump(func() ([]netlink.Link, error) { return k.h.LinkList() })
+	if err == nil && c.sock != nil {
+		c.learnDump(links)
+	}
+	return links, err
 }
 
 // List returns all links by index. Equivalent to: ip -d -s link show
 func (x realLinks) List() ([]LinkInfo, error) {
-	links, err := retryDump(func() ([]netlink.Link, error) { return x.k.h.LinkList() })
+	links, err := x.k.listLearned()
 	if err != nil {
 		return nil, opErr("list", "links", err)
 	}

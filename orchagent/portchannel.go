@@ -168,22 +168,20 @@ func (o *Orch) pcMemberApply(key, ck string, f schema.Fields) outcome {
 	// Already enslaved, says the view: done, without reading the kernel
 	// (the events of the enslave re-enqueue the key several times). A
 	// change behind our back is a link event on the port, which
-	// re-enqueues the key. Before a write the kernel is read: the
-	// kernel would move a port from another master, which we must not.
+	// re-enqueues the key. Before a write the port's master is asked
+	// of the kernel as it is now: the kernel would move a port from
+	// another master, which we must not. (netlinkmgr answers it from
+	// its ifindex cache, kept by the link messages, without a request.)
 	bond, bok := o.view.viewLink(m.PortChannel)
 	if p, ok := o.view.viewLink(m.Port); ok && bok && bond.Index != 0 && p.MasterIdx == bond.Index {
 		return okOut(refs)
 	}
-	cur, ok, err := o.getLink(m.Port)
+	master, err := o.k.Links().Master(m.Port)
 	if err != nil {
+		if netlinkmgr.IsNotFound(err) {
+			return pendingOut(waitingForLink(m.Port), refs)
+		}
 		return kernelOut(err, refs)
-	}
-	if !ok {
-		return pendingOut(waitingForLink(m.Port), refs)
-	}
-	master := ""
-	if cur.Master != nil {
-		master = *cur.Master
 	}
 	switch master {
 	case m.PortChannel:

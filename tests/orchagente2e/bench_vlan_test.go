@@ -118,7 +118,8 @@ func vmOrch(b *testing.B, e *e2eutil.Switch) *e2eutil.Proc {
 // key) and the reconciles per table and outcome (logged from orchagent's
 // metrics). SWITCHYARD_BENCH_CPUPROFILE=FILE saves orchagent's CPU
 // profile of the burst (as FILE with the benchmark's name before the
-// extension) (SWITCHYARD_BENCH_PROFILE_SECONDS, default 2); a
+// extension) (SWITCHYARD_BENCH_PROFILE_SECONDS, default 2), and
+// SWITCHYARD_BENCH_TRACE=FILE its Go execution trace, named alike; a
 // relative FILE is under $SWITCHYARD_VM_RESULTS, which vmexec copies back
 // to the host.
 func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration {
@@ -135,6 +136,16 @@ func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration 
 		prof = strings.TrimSuffix(prof, ext) + "-" + strings.ReplaceAll(b.Name(), "/", "_") + ext
 		profDone = e2eutil.CPUProfile(b, pprofAddr, prof)
 	}
+	var traceDone chan struct{}
+	if tr := os.Getenv("SWITCHYARD_BENCH_TRACE"); tr != "" {
+		if dir := os.Getenv("SWITCHYARD_VM_RESULTS"); dir != "" && !filepath.IsAbs(tr) {
+			tr = filepath.Join(dir, tr)
+		}
+		ext := filepath.Ext(tr)
+		tr = strings.TrimSuffix(tr, ext) + "-" + strings.ReplaceAll(b.Name(), "/", "_") + ext
+		traceDone = e2eutil.ExecTrace(b, pprofAddr, tr)
+		time.Sleep(50 * time.Millisecond) // the trace has started (it stops the world once)
+	}
 	orch0, redis0 := e2eutil.ProcCPU(b, pid), e2eutil.RedisCPU(b, e.Config)
 	d := bulkAllOK(b, e, entries)
 	orch, redis := e2eutil.ProcCPU(b, pid)-orch0, e2eutil.RedisCPU(b, e.Config)-redis0
@@ -150,6 +161,9 @@ func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration 
 	b.ReportMetric(float64(redis.Microseconds())/float64(len(entries)), "cpu-redis-us/obj")
 	if profDone != nil {
 		<-profDone
+	}
+	if traceDone != nil {
+		<-traceDone
 	}
 	logMetrics(b, "reconciles_total")
 	logMetrics(b, "reconcile_seconds_sum")
