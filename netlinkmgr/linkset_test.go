@@ -2,6 +2,7 @@ package netlinkmgr
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/switchyard-net/switchyard/tests/testns"
@@ -308,5 +309,47 @@ func TestRealLinksMasterCached(t *testing.T) {
 	kk.idx.mu.Unlock()
 	if m, err := k.Links().Master("New1"); err != nil || m != "brX" {
 		t.Fatalf("Master after the cache was cleared: %q, %v; want brX", m, err)
+	}
+}
+
+// BenchmarkLinkMaster: a port's master read as a member's enslave used to
+// (Links().Get: an RTM_GETLINK, the library's parse of the answer, the
+// master's name from the cache) and as it does now (Links().Master: the
+// ifindex cache, drained). A veth port on a bridge, in a fresh namespace.
+//
+//	go test -run '^$' -bench LinkMaster -benchmem ./netlinkmgr
+func BenchmarkLinkMaster(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root (a network namespace)")
+	}
+	ns := testns.New(b)
+	k, err := Open(Options{NetNS: ns.Name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k.Close()
+	ns.IP("link", "add", "br0", "type", "bridge")
+	ns.Veth("Ethernet0", testns.New(b), "eth0")
+	ns.IP("link", "set", "Ethernet0", "master", "br0")
+	if _, err := k.Links().List(); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		get  func() (string, error)
+	}{
+		{"get", func() (string, error) {
+			l, err := k.Links().Get("Ethernet0")
+			return *l.Master, err
+		}},
+		{"master", func() (string, error) { return k.Links().Master("Ethernet0") }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if m, err := c.get(); err != nil || m != "br0" {
+					b.Fatalf("master %q, %v; want br0", m, err)
+				}
+			}
+		})
 	}
 }
