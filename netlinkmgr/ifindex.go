@@ -258,7 +258,7 @@ func linkMsgName(data []byte) []byte {
 }
 
 // linkMsgNameMaster is linkMsgName and the message's IFLA_MASTER (0 when
-// absent: the link has no master).
+// absent: the link has no master; the last one, as parseLinkMsg reads it).
 func linkMsgNameMaster(data []byte) (name []byte, master int) {
 	const ifinfomsgLen = 16
 	if len(data) < ifinfomsgLen {
@@ -267,6 +267,9 @@ func linkMsgNameMaster(data []byte) (name []byte, master int) {
 	eachAttr(data[ifinfomsgLen:], func(typ uint16, v []byte) bool {
 		switch typ {
 		case unix.IFLA_IFNAME:
+			if name != nil {
+				break // the first one, as before
+			}
 			if i := bytes.IndexByte(v, 0); i >= 0 {
 				v = v[:i]
 			}

@@ -39,14 +39,38 @@ func TestLinkMsgName(t *testing.T) {
 	}
 }
 
-// FuzzLinkMsgName: any payload is parsed without panicking, and a name
-// found lies inside it.
+func TestLinkMsgMaster(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		data []byte
+		want int
+	}{
+		{"port", linkMsg(7, nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("Ethernet0")),
+			nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(12))), 12},
+		{"no master", linkMsg(7, nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("Ethernet0"))), 0},
+		{"short master", linkMsg(7, nl.NewRtAttr(unix.IFLA_MASTER, []byte{1, 2})), 0},
+	} {
+		if _, got := linkMsgNameMaster(c.data); got != c.want {
+			t.Errorf("%s: master %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// FuzzLinkMsgName: any payload is parsed without panicking, a name found
+// lies inside it, and where parseLinkMsg (the event reader's decoder)
+// takes the message, the master is the one it reads.
 func FuzzLinkMsgName(f *testing.F) {
 	f.Add(linkMsg(7, nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("Bridge"))))
+	f.Add(linkMsg(7, nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("Ethernet0")),
+		nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(12))))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if n := linkMsgName(data); len(n) > len(data) {
+		n, m := linkMsgNameMaster(data)
+		if len(n) > len(data) {
 			t.Fatalf("name %q longer than the message", n)
+		}
+		if w, v := parseLinkMsg(data); v != linkBad && w.master != m {
+			t.Fatalf("master %d, parseLinkMsg reads %d", m, w.master)
 		}
 	})
 }
