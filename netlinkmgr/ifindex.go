@@ -314,10 +314,17 @@ func (c *ifindexCache) masterOf(name string) (master string, known bool) {
 // applied after it by the next drain, and the last message of a link is
 // its latest state, so what stays is never older than the dump. (A drain
 // between the dump and this would let the dump's state of a link
-// overwrite a newer message's.)
+// overwrite a newer message's.) A link cached under its name with its
+// master known is left as it is (exact already): a List every counters
+// interval (syncd) costs a look-up per link.
 func (c *ifindexCache) learnDump(links []netlink.Link) {
 	for _, l := range links {
 		a := l.Attrs()
+		if c.byIndex[a.Index] == a.Name {
+			if _, ok := c.masters[a.Index]; ok {
+				continue
+			}
+		}
 		c.forgetIndex(a.Index)
 		c.learn(a.Index, []byte(a.Name))
 		if c.byIndex[a.Index] != "" {
