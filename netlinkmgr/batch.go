@@ -244,26 +244,7 @@ func (x realAddrs) AddBatch(as []AddrInfo) []error {
 
 // vlanRequest encodes v as the library's BridgeVlanAdd does (RTM_SETLINK
 // AF_BRIDGE, IFLA_AF_SPEC with IFLA_BRIDGE_FLAGS self or master and
-// IFLA_BRIDGE_VLAN_INFO).
+// IFLA_BRIDGE_VLAN_INFO): a group of one.
 func vlanRequest(idx int, v BridgeVlanInfo) *nl.NetlinkRequest {
-	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
-	msg := nl.NewIfInfomsg(unix.AF_BRIDGE)
-	msg.Index = int32(idx)
-	req.AddData(msg)
-	br := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
-	flags := uint16(nl.BRIDGE_FLAGS_MASTER)
-	if v.Self {
-		flags = nl.BRIDGE_FLAGS_SELF
-	}
-	br.AddRtAttr(nl.IFLA_BRIDGE_FLAGS, nl.Uint16Attr(flags))
-	info := &nl.BridgeVlanInfo{Vid: v.VID}
-	if v.PVID {
-		info.Flags |= nl.BRIDGE_VLAN_INFO_PVID
-	}
-	if v.Untagged {
-		info.Flags |= nl.BRIDGE_VLAN_INFO_UNTAGGED
-	}
-	br.AddRtAttr(nl.IFLA_BRIDGE_VLAN_INFO, info.Serialize())
-	req.AddData(br)
-	return req
+	return vlanGroupRequest(idx, []BridgeVlanInfo{v})
 }

@@ -8,7 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestVlanGroupRequest: a group of one is vlanRequest's bytes; a group of
+// TestVlanGroupRequest: a group of one is the library's BridgeVlanAdd's
+// bytes (libraryVlanRequest); a group of
 // several is one RTM_SETLINK whose IFLA_AF_SPEC holds the flags once and
 // an IFLA_BRIDGE_VLAN_INFO per VLAN, in order, with its own flags.
 func TestVlanGroupRequest(t *testing.T) {
@@ -17,7 +18,7 @@ func TestVlanGroupRequest(t *testing.T) {
 		{Link: "Ethernet0", VID: 7, PVID: true, Untagged: true},
 		{Link: "Bridge", VID: 4094, Self: true},
 	} {
-		one, want := vlanGroupRequest(9, []BridgeVlanInfo{v}), vlanRequest(9, v)
+		one, want := vlanGroupRequest(9, []BridgeVlanInfo{v}), libraryVlanRequest(9, v)
 		one.Seq, want.Seq = 5, 5
 		if got, w := one.Serialize(), want.Serialize(); !bytes.Equal(got, w) {
 			t.Errorf("%+v:\n got % x\nwant % x", v, got, w)
@@ -56,4 +57,31 @@ func TestVlanGroupRequest(t *testing.T) {
 		infos[0].Flags != 0 || infos[1].Flags != nl.BRIDGE_VLAN_INFO_PVID|nl.BRIDGE_VLAN_INFO_UNTAGGED || infos[2].Flags != 0 {
 		t.Fatalf("vlan infos %+v, want 10, 11 pvid untagged, 12", infos)
 	}
+}
+
+// libraryVlanRequest is how vishvananda/netlink's BridgeVlanAdd encodes
+// one VLAN (RTM_SETLINK AF_BRIDGE, IFLA_AF_SPEC with IFLA_BRIDGE_FLAGS self
+// or master and one IFLA_BRIDGE_VLAN_INFO): the reference a group of one
+// must match.
+func libraryVlanRequest(idx int, v BridgeVlanInfo) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_BRIDGE)
+	msg.Index = int32(idx)
+	req.AddData(msg)
+	br := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
+	flags := uint16(nl.BRIDGE_FLAGS_MASTER)
+	if v.Self {
+		flags = nl.BRIDGE_FLAGS_SELF
+	}
+	br.AddRtAttr(nl.IFLA_BRIDGE_FLAGS, nl.Uint16Attr(flags))
+	info := &nl.BridgeVlanInfo{Vid: v.VID}
+	if v.PVID {
+		info.Flags |= nl.BRIDGE_VLAN_INFO_PVID
+	}
+	if v.Untagged {
+		info.Flags |= nl.BRIDGE_VLAN_INFO_UNTAGGED
+	}
+	br.AddRtAttr(nl.IFLA_BRIDGE_VLAN_INFO, info.Serialize())
+	req.AddData(br)
+	return req
 }
