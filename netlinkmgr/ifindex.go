@@ -142,11 +142,10 @@ func (c *ifindexCache) drain() {
 				}
 				continue
 			}
-			c.forgetIndex(idx)
-			c.learn(idx, name)
-			if family != unix.AF_BRIDGE && c.byIndex[idx] != "" {
-				c.masters[idx] = master
+			if family == unix.AF_BRIDGE {
+				master = -1
 			}
+			c.relearn(idx, name, master)
 		}
 	}
 }
@@ -166,6 +165,16 @@ func (c *ifindexCache) learn(idx int, name []byte) {
 	}
 	n := string(name)
 	c.byName[n], c.byIndex[idx] = idx, n
+}
+
+// relearn replaces what is cached of ifindex idx by name and, when
+// master is not negative, the link's master (0: none). c.mu is held.
+func (c *ifindexCache) relearn(idx int, name []byte, master int) {
+	c.forgetIndex(idx)
+	c.learn(idx, name)
+	if master >= 0 && c.byIndex[idx] != "" {
+		c.masters[idx] = master
+	}
 }
 
 // nameOf is the cached name of ifindex idx ("" when not cached), after
@@ -325,10 +334,6 @@ func (c *ifindexCache) learnDump(links []netlink.Link) {
 				continue
 			}
 		}
-		c.forgetIndex(a.Index)
-		c.learn(a.Index, []byte(a.Name))
-		if c.byIndex[a.Index] != "" {
-			c.masters[a.Index] = a.MasterIndex
-		}
+		c.relearn(a.Index, []byte(a.Name), a.MasterIndex)
 	}
 }

@@ -276,10 +276,7 @@ func (k *kernel) linkLearned(name string) (netlink.Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := l.Attrs().Index
-	c.forgetIndex(idx)
-	c.learn(idx, []byte(name))
-	c.masters[idx] = l.Attrs().MasterIndex
+	c.relearn(l.Attrs().Index, []byte(name), l.Attrs().MasterIndex)
 	return l, nil
 }
 
