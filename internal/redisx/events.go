@@ -262,8 +262,9 @@ func (w *Watcher) read(ctx context.Context, items []item) ([]Event, error) {
 // write, on the watcher's own connection (dialRaw, SELECTed to the watched
 // DB; dialled here when there is none). Its replies are read by recv, in
 // the order the batches were written: the deliverer writes a burst's next
-// batch before it reads the current one's replies, so redis-server answers
-// it while this process parses and hands over the current one. A
+// batch once the current one's replies are in, before it hands that one
+// over, so redis-server answers it while the consumer takes the current
+// one (deliver). A
 // connection failure closes the connection (the next write dials again).
 func (w *Watcher) write(ctx context.Context, items []item) error {
 	rc := &w.rc
