@@ -60,13 +60,7 @@ func TestEventBatchesBurstOrderAndContent(t *testing.T) {
 	db := c.DB(4)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	synced := make(chan struct{}, 1)
-	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnSync: func(context.Context) {
-		select {
-		case synced <- struct{}{}:
-		default:
-		}
-	}})
+	w, synced := portWatcher(db)
 	ch := w.EventBatches(ctx)
 	select {
 	case <-synced:
@@ -74,13 +68,7 @@ func TestEventBatchesBurstOrderAndContent(t *testing.T) {
 		t.Fatal("no sync")
 	}
 	const n = 1500
-	pipe := db.Pipeline()
-	for i := 0; i < n; i++ {
-		pipe.HSet(ctx, fmt.Sprintf("PORT|p%d", i), "v", strconv.Itoa(i))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	hsetPorts(t, db, n)
 	var got []Event
 	batches := 0
 	deadline := time.After(waitFor)
@@ -183,13 +171,7 @@ func TestDeliverTwoInFlightConnectionLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	const n = readBatch + 300
-	pipe := db.Pipeline()
-	for i := 0; i < n; i++ {
-		pipe.HSet(ctx, fmt.Sprintf("PORT|p%d", i), "v", strconv.Itoa(i))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	hsetPorts(t, db, n)
 	var errs []error
 	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnError: func(err error) { errs = append(errs, err) }})
 	co := newCoalescer([]string{"PORT"}, "|")

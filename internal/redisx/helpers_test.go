@@ -3,6 +3,7 @@ package redisx
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,32 @@ func startRedis(t testing.TB, extra ...string) (*testredis.Server, *Conn) {
 		t.Fatal(err)
 	}
 	return srv, c
+}
+
+// portWatcher is a watcher of table PORT in DB 4 and a channel that
+// gets a value at each of its syncs (OnSync; one is kept when unread).
+func portWatcher(db *redis.Client) (*Watcher, <-chan struct{}) {
+	synced := make(chan struct{}, 1)
+	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnSync: func(context.Context) {
+		select {
+		case synced <- struct{}{}:
+		default:
+		}
+	}})
+	return w, synced
+}
+
+// hsetPorts writes PORT|p0 ... PORT|p<n-1> (field v = i) in one pipeline.
+func hsetPorts(t testing.TB, db *redis.Client, n int) {
+	t.Helper()
+	ctx := context.Background()
+	pipe := db.Pipeline()
+	for i := 0; i < n; i++ {
+		pipe.HSet(ctx, fmt.Sprintf("PORT|p%d", i), "v", strconv.Itoa(i))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // sink collects the Events of a watcher: the last event per key and the

@@ -232,13 +232,7 @@ func TestEventsCoalesceBurst(t *testing.T) {
 	db := c.DB(4)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	synced := make(chan struct{}, 1)
-	w := NewWatcher(db, WatchOptions{DB: 4, Tables: []string{"PORT"}, OnSync: func(context.Context) {
-		select {
-		case synced <- struct{}{}:
-		default:
-		}
-	}})
+	w, synced := portWatcher(db)
 	markerSeen := make(chan struct{})
 	var once sync.Once
 	w.testMarked = func(ch Change) {
