@@ -250,17 +250,19 @@ func TestPolicerTwoCPUs(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // the initial burst is long gone
 	var fastest time.Duration = math.MaxInt64
-	a, ta, okA := sampleCounters(t, p, "", &fastest)
+	var stored [2]time.Duration
+	a, ta, okA := sampleDrained(t, p, depth, &fastest, &stored[0])
 	measuring.Store(true)
 	if okA {
 		time.Sleep(2 * time.Second)
 	}
-	b, tb, okB := sampleCounters(t, p, "", &fastest)
+	b, tb, okB := sampleDrained(t, p, depth, &fastest, &stored[1])
 	measuring.Store(false)
 	close(stop)
 	wg.Wait()
 	if !okA || !okB {
-		t.Fatalf("no counter read took under 1 ms in %v of trying while both CPUs ran the program (fastest %v): the window cannot be timed", sampleFor, fastest)
+		t.Fatalf("no counter read took under 1 ms with the bucket drained (at most %v of rate left) in %v of trying while both CPUs ran the program (fastest read %v, least left %v): the window cannot be timed",
+			drainedMax, sampleFor, fastest, min(stored[0], stored[1]))
 	}
 	if t.Failed() {
 		return
@@ -268,9 +270,9 @@ func TestPolicerTwoCPUs(t *testing.T) {
 	c := counters(t, p, "")
 	checkInvariant(t, "", c)
 	window := tb.Sub(ta)
-	t.Logf("2 CPUs: %.0f Mbit/s offered, %d of %d packets passed, %d over rate; longest pause of a thread %v (depth %v)",
+	t.Logf("2 CPUs: %.0f Mbit/s offered, %d of %d packets passed, %d over rate; longest pause of a thread %v (depth %v); tokens left in the bucket at the samples %v, %v",
 		float64(b.RxBytes-a.RxBytes)*8/window.Seconds()/1e6, b.Passed-a.Passed, b.RxPackets-a.RxPackets,
-		b.DroppedRate-a.DroppedRate, pause.Round(time.Millisecond), depth.Round(time.Millisecond))
+		b.DroppedRate-a.DroppedRate, pause.Round(time.Millisecond), depth.Round(time.Millisecond), stored[0], stored[1])
 	// While a thread runs, flat out far over the rate, the bucket's
 	// tokens are spent as they come: a policer passes at least the rate
 	// for the time the less paused thread ran.
@@ -296,6 +298,48 @@ func twoCPUs(t *testing.T) []int {
 		t.Skip("needs two CPUs")
 	}
 	return cpus
+}
+
+// drainedMax is the most a bucket may hold (as time at its rate) for
+// sampleDrained to call it drained: a few jiffies of the coarse clock's
+// lag, under which a skipping CPU leaves tokens in the bucket (policer.h),
+// and 0.25% of TestPolicerTwoCPUs's window.
+const drainedMax = 5 * time.Millisecond
+
+// sampleDrained is sampleCounters for the port profile, taken only when
+// the shared bucket is drained (holds at most drainedMax of tokens). A
+// window between two such samples holds rate x window of tokens: tokens
+// a pause of both threads leaves in the bucket at the end of the window
+// are not counted as tokens the policer failed to pass (CI 2026-12-01:
+// -1.013% with 52 ms pauses on a loaded host, every other figure right).
+// left keeps the least tokens seen left in the bucket.
+func sampleDrained(t *testing.T, p *Port, depth time.Duration, fastest, left *time.Duration) (c Counters, at time.Time, ok bool) {
+	*left = depth
+	for give := time.Now().Add(sampleFor); time.Now().Before(give); {
+		var s impairSlotShared
+		var mono unix.Timespec
+		c, at, ok = sampleCounters(t, p, "", fastest)
+		if err := p.objs.Shared.Lookup(uint32(PortSlot), &s); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono); err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return c, at, false
+		}
+		// The bucket holds depth minus its debt (tat - now; policer.h's
+		// ticks are ns << TICK_SHIFT, the clock bpf_ktime_get_ns reads).
+		// The clock is read after the bucket, so the reads' order can
+		// only make the bucket look fuller than it was.
+		debt := time.Duration(int64(s.Tat>>6) - mono.Nano())
+		stored := min(depth, max(0, depth-debt))
+		*left = min(*left, stored)
+		if time.Since(at) < time.Millisecond && stored <= drainedMax {
+			return c, at, true
+		}
+	}
+	return c, at, false
 }
 
 // sampleFor is how long sampleCounters tries for a fast read.
