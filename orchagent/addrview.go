@@ -10,7 +10,7 @@ import (
 // (OmitOwnAddrWrites): addrWritten notes each in the view once its
 // request is answered. A delete of one of them that the event reader
 // hands over before that note (someone removed it right after the kernel
-// added it) finds nothing to delete in the view. addrWriting remembers
+// added it) finds nothing to delete in the view. addrGone remembers
 // such a delete so the note does not record an address the kernel no
 // longer has: the key is retried instead (addrWritten).
 
@@ -20,23 +20,24 @@ type addrWrite struct {
 	p    netip.Prefix
 }
 
-// writingAddrs records the addresses a batch is about to create.
+// writingAddrs records the addresses a batch is about to create: the
+// batch's own slice (not copied; as is not changed until addrsWritten),
+// not a set: a map entry per address (and the map's growth to a pass's
+// 1,024) for a look-up only the rare delete of an address the view does
+// not hold makes (deletedWhileWritingLocked, a scan of the batch).
 func (v *kernelView) writingAddrs(as []netlinkmgr.AddrInfo) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.addrWriting == nil {
-		v.addrWriting = map[addrWrite]bool{}
-	}
-	for i := range as {
-		v.addrWriting[addrWrite{as[i].Link, normPrefix(as[i].Prefix)}] = false
-	}
+	v.addrWrites = as
+	clear(v.addrGone)
+	v.mu.Unlock()
 }
 
 // addrsWritten forgets what writingAddrs recorded, once the writes are
 // noted.
 func (v *kernelView) addrsWritten() {
 	v.mu.Lock()
-	clear(v.addrWriting)
+	v.addrWrites = nil
+	clear(v.addrGone)
 	v.mu.Unlock()
 }
 
@@ -44,12 +45,25 @@ func (v *kernelView) addrsWritten() {
 // view does not hold (p normPrefix'd): one being created is marked gone,
 // and its dependants are told. v.mu held.
 func (v *kernelView) deletedWhileWritingLocked(link string, p netip.Prefix) []string {
-	k := addrWrite{link, p}
-	if _, ok := v.addrWriting[k]; !ok {
+	if !v.isWritingLocked(link, p) {
 		return nil
 	}
-	v.addrWriting[k] = true
+	if v.addrGone == nil {
+		v.addrGone = map[addrWrite]bool{}
+	}
+	v.addrGone[addrWrite{link, p}] = true
 	return []string{resAddr(link, p.String()), resReach}
+}
+
+// isWritingLocked reports whether link's p (normPrefix'd) is among the
+// addresses being created. v.mu held.
+func (v *kernelView) isWritingLocked(link string, p netip.Prefix) bool {
+	for i := range v.addrWrites {
+		if a := &v.addrWrites[i]; a.Link == link && normPrefix(a.Prefix) == p {
+			return true
+		}
+	}
+	return false
 }
 
 // notedAddrWritten notes an address we created (proto 201), unless its
@@ -57,7 +71,7 @@ func (v *kernelView) deletedWhileWritingLocked(link string, p netip.Prefix) []st
 func (v *kernelView) notedAddrWritten(link string, p netip.Prefix) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.addrWriting[addrWrite{link, normPrefix(p)}] {
+	if len(v.addrGone) > 0 && v.addrGone[addrWrite{link, normPrefix(p)}] {
 		return false
 	}
 	v.putAddrLocked(link, p, netlinkmgr.ProtoSwitchyard)

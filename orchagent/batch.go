@@ -49,17 +49,18 @@ func batchGroup(table string) string {
 
 // writeBatch holds the writes deferred for consecutive keys of one table.
 type writeBatch struct {
-	table string
-	pos   int      // index of the key being reconciled
-	cur   deferred // the key being reconciled (set by Reconcile)
-	errs  []error  // ReconcileBatch's
-	items []deferredRoute
-	wants []netlinkmgr.RouteInfo // flushRoutes', reused
-	noted []bool                 // flushRoutes' (notedRoutes), reused
-	fdbs  []deferredFdb
-	addrs []deferredAddr
-	vids  []deferredVid
-	vlans []deferredVlan // vlanbatch.go
+	table     string
+	pos       int      // index of the key being reconciled
+	cur       deferred // the key being reconciled (set by Reconcile)
+	errs      []error  // ReconcileBatch's
+	items     []deferredRoute
+	wants     []netlinkmgr.RouteInfo // flushRoutes', reused
+	addrWants []netlinkmgr.AddrInfo  // flushAddrs', reused
+	noted     []bool                 // flushRoutes' (notedRoutes), reused
+	fdbs      []deferredFdb
+	addrs     []deferredAddr
+	vids      []deferredVid
+	vlans     []deferredVlan // vlanbatch.go
 	// vlanAt is the index in vlans of each VLAN name deferred there.
 	vlanAt map[string]int
 	// fields holds the hash of the route being reconciled (Reconcile's
@@ -136,9 +137,10 @@ func (o *Orch) reconcileBatch(ctx context.Context, keys []string, refs []engine.
 	errs := make([]error, len(keys))
 	o.passStart(keys)
 	defer o.passEnd()
-	// The pass's routes read from the cache under one lock, not one
-	// per key shared with the consumer's sets (engine/cacheread.go).
-	o.reads = o.cfg.ReadRefs(schema.TableStaticRoute, keys, refs, o.reads)
+	// The pass's routes (or addresses) read from the cache under one
+	// lock, not one per key shared with the consumer's sets
+	// (engine/cacheread.go).
+	o.reads = o.cfg.ReadRefs(readAheadTable(keys), keys, refs, o.reads)
 	defer func() {
 		clear(o.reads) // their strings are the cache's: not kept
 		o.reads = o.reads[:0]
@@ -173,6 +175,30 @@ func (o *Orch) reconcileBatch(ctx context.Context, keys []string, refs []engine.
 	return errs
 }
 
+// readsAhead are the tables whose keys a ReconcileBatch pass reads from
+// the cache at once and unpacks into the batch's reused hash
+// (Reconcile): their apply functions keep none of the hash but its
+// strings.
+var readsAhead = map[string]bool{
+	schema.TableStaticRoute:          true,
+	schema.TableInterface:            true,
+	schema.TableVlanInterface:        true,
+	schema.TableLoopback:             true,
+	schema.TablePortChannelInterface: true,
+}
+
+// readAheadTable is the table a pass over keys reads ahead: its first
+// key's when that table is read ahead, else STATIC_ROUTE. Keys of
+// another table are read one by one.
+func readAheadTable(keys []string) string {
+	if len(keys) > 0 {
+		if t, _, _ := strings.Cut(keys[0], schema.ConfigSep); readsAhead[t] {
+			return t
+		}
+	}
+	return schema.TableStaticRoute
+}
+
 // flushBatch sends the deferred writes and finishes their keys.
 func (o *Orch) flushBatch() {
 	b := o.batch
@@ -200,8 +226,8 @@ func (o *Orch) flushBatch() {
 	clear(b.vids)
 	clear(b.vlans)
 	clear(b.vlanAt)
-	*b = writeBatch{items: b.items[:0], wants: b.wants, noted: b.noted[:0], fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0],
-		vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
+	*b = writeBatch{items: b.items[:0], wants: b.wants, addrWants: b.addrWants, noted: b.noted[:0], fdbs: b.fdbs[:0], addrs: b.addrs[:0],
+		vids: b.vids[:0], vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
 	o.spare = b
 }
 
@@ -258,9 +284,9 @@ func (o *Orch) flushFdbs(b *writeBatch) {
 
 // flushAddrs sends b's deferred address adds (Addrs().AddBatch).
 func (o *Orch) flushAddrs(b *writeBatch) {
-	wants := make([]netlinkmgr.AddrInfo, len(b.addrs))
+	wants := b.addrWants[:0]
 	for i := range b.addrs {
-		wants[i] = b.addrs[i].want
+		wants = append(wants, b.addrs[i].want)
 	}
 	o.view.writingAddrs(wants)
 	res := o.k.Addrs().AddBatch(wants)
@@ -272,6 +298,8 @@ func (o *Orch) flushAddrs(b *writeBatch) {
 		o.finishDeferred(b, &d.deferred, out)
 	}
 	o.view.addrsWritten()
+	clear(wants)
+	b.addrWants = wants[:0]
 	if reach {
 		// Their echoes are not heard (addrWritten): once for the batch.
 		o.enqueueRefs(resReach)

@@ -26,9 +26,15 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 		if err != nil {
 			return errorOut(err, nil)
 		}
-		// Room for every ref below (link, address, a VLAN or PortChannel
-		// key, a binding): one allocation per key in a bulk load.
-		refs := append(make([]string, 0, 4), resLink(in.Name))
+		// Room for the refs below (link, address; a VLAN or PortChannel
+		// key, a binding): one allocation per key in a bulk load, of
+		// the size an INTERFACE address keeps (idx) — a bare key's
+		// binding wait appends by copying.
+		n := 2
+		if table == schema.TableVlanInterface || table == schema.TablePortChannelInterface {
+			n = 4
+		}
+		refs := append(make([]string, 0, n), o.linkRes.of(in.Name))
 		if !in.IsBare() {
 			refs = append(refs, addrRef(in.Name, in.Addr))
 		}

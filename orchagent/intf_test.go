@@ -118,3 +118,39 @@ func TestAddrDeletedWhileBeingAdded(t *testing.T) {
 		t.Errorf("kernel holds %d IPv4 addresses, want 2: %v", n, as)
 	}
 }
+
+// A pass of INTERFACE keys reads their hashes ahead and unpacks each
+// into the batch's reused map (readsAhead): a key sees its own fields
+// only — not the field of the key before it — and a route after them in
+// the same pass (read one by one) applies as it would alone.
+func TestIntfPassReadAhead(t *testing.T) {
+	f := netlinkmgr.NewFake().AddPort("Ethernet0").AddPort("Ethernet4")
+	r := newRig(t, f)
+	bad, good := "INTERFACE|Ethernet0|10.0.0.1/24", "INTERFACE|Ethernet0|10.0.1.1/24"
+	fam := "INTERFACE|Ethernet4|10.0.4.1/24"
+	route := "STATIC_ROUTE|10.9.0.0/16"
+	r.set("INTERFACE", "Ethernet0|10.0.0.1/24", "scope", "nowhere")
+	r.set("INTERFACE", "Ethernet0|10.0.1.1/24")
+	r.set("INTERFACE", "Ethernet4|10.0.4.1/24", "family", "IPv4")
+	r.set("STATIC_ROUTE", "10.9.0.0/16", "blackhole", "true")
+	if got := readAheadTable([]string{bad, route}); got != schema.TableInterface {
+		t.Fatalf("readAheadTable = %s, want %s", got, schema.TableInterface)
+	}
+	r.reconcile([]string{bad, good, fam, route})
+	r.want(bad, schema.StateError, "scope")
+	r.want(good, schema.StateOK, "")
+	r.want(fam, schema.StateOK, "")
+	r.want(route, schema.StateOK, "")
+	for _, a := range []string{"10.0.1.1/24", "10.0.4.1/24"} {
+		link := "Ethernet0"
+		if a == "10.0.4.1/24" {
+			link = "Ethernet4"
+		}
+		if _, ok := r.o.view.addr(link, netip.MustParsePrefix(a)); !ok {
+			t.Errorf("%s on %s: not in the view", a, link)
+		}
+	}
+	if _, ok := r.o.view.addr("Ethernet0", netip.MustParsePrefix("10.0.0.1/24")); ok {
+		t.Error("10.0.0.1/24: added despite its bad scope")
+	}
+}

@@ -374,10 +374,10 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 	}
 	var ent engine.Entry
 	var present bool
-	if o.batch != nil && table == schema.TableStaticRoute {
-		// ReconcileBatch (never concurrent): the route's hash in the
-		// batch's map, reused key after key; applyRoute keeps none of
-		// it but its strings.
+	if o.batch != nil && readsAhead[table] {
+		// ReconcileBatch (never concurrent): the route's (address's)
+		// hash in the batch's map, reused key after key; applyRoute
+		// and intfApplier keep none of it but its strings.
 		if o.batch.fields == nil {
 			o.batch.fields = schema.Fields{}
 		}

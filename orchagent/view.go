@@ -48,8 +48,10 @@ type kernelView struct {
 	// peak is the high-water mark of fdbs (compact).
 	peak int
 
-	// addrWriting are the addresses being created (addrview.go).
-	addrWriting map[addrWrite]bool
+	// addrWrites are the addresses being created, addrGone those of
+	// them whose delete was heard meanwhile (addrview.go).
+	addrWrites []netlinkmgr.AddrInfo
+	addrGone   map[addrWrite]bool
 	// fdbWriting are the static entries being written (fdbview.go).
 	fdbWriting map[fdbKey]fdbWrite
 }
