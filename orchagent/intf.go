@@ -26,18 +26,12 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 		if err != nil {
 			return errorOut(err, nil)
 		}
-		// Room for the refs below (link, address; a VLAN or PortChannel
-		// key, a binding): one allocation per key in a bulk load, of
-		// the size an INTERFACE address keeps (idx) — a bare key's
-		// binding wait appends by copying.
-		n := 2
-		if table == schema.TableVlanInterface || table == schema.TablePortChannelInterface {
-			n = 4
-		}
-		refs := append(make([]string, 0, n), o.linkRes.of(in.Name))
-		if !in.IsBare() {
-			refs = append(refs, addrRef(in.Name, in.Addr))
-		}
+		// The link's ref, interned and shared by every key on the link
+		// (read-only: its capacity is its length, so an append below
+		// copies). An address key's own address is no ref: an event
+		// about it finds the key by name (enqueueAddrKeys), not
+		// through an index entry per address.
+		refs := o.linkRes.one(in.Name)
 		if table == schema.TableVlanInterface {
 			vk := schema.ConfigKey(schema.TableVlan, in.Name)
 			refs = append(refs, vk)
@@ -88,14 +82,20 @@ func (o *Orch) intfApplier(table string) func(string, schema.Fields) outcome {
 	}
 }
 
-// addrRef is resAddr(link, normPrefix(p).String()) built in one
-// allocation.
-func addrRef(link string, p netip.Prefix) string {
-	var buf [80]byte
-	b := append(buf[:0], "addr:"...)
-	b = append(b, link...)
-	b = append(b, schema.ConfigSep...)
-	return string(normPrefix(p).AppendTo(b))
+// enqueueAddrKeys enqueues the configured key of an address resource
+// ("addr:LINK|P", P normPrefix'd), which is not in the index
+// (intfApplier): LINK|P in LINK's interface table. A key's address is in
+// canonical form (schema.ParseInterface), the resource's P too; a key in
+// another table than intfTable(LINK) is an error that waits for nothing.
+func (o *Orch) enqueueAddrKeys(res string) {
+	k, ok := strings.CutPrefix(res, "addr:")
+	if !ok {
+		return
+	}
+	link, _, _ := strings.Cut(k, schema.ConfigSep)
+	if t := intfTable(link); o.cfg.Has(t, k) {
+		o.enqueue(schema.ConfigKey(t, k))
+	}
 }
 
 // addrWritten is the outcome of the create-only add of a (proto 201) for

@@ -2,6 +2,7 @@ package orchagent
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -35,15 +36,6 @@ func TestAddrBehindViewNoWarning(t *testing.T) {
 			if e.Level <= logrus.WarnLevel {
 				t.Errorf("batched %v: logged at %v: %s %v", batched, e.Level, e.Message, e.Data)
 			}
-		}
-	}
-}
-
-func TestAddrRef(t *testing.T) {
-	for _, s := range []string{"10.0.0.1/24", "2001:db8::1/64", "::ffff:10.1.2.3/120"} {
-		p := netip.MustParsePrefix(s)
-		if got, want := addrRef("Ethernet0", p), resAddr("Ethernet0", normPrefix(p).String()); got != want {
-			t.Errorf("addrRef(%s) = %q, want %q", s, got, want)
 		}
 	}
 }
@@ -152,5 +144,57 @@ func TestIntfPassReadAhead(t *testing.T) {
 	}
 	if _, ok := r.o.view.addr("Ethernet0", netip.MustParsePrefix("10.0.0.1/24")); ok {
 		t.Error("10.0.0.1/24: added despite its bad scope")
+	}
+}
+
+// An address of ours removed by someone else is added back: its key is
+// found by name from the delete event (enqueueAddrKeys), in its link's
+// table, with no entry per address in the dependency index.
+func TestAddrRemovedByHandReadded(t *testing.T) {
+	f := netlinkmgr.NewFake().AddPort("Ethernet0")
+	r := newRig(t, f)
+	keys := map[string]netlinkmgr.AddrInfo{
+		"INTERFACE|Ethernet0|10.0.0.1/24":          {Link: "Ethernet0", Prefix: netip.MustParsePrefix("10.0.0.1/24")},
+		"INTERFACE|Ethernet0|2001:db8::1/64":       {Link: "Ethernet0", Prefix: netip.MustParsePrefix("2001:db8::1/64")},
+		"LOOPBACK_INTERFACE|Loopback0|10.1.1.1/32": {Link: "Loopback0", Prefix: netip.MustParsePrefix("10.1.1.1/32")},
+	}
+	for k := range keys {
+		table, key, _ := strings.Cut(k, "|")
+		r.set(table, key)
+	}
+	r.settle()
+	for k := range keys {
+		r.want(k, schema.StateOK, "")
+	}
+	r.o.idx.mu.Lock()
+	for res := range r.o.idx.byRes {
+		if strings.HasPrefix(res, "addr:") {
+			t.Errorf("dependency index holds %s", res)
+		}
+	}
+	r.o.idx.mu.Unlock()
+	for _, a := range keys {
+		if err := f.Addrs().Del(a); err != nil {
+			t.Fatal(err)
+		}
+		r.o.HandleEvent(netlinkmgr.Event{Kind: netlinkmgr.EventAddr, Deleted: true, Addr: &a})
+	}
+	queued := map[string]bool{}
+	drained := r.o.Drain()
+	for _, k := range drained {
+		queued[k] = true
+	}
+	for k := range keys {
+		if !queued[k] {
+			t.Errorf("%s: not enqueued by its address's delete (queued %v)", k, drained)
+		}
+	}
+	r.reconcile(drained)
+	r.settle()
+	for k, a := range keys {
+		r.want(k, schema.StateOK, "")
+		if _, ok := r.o.view.addr(a.Link, a.Prefix); !ok {
+			t.Errorf("%s: not added back", k)
+		}
 	}
 }

@@ -340,7 +340,8 @@ func (o *Orch) enqueueRefs(resources ...string) {
 		}
 		o.enqueueRouteKeys(r)
 		o.enqueueVrfRouteKeys(r, &vrfs)
-		o.enqueueFdbKeys(r) // fdb.go
+		o.enqueueFdbKeys(r)  // fdb.go
+		o.enqueueAddrKeys(r) // intf.go
 	}
 }
 

@@ -149,6 +149,7 @@ func (o *Orch) enqueueLinkRefs(deleted bool, resources []string) {
 		o.enqueueRouteKeys(r)
 		o.enqueueVrfRouteKeys(r, &vrfs)
 		o.enqueueFdbKeys(r)
+		o.enqueueAddrKeys(r) // never an expected echo: not a link's key
 	}
 }
 
