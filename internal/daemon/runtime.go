@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 )
 
@@ -25,6 +24,7 @@ type runtimeFlags struct {
 	memProfileRate intFlag
 	gcPercent      intFlag
 	heapHeadroom   intFlag
+	heapMin        intFlag
 }
 
 // intFlag is an int flag whose Set also applies it.
@@ -52,11 +52,13 @@ func (f *intFlag) Set(s string) error {
 
 func (r *runtimeFlags) register(fs *flag.FlagSet) {
 	r.memProfileRate = intFlag{v: 0, apply: setMemProfileRate}
-	r.gcPercent = intFlag{v: defaultGCPercent(), apply: func(v int) { debug.SetGCPercent(v) }}
+	r.gcPercent = intFlag{v: defaultGCPercent(), apply: setGCBase}
 	r.heapHeadroom = intFlag{v: DefaultHeapHeadroomMiB, apply: setHeapHeadroom}
+	r.heapMin = intFlag{v: DefaultHeapMinMiB, apply: setHeapMin}
 	r.memProfileRate.apply(r.memProfileRate.v)
 	r.gcPercent.apply(r.gcPercent.v)
 	r.heapHeadroom.apply(r.heapHeadroom.v)
+	r.heapMin.apply(r.heapMin.v)
 	fs.Var(&r.memProfileRate, "mem-profile-rate",
 		"sample one allocation per this many bytes for /debug/pprof/heap (Go's default is 524288); "+
 			"0 = off: the profiler's records of every allocation site stay for good (~1.5 MB after a burst)")
@@ -66,6 +68,9 @@ func (r *runtimeFlags) register(fs *flag.FlagSet) {
 		"also collect once the heap has grown max(live/2, this many MiB) above the live data, a soft memory limit "+
 			"following the live heap: a burst's peak, whose runtime metadata stays for good, stays near the live heap; "+
 			"0 = off (GOGC alone; the default: at 16, ~6% more CPU in a 100k-route load); $GOMEMLIMIT, when set, wins")
+	fs.Var(&r.heapMin, "heap-min-mib",
+		"collect no sooner than the heap reaches this many MiB: a floor under --gc-percent's goal for a small live heap, "+
+			"so a burst of a few thousand keys over it runs without collections (a large heap is not affected); 0 = off (the default)")
 }
 
 // setMemProfileRate sets runtime.MemProfileRate (negative = 0).

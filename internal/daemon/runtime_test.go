@@ -14,7 +14,13 @@ import (
 func restoreRuntime(t *testing.T) {
 	rate, gc := runtime.MemProfileRate, debug.SetGCPercent(100)
 	debug.SetGCPercent(gc)
-	t.Cleanup(func() { runtime.MemProfileRate = rate; debug.SetGCPercent(gc); setHeapHeadroom(0) })
+	t.Cleanup(func() {
+		runtime.MemProfileRate = rate
+		setHeapMin(0)
+		gcBase.Store(int64(gc))
+		debug.SetGCPercent(gc)
+		setHeapHeadroom(0)
+	})
 }
 
 func TestRuntimeDefaultsAndFlags(t *testing.T) {

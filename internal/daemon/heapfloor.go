@@ -1,0 +1,85 @@
+package daemon
+
+import (
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+)
+
+// DefaultHeapMinMiB is --heap-min-mib's default: 0, no floor (GOGC's goal
+// alone). At 16, orchagent's CPU per address in a burst of 1,000
+// addresses fell ~15-20% (no collection during the burst; the GOGC=400
+// rows of docs/performance.md, "Bulk paths and scale", 2026-12-02 09:27);
+// what it does to the RSS figures is not measured yet. See floorHeap.
+const DefaultHeapMinMiB = 0
+
+var (
+	// heapMin is the heap goal's floor in bytes (0 = none); set by
+	// --heap-min-mib, read by the collection hook.
+	heapMin atomic.Uint64
+	// gcBase is the collector's target percent as --gc-percent (or
+	// $GOGC) set it, which the floor raises for a small heap.
+	gcBase atomic.Int64
+	// heapMinHookOn is whether floorHeap's collection hook is armed.
+	heapMinHookOn atomic.Bool
+)
+
+// setGCBase sets the collector's target percent (--gc-percent): as is,
+// or raised by the heap floor when one is set.
+func setGCBase(v int) {
+	gcBase.Store(int64(v))
+	if heapMin.Load() != 0 {
+		floorHeap()
+		return
+	}
+	debug.SetGCPercent(v)
+}
+
+// setHeapMin sets the heap goal's floor to mib MiB (≤ 0 = off: the
+// collector's target as --gc-percent says) and arms the collection hook.
+func setHeapMin(mib int) {
+	heapMin.Store(uint64(max(mib, 0)) << 20)
+	if mib <= 0 {
+		debug.SetGCPercent(int(gcBase.Load()))
+		return
+	}
+	floorHeap()
+	if heapMinHookOn.CompareAndSwap(false, true) {
+		onEveryGC(floorHeap)
+	}
+}
+
+// heapMinSample is what floorHeap reads after each collection.
+var heapMinSample = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+
+// floorHeap sets the collector's target percent after each collection so
+// the next one comes when the heap reaches max(live×(1+gc-percent/100),
+// the floor): a small live heap (orchagent idle holds ~3 MB) is not
+// collected one to three times in a burst of a thousand keys, each time
+// marking the whole live heap and the goroutine stacks for a few MB of
+// garbage (docs/performance.md, addr6); a large one (100k routes) runs
+// under --gc-percent alone, so its peak — whose runtime metadata stays
+// for good — does not move. A memory limit (--heap-headroom-mib,
+// $GOMEMLIMIT) still bounds the goal. Returns false, disarming the hook,
+// once the floor is off.
+func floorHeap() bool {
+	floor, base := heapMin.Load(), gcBase.Load()
+	if floor == 0 {
+		heapMinHookOn.Store(false)
+		debug.SetGCPercent(int(base))
+		// Switched on again meanwhile: stay armed.
+		return heapMin.Load() != 0 && heapMinHookOn.CompareAndSwap(false, true)
+	}
+	if base < 0 {
+		debug.SetGCPercent(int(base)) // collection off: nothing to raise
+		return true
+	}
+	metrics.Read(heapMinSample)
+	live := max(heapMinSample[0].Value.Uint64(), 1<<20) // before the first collection: 0
+	pct := base
+	if live+live*uint64(base)/100 < floor {
+		pct = int64((floor - live) * 100 / live)
+	}
+	debug.SetGCPercent(int(pct))
+	return true
+}

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"flag"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+// garbageSink keeps the compiler from dropping garbage's allocations.
+var garbageSink []byte
+
+// collectionsDuring is how many collections allocating n MiB of
+// short-lived garbage took.
+func collectionsDuring(n int) uint32 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n * 16 {
+		garbageSink = make([]byte, 64<<10)
+	}
+	garbageSink = nil
+	runtime.ReadMemStats(&after)
+	return after.NumGC - before.NumGC
+}
+
+// gcPercent reads the collector's target percent (set, then put back).
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// waitPercent collects until the target percent satisfies ok (the hook
+// runs on the finalizer goroutine after a collection).
+func waitPercent(t *testing.T, what string, ok func(int) bool) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		if p := gcPercent(); ok(p) {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: GC percent %d", what, gcPercent())
+		}
+	}
+}
+
+// A small live heap under --heap-min-mib is not collected while its
+// garbage stays under the floor; a live heap above it runs under
+// --gc-percent alone; off puts --gc-percent back.
+func TestHeapMinFloorsSmallHeap(t *testing.T) {
+	restoreRuntime(t)
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	var f Flags
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f.Register(fs)
+	runtime.GC()
+	if n := collectionsDuring(32); n < 2 {
+		t.Fatalf("without a floor: %d collections for 32 MiB of garbage, want several (the control)", n)
+	}
+	if err := fs.Parse([]string{"--heap-min-mib", "96"}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	if n := collectionsDuring(32); n > 1 {
+		t.Errorf("--heap-min-mib 96: %d collections for 32 MiB of garbage over a small live heap, want at most 1", n)
+	}
+
+	// 128 MiB live, above the floor: --gc-percent's 100.
+	live := make([][]byte, 128)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	waitPercent(t, "128 MiB live", func(p int) bool { return p == DefaultGCPercent })
+	runtime.KeepAlive(live)
+	live = nil
+	waitPercent(t, "live freed", func(p int) bool { return p > DefaultGCPercent })
+
+	// --gc-percent changed under the floor: the floor still applies,
+	// raised from the new base; off: the base as set.
+	if err := fs.Parse([]string{"--gc-percent", "50"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := gcPercent(); p <= 50 {
+		t.Errorf("--gc-percent 50 under the floor: GC percent %d, want it raised", p)
+	}
+	if err := fs.Parse([]string{"--heap-min-mib", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond)
+	if p := gcPercent(); p != 50 {
+		t.Errorf("--heap-min-mib 0: GC percent %d, want --gc-percent's 50", p)
+	}
+}
