@@ -112,6 +112,8 @@ func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, b
 	if prof != "" || trace != "" {
 		args = append(args, "--metrics-addr", pprofAddr)
 	}
+	// e.g. "--heap-min-mib 16" (as the scale benchmark takes it)
+	args = append(args, strings.Fields(os.Getenv("SWITCHYARD_BENCH_DAEMON_ARGS"))...)
 	proc := e.Start("orchagent", args...)
 	e.SetInitialized()
 	e.HSet("INTERFACE|Ethernet0|10.0.0.1/24")
