@@ -188,7 +188,10 @@ func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, b
 	}
 	if profDone != nil {
 		<-profDone
-		fetch(b, "/debug/pprof/allocs", prof+".allocs")
+		// The heap profile after a collection (gc=1): its alloc_space
+		// counts every sampled allocation to now; /allocs would stop at
+		// the last collection, before the burst's end.
+		fetch(b, "/debug/pprof/heap?gc=1", prof+".allocs")
 		logMetrics(b, "reconciles_total")
 	}
 	e.Procs["orchagent"].Stop()
