@@ -97,8 +97,10 @@ func (r *eventReader) each(done <-chan struct{}, errcb func(error), fn func(t ui
 // LinkSubscribeWithOptions does, less the AF_BRIDGE messages (bridge
 // port and vid chatter), which are dropped unparsed. ch is closed when
 // the socket fails (ENOBUFS above all; errcb hears why) or done closes.
-// Equivalent to: ip monitor link.
-func linkSubscribe(ns netns.NsHandle, ch chan<- linkUpdate, done <-chan struct{}, errcb func(error), size int, force bool) error {
+// With direct set, each update goes to it on the reader's goroutine
+// instead of into ch (which then only closes). Equivalent to: ip monitor
+// link.
+func linkSubscribe(ns netns.NsHandle, ch chan<- linkUpdate, done <-chan struct{}, errcb func(error), size int, force bool, direct func(linkUpdate)) error {
 	r, err := openEvents(ns, size, force, "netlink-links", done, unix.RTNLGRP_LINK)
 	if err != nil {
 		return err
@@ -108,6 +110,8 @@ func linkSubscribe(ns netns.NsHandle, ch chan<- linkUpdate, done <-chan struct{}
 		r.each(done, errcb, func(t, flags uint16, data []byte) {
 			if u, ok, err := decodeLink(t, flags, data); err != nil {
 				errcb(err)
+			} else if ok && direct != nil {
+				direct(u)
 			} else if ok {
 				ch <- u
 			}

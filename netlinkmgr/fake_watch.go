@@ -45,6 +45,10 @@ func (f *Fake) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, erro
 			w.q = nil
 			w.mu.Unlock()
 			for _, ev := range q {
+				if opts.Handler != nil {
+					opts.Handler(ev) // on this goroutine, in order: as the real watcher
+					continue
+				}
 				select {
 				case ch <- ev:
 				case <-ctx.Done():

@@ -46,6 +46,13 @@ type watcher struct {
 	out   chan Event
 	names map[int]string // ifindex → name; entries are kept after deletion
 	force bool           // SO_RCVBUFFORCE allowed (CAP_NET_ADMIN)
+
+	// With opts.Handler, mu is held across every call of it: the link
+	// reader calls it on its own goroutine (deliverLink), run for every
+	// other event and across a listing. names is then under mu too.
+	// stopped: run has ended, no call follows.
+	mu      sync.Mutex
+	stopped bool
 }
 
 // subscription is one set of sockets; closing done closes them.
@@ -95,7 +102,13 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 	}
 	// Our own reader: it drops AF_BRIDGE messages before parsing and
 	// decodes the common kinds itself (evreader.go, linkwire.go).
-	err := linkSubscribe(*ns, s.links, s.done, ignore, size, force)
+	// With a Handler, link events are delivered on the reader's
+	// goroutine (one hand-over fewer per event: no channel, no run).
+	var direct func(linkUpdate)
+	if w.opts.Handler != nil {
+		direct = func(u linkUpdate) { w.deliverLink(s, u) }
+	}
+	err := linkSubscribe(*ns, s.links, s.done, ignore, size, force, direct)
 	if err == nil {
 		// Our own reader: the library's drops IFA_PROTO.
 		var quiet uint32
@@ -155,8 +168,19 @@ func (s *subscription) stop() {
 func (w *watcher) run(ctx context.Context, s *subscription) {
 	defer close(w.out)
 	defer func() { s.close() }()
+	// With a Handler, every call is made under mu (see watcher.mu); the
+	// link reader's wait for mu while a listing runs keeps its events
+	// after the listing, as the channel's queue did.
+	lock, unlock := func() {}, func() {}
+	if w.opts.Handler != nil {
+		lock, unlock = w.mu.Lock, w.mu.Unlock
+	}
+	defer func() { lock(); w.stopped = true; unlock() }()
 	if w.opts.ListExisting {
-		if !w.relist(ctx) || !w.send(ctx, Event{Kind: EventSynced}) {
+		lock()
+		ok := w.relist(ctx) && w.send(ctx, Event{Kind: EventSynced})
+		unlock()
+		if !ok {
 			return
 		}
 	}
@@ -165,26 +189,32 @@ func (w *watcher) run(ctx context.Context, s *subscription) {
 		select {
 		case <-ctx.Done():
 			return
-		case u, open := <-s.links:
+		case u, open := <-s.links: // with a Handler: only the close
 			if ok = open; open {
 				ok = w.linkEvent(ctx, u)
 			}
 		case u, open := <-s.addrs:
 			if ok = open; open {
+				lock()
 				a := AddrInfo{Link: w.name(u.index), Prefix: u.prefix, Protocol: u.protocol}
 				ok = w.send(ctx, Event{Kind: EventAddr, Deleted: u.deleted, Addr: &a})
+				unlock()
 			}
 		case u, open := <-s.routes:
 			if ok = open; open && u.w.flags&unix.RTM_F_CLONED == 0 {
+				lock()
 				ev := new(routeEvent) // the route and one next hop: one allocation
 				ev.r = u.w.routeInfo(w.name, &ev.hop)
 				ok = w.send(ctx, Event{Kind: EventRoute, Deleted: u.deleted, Route: &ev.r})
+				unlock()
 			} else if open {
 				continue
 			}
 		case u, open := <-s.neighs:
 			if ok = open; open {
+				lock()
 				ok = w.neighEvent(ctx, u)
+				unlock()
 			}
 		}
 		if ok {
@@ -194,14 +224,35 @@ func (w *watcher) run(ctx context.Context, s *subscription) {
 			return
 		}
 		// A reader ended: the kernel dropped messages (ENOBUFS) or the
-		// socket failed. Start over on fresh sockets.
+		// socket failed. Start over on fresh sockets; a Handler hears
+		// nothing from the new ones before the listing is complete.
+		lock()
 		s.close()
 		if s = w.resubscribe(ctx); s == nil {
+			unlock()
 			return
 		}
-		if !w.send(ctx, Event{Kind: EventResync}) || !w.relist(ctx) || !w.send(ctx, Event{Kind: EventSynced}) {
+		ok = w.send(ctx, Event{Kind: EventResync}) && w.relist(ctx) && w.send(ctx, Event{Kind: EventSynced})
+		unlock()
+		if !ok {
 			return
 		}
+	}
+}
+
+// deliverLink hands a link event of subscription s to the Handler, on
+// the link reader's goroutine. A message of a subscription closed since
+// (an overflow's relist covers it) or after the watch ended is dropped.
+func (w *watcher) deliverLink(s *subscription, u linkUpdate) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	if !w.stopped {
+		w.linkEvent(context.Background(), u)
 	}
 }
 
@@ -228,7 +279,13 @@ func (w *watcher) report(err error) {
 	}
 }
 
+// send delivers ev: to the Handler (under mu), else on the channel; false
+// when ctx ended.
 func (w *watcher) send(ctx context.Context, ev Event) bool {
+	if h := w.opts.Handler; h != nil {
+		h(ev)
+		return ctx.Err() == nil
+	}
 	select {
 	case w.out <- ev:
 		return true

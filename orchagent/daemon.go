@@ -96,24 +96,36 @@ func (c *controller) Start(ctx context.Context) error {
 	// event or addrWritten does) are dropped too, and so is the prefix
 	// route each IPv4 address brings in main (addrview.go:
 	// prefixRouteGoneLocked).
+	// Events go to the view on the watcher's own goroutines (a link
+	// event on its socket's reader: no hand-over per event), once Prime
+	// has listed the kernel: until then they wait in the sockets, so
+	// none is applied before the listing it follows.
+	primed := make(chan struct{})
 	kev, err := c.k.Watch(ctx, netlinkmgr.WatchOptions{RecvBuffer: netlinkRecvBuffer, OmitOwnRouteWrites: true,
 		OmitOwnAddrWrites: true, OmitKernelLocalRoutes: true, OmitKernelPrefixRoutes: true,
 		ErrorCallback: func(err error) {
 			m.errors.Inc()
 			c.h.Log.WithError(err).Warn("netlink subscription")
-		}})
-	if err != nil {
-		return fmt.Errorf("subscribe to netlink events: %w", err)
-	}
-	if err := c.Prime(); err != nil {
-		return err
-	}
-	c.h.Go(func(context.Context) {
-		for ev := range kev {
+		},
+		Handler: func(ev netlinkmgr.Event) {
+			<-primed
 			if ev.Kind == netlinkmgr.EventResync {
 				m.resyncs.Inc()
 			}
 			c.HandleEvent(ev)
+		}})
+	if err != nil {
+		return fmt.Errorf("subscribe to netlink events: %w", err)
+	}
+	err = c.Prime()
+	close(primed)
+	if err != nil {
+		return err
+	}
+	// The channel closes after the Handler's last call: the engine waits
+	// for that before Run returns.
+	c.h.Go(func(context.Context) {
+		for range kev {
 		}
 	})
 	return nil
