@@ -53,6 +53,11 @@ type results struct {
 	epoch   uint32                         // the last slot.ep handed out
 	dropped []redisx.SlotEpoch             // slots evicted: the writer's fingerprints of them go
 	writing bool                           // a batch is being sent
+	// The worker's pass of several items (beginPass, endPass): slots
+	// queued meanwhile wait in passIDs and go out together when it ends,
+	// one STATE_DB transaction instead of one per result as each comes.
+	inPass  bool
+	passIDs []int32
 	kick    chan struct{}
 	// counts of results set since the last summary: table -> state -> n
 	counts map[string]map[schema.State]int
@@ -154,11 +159,43 @@ func (r *results) setOf(ck string, e *Entry, table, key string, res schema.Resul
 func (r *results) queueLocked(id int32, s *slot) {
 	if !s.queued {
 		s.queued = true
+		if r.inPass {
+			r.passIDs = append(r.passIDs, id)
+			return
+		}
 		r.pendIDs = append(r.pendIDs, id)
 		select {
 		case r.kick <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// beginPass holds the results set from now on until endPass: the worker
+// calls it around a pass of several items (a lone item's result goes out
+// at once, as ever).
+func (r *results) beginPass() {
+	r.mu.Lock()
+	r.inPass = true
+	r.mu.Unlock()
+}
+
+// endPass queues the results set since beginPass for one write.
+func (r *results) endPass() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inPass = false
+	if len(r.passIDs) == 0 {
+		return
+	}
+	r.pendIDs = append(r.pendIDs, r.passIDs...)
+	if cap(r.passIDs) > 4096 { // a 100k pass's array is let go
+		r.passIDs = nil
+	}
+	r.passIDs = r.passIDs[:0]
+	select {
+	case r.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -553,7 +590,7 @@ func (r *results) summary() string {
 func (r *results) flushed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.pending) == 0 && len(r.pendIDs) == 0 && !r.writing
+	return len(r.pending) == 0 && len(r.pendIDs) == 0 && len(r.passIDs) == 0 && !r.writing
 }
 
 // waitFlushed waits until every queued result is written (false when ctx

@@ -453,6 +453,11 @@ func (e *engine) work(ctx context.Context) {
 			tags = slices.Delete(tags, i, i+1)
 		}
 		start := time.Now()
+		// The pass's results are written together when it ends.
+		pass := len(items) > 1
+		if pass {
+			e.res.beginPass()
+		}
 		var errs []error
 		switch {
 		case len(items) == 0:
@@ -471,6 +476,9 @@ func (e *engine) work(ctx context.Context) {
 		if sweep {
 			// Never into the array of the controller's slice: a copy.
 			items, errs = append(items, sweepItem), append(errs[:len(errs):len(errs)], e.sweep(ctx))
+		}
+		if pass {
+			e.res.endPass()
 		}
 		took := time.Since(start).Seconds() / float64(len(items))
 		done = done[:0]
