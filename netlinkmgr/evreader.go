@@ -236,9 +236,11 @@ func parseNeighMsg(b []byte) (w wireNeigh, ok bool) {
 // and AF_BRIDGE FDB entries) into ch, decoded by parseNeighMsg: the
 // library's NeighSubscribeWithOptions, less RTM_GETNEIGH (the kernel's
 // requests to a user-space resolver, not a change). ch is closed when the
-// socket fails (ENOBUFS above all; errcb hears why) or done closes.
-// Equivalent to: ip monitor neigh; bridge monitor fdb.
-func neighSubscribe(ns netns.NsHandle, ch chan<- wireNeigh, done <-chan struct{}, errcb func(error), size int, force bool) error {
+// socket fails (ENOBUFS above all; errcb hears why) or done closes. With
+// direct set, each message goes to it on the reader's goroutine instead
+// of into ch (which then only closes). Equivalent to: ip monitor neigh;
+// bridge monitor fdb.
+func neighSubscribe(ns netns.NsHandle, ch chan<- wireNeigh, done <-chan struct{}, errcb func(error), size int, force bool, direct func(wireNeigh)) error {
 	r, err := openEvents(ns, size, force, "netlink-neighs", done, unix.RTNLGRP_NEIGH)
 	if err != nil {
 		return err
@@ -251,7 +253,11 @@ func neighSubscribe(ns netns.NsHandle, ch chan<- wireNeigh, done <-chan struct{}
 			}
 			if w, ok := parseNeighMsg(data); ok {
 				w.deleted = t == unix.RTM_DELNEIGH
-				ch <- w
+				if direct != nil {
+					direct(w)
+				} else {
+					ch <- w
+				}
 			} else {
 				errcb(fmt.Errorf("neighbour message of %d bytes: truncated", len(data)))
 			}

@@ -200,10 +200,11 @@ type WatchOptions struct {
 	// Handler, when set, is called with every event instead of the
 	// event being sent on Watch's channel (which then only closes when
 	// the watch ends, after the last call). Calls are never concurrent
-	// and keep the order the channel would have; a link event is handed
-	// over on its socket's own goroutine, decoded there, with no channel
-	// between (each hand-over wakes a goroutine: ~12 link events per
-	// PortChannel in a bulk). While a call runs, events queue in the
+	// and keep the order the channel would have; a link, neighbour or
+	// FDB event is handed over on its socket's own goroutine, decoded
+	// there, with no channel between (each hand-over wakes a goroutine:
+	// ~12 link events per PortChannel, 3 local FDB entries per VLAN in a
+	// bulk). While a call runs, events queue in the
 	// sockets: a handler that blocks long makes them overflow
 	// (EventResync follows).
 	Handler func(Event)

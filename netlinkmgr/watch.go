@@ -47,9 +47,10 @@ type watcher struct {
 	names map[int]string // ifindex → name; entries are kept after deletion
 	force bool           // SO_RCVBUFFORCE allowed (CAP_NET_ADMIN)
 
-	// With opts.Handler, mu is held across every call of it: the link
-	// reader calls it on its own goroutine (deliverLink), run for every
-	// other event and across a listing. names is then under mu too.
+	// With opts.Handler, mu is held across every call of it: the link and
+	// neighbour readers call it on their own goroutines (deliverLink,
+	// deliverNeigh), run for addresses and routes and across a listing.
+	// names is then under mu too.
 	// stopped: run has ended, no call follows.
 	mu      sync.Mutex
 	stopped bool
@@ -128,7 +129,12 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 	}
 	if err == nil {
 		// Our own reader and decoder (evreader.go).
-		err = neighSubscribe(*ns, s.neighs, s.done, ignore, size, force)
+		// With a Handler, on the reader's goroutine as links.
+		var direct func(wireNeigh)
+		if w.opts.Handler != nil {
+			direct = func(u wireNeigh) { w.deliverNeigh(s, u) }
+		}
+		err = neighSubscribe(*ns, s.neighs, s.done, ignore, size, force, direct)
 	}
 	if err != nil {
 		s.close()
@@ -210,7 +216,7 @@ func (w *watcher) run(ctx context.Context, s *subscription) {
 			} else if open {
 				continue
 			}
-		case u, open := <-s.neighs:
+		case u, open := <-s.neighs: // with a Handler: only the close
 			if ok = open; open {
 				lock()
 				ok = w.neighEvent(ctx, u)
@@ -253,6 +259,20 @@ func (w *watcher) deliverLink(s *subscription, u linkUpdate) {
 	}
 	if !w.stopped {
 		w.linkEvent(context.Background(), u)
+	}
+}
+
+// deliverNeigh is deliverLink for a neighbour or FDB message.
+func (w *watcher) deliverNeigh(s *subscription, u wireNeigh) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	if !w.stopped {
+		w.neighEvent(context.Background(), u)
 	}
 }
 

@@ -41,8 +41,9 @@ func handlerWatch(t *testing.T, ctx context.Context, k Kernel, opts WatchOptions
 }
 
 // TestRealWatchHandler: with a Handler, the events Watch's channel would
-// carry arrive through it — link events from the link reader's own
-// goroutine, the others from the watcher's — one call at a time. A
+// carry arrive through it — link and neighbour events from their
+// readers' own goroutines, the others from the watcher's — one call at a
+// time. A
 // Handler that blocks while 5,000 routes appear makes the sockets
 // overflow: EventResync, the relisting, EventSynced, and the view rebuilt
 // from the calls equals "ip -j route"; a link made meanwhile is heard.
@@ -68,6 +69,11 @@ func TestRealWatchHandler(t *testing.T) {
 	waitEvent(t, ch, "enslave", func(ev Event) bool {
 		view.apply(ev)
 		return ev.Kind == EventLink && ev.Link.Name == "peer1" && ev.Link.Master != nil && *ev.Link.Master == "Bridge"
+	})
+
+	ns.IP("neigh", "add", "10.255.0.9", "lladdr", "02:00:00:00:00:09", "dev", "Ethernet1", "nud", "permanent")
+	waitEvent(t, ch, "neigh", func(ev Event) bool {
+		return ev.Kind == EventNeigh && ev.Neigh.IP == ip("10.255.0.9") && ev.Neigh.Link == "Ethernet1"
 	})
 
 	// The Handler blocked: the readers' queues fill, then the sockets.
