@@ -290,8 +290,9 @@ func fdbAddErr(e FdbInfo, err error) error {
 
 // AddBatch adds every entry as Add does, sending the requests many per
 // netlink message on the route socket, encoded straight into the send
-// buffer (appendFdbMsg, execEncoded in batch.go). Equivalent to
-// bridge -batch of fdb replace.
+// buffer (appendFdbMsg, execEncoded in batch.go). A watch with
+// OmitOwnFdbWrites does not hear the entries' echoes (fdbecho.go).
+// Equivalent to bridge -batch of fdb replace.
 func (x realFdbs) AddBatch(es []FdbInfo) []error {
 	k := x.k
 	errs := make([]error, len(es))
@@ -309,11 +310,15 @@ func (x realFdbs) AddBatch(es []FdbInfo) []error {
 		cached[i] = c
 		idx, lis = append(idx, i), append(lis, li)
 	}
+	k.echoes.expect(es, idx, lis) // OmitOwnFdbWrites
 	res := k.rt.execEncoded(len(idx), func(j int, b []byte, seq uint32) []byte {
 		return appendFdbMsg(b, seq, lis[j], &es[idx[j]])
 	}, nil)
 	for j, err := range res {
 		i := idx[j]
+		if err != nil {
+			k.echoes.failed(lis[j], &es[i])
+		}
 		if cached[i] && isNoDevice(err) {
 			e := es[i]
 			k.idx.forget(e.Link)

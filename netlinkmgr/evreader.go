@@ -238,9 +238,11 @@ func parseNeighMsg(b []byte) (w wireNeigh, ok bool) {
 // requests to a user-space resolver, not a change). ch is closed when the
 // socket fails (ENOBUFS above all; errcb hears why) or done closes. With
 // direct set, each message goes to it on the reader's goroutine instead
-// of into ch (which then only closes). Equivalent to: ip monitor neigh;
-// bridge monitor fdb.
-func neighSubscribe(ns netns.NsHandle, ch chan<- wireNeigh, done <-chan struct{}, errcb func(error), size int, force bool, direct func(wireNeigh)) error {
+// of into ch (which then only closes). With own (OmitOwnFdbWrites), the
+// echoes of own's recorded FDB adds are dropped first, before they cost
+// anything more (fdbecho.go). Equivalent to: ip monitor neigh; bridge
+// monitor fdb.
+func neighSubscribe(ns netns.NsHandle, ch chan<- wireNeigh, done <-chan struct{}, errcb func(error), size int, force bool, direct func(wireNeigh), own *fdbEchoes) error {
 	r, err := openEvents(ns, size, force, "netlink-neighs", done, unix.RTNLGRP_NEIGH)
 	if err != nil {
 		return err
@@ -253,6 +255,9 @@ func neighSubscribe(ns netns.NsHandle, ch chan<- wireNeigh, done <-chan struct{}
 			}
 			if w, ok := parseNeighMsg(data); ok {
 				w.deleted = t == unix.RTM_DELNEIGH
+				if own != nil && own.take(&w) {
+					return
+				}
 				if direct != nil {
 					direct(w)
 				} else {

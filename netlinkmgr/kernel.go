@@ -174,6 +174,18 @@ type WatchOptions struct {
 	// routes). A caller setting it records its successful creates itself.
 	// The Fake ignores it.
 	OmitOwnAddrWrites bool
+	// OmitOwnFdbWrites leaves out the echo of this Kernel's own static
+	// FDB adds in Fdbs().AddBatch: the RTM_NEWNEIGH the bridge sends for
+	// an entry it added or changed as asked. The bridge sends those with
+	// port id 0, so no socket filter can tell them from anyone else's:
+	// the watch's reader drops the first matching static entry (port,
+	// VLAN, MAC) after each write, within 5 s of it (fdbecho.go); someone
+	// else's add of the identical entry in that window may be dropped in
+	// its place. Single Adds, deletions, entries moved to another port,
+	// learned and local entries and everyone else's changes are delivered
+	// as always. A caller setting it records its successful adds itself.
+	// The Fake ignores it.
+	OmitOwnFdbWrites bool
 	// OmitKernelLocalRoutes leaves out the route events of table local
 	// (255) whose protocol is kernel: the local and broadcast routes the
 	// kernel adds and removes with every address of a port outside a VRF

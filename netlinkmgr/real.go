@@ -24,6 +24,7 @@ type kernel struct {
 	writes atomic.Uint64
 	idx    ifindexCache // name → ifindex for routes, addresses, FDB
 	rt     routeSock    // route writes
+	echoes fdbEchoes    // AddBatch's FDB entries whose echo is not to be heard (fdbecho.go)
 }
 
 var _ Kernel = (*kernel)(nil)

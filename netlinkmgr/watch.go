@@ -134,7 +134,12 @@ func (w *watcher) trySubscribe() (*subscription, error) {
 		if w.opts.Handler != nil {
 			direct = func(u wireNeigh) { w.deliverNeigh(s, u) }
 		}
-		err = neighSubscribe(*ns, s.neighs, s.done, ignore, size, force, direct)
+		var own *fdbEchoes
+		if w.opts.OmitOwnFdbWrites {
+			own = &w.k.echoes
+			own.on.Store(true)
+		}
+		err = neighSubscribe(*ns, s.neighs, s.done, ignore, size, force, direct, own)
 	}
 	if err != nil {
 		s.close()

@@ -95,14 +95,15 @@ func (c *controller) Start(ctx context.Context) error {
 	// them: onRoute only re-checks reachability, as the address's own
 	// event or addrWritten does) are dropped too, and so is the prefix
 	// route each IPv4 address brings in main (addrview.go:
-	// prefixRouteGoneLocked).
+	// prefixRouteGoneLocked). The echoes of our batched static FDB adds
+	// are dropped by the reader (fdbWritten notes each entry).
 	// Events go to the view on the watcher's own goroutines (a link
 	// event on its socket's reader: no hand-over per event), once Prime
 	// has listed the kernel: until then they wait in the sockets, so
 	// none is applied before the listing it follows.
 	primed := make(chan struct{})
 	kev, err := c.k.Watch(ctx, netlinkmgr.WatchOptions{RecvBuffer: netlinkRecvBuffer, OmitOwnRouteWrites: true,
-		OmitOwnAddrWrites: true, OmitKernelLocalRoutes: true, OmitKernelPrefixRoutes: true,
+		OmitOwnAddrWrites: true, OmitKernelLocalRoutes: true, OmitKernelPrefixRoutes: true, OmitOwnFdbWrites: true,
 		ErrorCallback: func(err error) {
 			m.errors.Inc()
 			c.h.Log.WithError(err).Warn("netlink subscription")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,4 +139,56 @@ func netnsWorkerBusy() bool {
 		}
 	}
 	return false
+}
+
+// RedisCommandStats is the calls per command of the redis-server c talks
+// to (INFO commandstats: "cmdstat_hset:calls=N,usec=U,..."), with each
+// command's microseconds under "NAME usec". Benchmarks log the difference
+// over a burst (CommandStatsDiff): what redis-server ran for it.
+func RedisCommandStats(tb testing.TB, c *redis.Client) map[string]int64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m := map[string]int64{}
+	for _, l := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(l), ":")
+		name, found := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !found {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				m[name] = n
+			case "usec":
+				m[name+" usec"] = n
+			}
+		}
+	}
+	return m
+}
+
+// CommandStatsDiff is "cmd calls (usec µs)" for every command whose calls
+// grew from before to after, most calls first.
+func CommandStatsDiff(before, after map[string]int64) []string {
+	type row struct {
+		name        string
+		calls, usec int64
+	}
+	var rows []row
+	for k, v := range after {
+		if strings.HasSuffix(k, " usec") || v <= before[k] {
+			continue
+		}
+		rows = append(rows, row{k, v - before[k], after[k+" usec"] - before[k+" usec"]})
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(b.calls, a.calls) })
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.name + " " + strconv.FormatInt(r.calls, 10) + " (" + strconv.FormatInt(r.usec, 10) + " µs)"
+	}
+	return out
 }

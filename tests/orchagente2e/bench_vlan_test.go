@@ -146,9 +146,13 @@ func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration 
 		traceDone = e2eutil.ExecTrace(b, pprofAddr, tr)
 		time.Sleep(50 * time.Millisecond) // the trace has started (it stops the world once)
 	}
+	cmds0 := e2eutil.RedisCommandStats(b, e.Config)
 	orch0, redis0 := e2eutil.ProcCPU(b, pid), e2eutil.RedisCPU(b, e.Config)
 	d := bulkAllOK(b, e, entries)
 	orch, redis := e2eutil.ProcCPU(b, pid)-orch0, e2eutil.RedisCPU(b, e.Config)-redis0
+	// What redis-server ran for the burst (the bench's own pipeline and
+	// its STATE_DB reads included).
+	b.Logf("redis commands: %s", strings.Join(e2eutil.CommandStatsDiff(cmds0, e2eutil.RedisCommandStats(b, e.Config)), ", "))
 	if redis > 0 {
 		// Under TCG both CPU figures inflate together with the host's
 		// load (the guest cannot see the time its vCPUs lose); their
