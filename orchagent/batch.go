@@ -56,7 +56,7 @@ type writeBatch struct {
 	items     []deferredRoute
 	wants     []netlinkmgr.RouteInfo // flushRoutes', reused
 	addrWants []netlinkmgr.AddrInfo  // flushAddrs', reused
-	noted     []bool                 // flushRoutes' (notedRoutes), reused
+	noted     []bool                 // flushRoutes' (notedRoutes) and flushFdbs' (notedFdbsWritten), reused
 	fdbs      []deferredFdb
 	addrs     []deferredAddr
 	vids      []deferredVid
@@ -274,12 +274,14 @@ func (o *Orch) flushFdbs(b *writeBatch) {
 	}
 	o.view.writingFdbs(wants) // fdbview.go
 	res := o.k.Fdbs().AddBatch(wants)
+	// Every written entry noted at once (one lock, as flushRoutes), then
+	// each key finished in order.
+	b.noted = o.view.notedFdbsWritten(wants, res, b.noted)
 	for i := range b.fdbs {
 		d := &b.fdbs[i]
 		o.logAct(d.table, d.key, func() string { return describeFdb(&d.want) }, res[i])
-		o.finishDeferred(b, &d.deferred, o.fdbWritten(d.key, d.want, d.refs, res[i]))
+		o.finishDeferred(b, &d.deferred, o.fdbWritten(d.key, d.want, d.refs, res[i], b.noted[i]))
 	}
-	o.view.fdbsWritten()
 }
 
 // flushAddrs sends b's deferred address adds (Addrs().AddBatch).

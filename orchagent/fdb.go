@@ -43,11 +43,12 @@ func (o *Orch) applyFdb(key string, f schema.Fields) outcome {
 		o.batch.fdbs = append(o.batch.fdbs, deferredFdb{deferred: o.batch.cur, want: want, refs: refs})
 		return outcome{deferred: true}
 	}
-	o.view.writingFdbs([]netlinkmgr.FdbInfo{want})
+	wants := []netlinkmgr.FdbInfo{want}
+	o.view.writingFdbs(wants)
 	err = o.act(schema.TableFDB, key, describeFdb(&want), func() error { return o.k.Fdbs().Add(want) })
-	out := o.fdbWritten(key, want, refs, err)
-	o.view.fdbsWritten()
-	return out
+	var noted [1]bool
+	o.view.notedFdbsWritten(wants, []error{err}, noted[:0])
+	return o.fdbWritten(key, want, refs, err, noted[0])
 }
 
 // fdbRefCache holds the dependencies of FDB keys per VLAN member (its
@@ -84,12 +85,13 @@ func describeFdb(f *netlinkmgr.FdbInfo) string {
 	return "replace fdb " + f.MAC.String() + " dev " + f.Link + " master static vlan " + itoa(int(f.Vlan))
 }
 
-// fdbWritten is the outcome of the add of want (key: "VlanN|mac").
-func (o *Orch) fdbWritten(key string, want netlinkmgr.FdbInfo, refs []string, err error) outcome {
+// fdbWritten is the outcome of the add of want (key: "VlanN|mac"); noted
+// is what notedFdbsWritten said of it.
+func (o *Orch) fdbWritten(key string, want netlinkmgr.FdbInfo, refs []string, err error, noted bool) outcome {
 	if err != nil {
 		return kernelOut(err, refs)
 	}
-	if !o.view.notedFdbWritten(want) {
+	if !noted {
 		// Removed by someone right after the kernel wrote it (its
 		// delete was heard before this note): write it again.
 		return kernelOut(fmt.Errorf("FDB|%s: %s was deleted while being written", key, describeFdb(&want)), refs)

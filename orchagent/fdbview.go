@@ -5,7 +5,7 @@ import "github.com/switchyard-net/switchyard/netlinkmgr"
 // The echoes of a batch of static FDB writes, as writingAll for routes and
 // writingAddrs for addresses: the entries being written are recorded before
 // the batch goes out, so the echo of one, heard before the key is finished
-// and noted (notedFdbWritten), is not news — an FDB key is not in the
+// and noted (notedFdbsWritten), is not news — an FDB key is not in the
 // dependency index under its entry (enqueueFdbRefs derives it from the
 // event), and such an echo would otherwise re-enqueue it. A delete of one
 // of them heard before the note (someone removed it right after the kernel
@@ -28,13 +28,6 @@ func (v *kernelView) writingFdbs(fs []netlinkmgr.FdbInfo) {
 	for i := range fs {
 		v.fdbWriting[fdbKeyOf(fs[i].Vlan, fs[i].MAC)] = fdbWrite{link: fs[i].Link}
 	}
-}
-
-// fdbsWritten forgets what writingFdbs recorded, once the writes are noted.
-func (v *kernelView) fdbsWritten() {
-	v.mu.Lock()
-	clear(v.fdbWriting)
-	v.mu.Unlock()
 }
 
 // fdbEchoLocked reports whether f (just put in the view) is the entry being
@@ -63,15 +56,28 @@ func (v *kernelView) fdbGoneLocked(k fdbKey, f *netlinkmgr.FdbInfo) bool {
 	return true
 }
 
-// notedFdbWritten notes a static entry we wrote, unless its delete was
-// heard while it was being written: then it reports false.
-func (v *kernelView) notedFdbWritten(f netlinkmgr.FdbInfo) bool {
+// notedFdbsWritten notes the static entries of a write the kernel
+// accepted (res[i] nil), all under one lock, and forgets what writingFdbs
+// recorded. noted[i] (appended to noted[:0]) is false for an entry whose
+// write failed, or whose delete was heard while it was being written
+// (someone removed it right after the kernel wrote it): that one is not
+// noted, and its key writes again.
+func (v *kernelView) notedFdbsWritten(fs []netlinkmgr.FdbInfo, res []error, noted []bool) []bool {
+	noted = noted[:0]
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	k := fdbKeyOf(f.Vlan, f.MAC)
-	if w, ok := v.fdbWriting[k]; ok && w.gone {
-		return false
+	for i := range fs {
+		ok := res[i] == nil
+		if ok {
+			k := fdbKeyOf(fs[i].Vlan, fs[i].MAC)
+			if w, in := v.fdbWriting[k]; in && w.gone {
+				ok = false
+			} else {
+				v.fdbs[k] = fs[i]
+			}
+		}
+		noted = append(noted, ok)
 	}
-	v.fdbs[k] = f
-	return true
+	clear(v.fdbWriting)
+	return noted
 }
