@@ -183,8 +183,9 @@ type WatchOptions struct {
 	// else's add of the identical entry in that window may be dropped in
 	// its place. Single Adds, deletions, entries moved to another port,
 	// learned and local entries and everyone else's changes are delivered
-	// as always. A caller setting it records its successful adds itself.
-	// The Fake ignores it.
+	// as always; so are the copies the kernel adds on each of a port's
+	// VLANs for an entry written without one. A caller setting it records
+	// its successful adds itself. The Fake ignores it.
 	OmitOwnFdbWrites bool
 	// OmitKernelLocalRoutes leaves out the route events of table local
 	// (255) whose protocol is kernel: the local and broadcast routes the
