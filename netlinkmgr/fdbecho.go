@@ -16,8 +16,10 @@ import (
 // 10k of them, each parsed, named, passed through two goroutines and
 // looked up in the consumer's view only to find what it had written.
 // Instead AddBatch records each entry it sends (port index, VLAN, MAC),
-// and the neighbour reader drops the first static RTM_NEWNEIGH that
-// matches a record, right after parsing it, and forgets the record.
+// and the neighbour reader drops a static RTM_NEWNEIGH that matches a
+// record, right after parsing it, and takes the record: one echo per
+// write (an entry written twice before the reader read the first echo
+// is recorded twice).
 //
 // What may be left out besides our echo: someone else's add of the same
 // static entry on the same port before our echo consumed the record (or
@@ -44,8 +46,15 @@ type fdbEchoKey struct {
 type fdbEchoes struct {
 	on    atomic.Bool
 	mu    sync.Mutex
-	m     map[fdbEchoKey]int64 // → when its batch was sent (UnixNano)
+	m     map[fdbEchoKey]fdbEchoRec
 	swept int64
+}
+
+// fdbEchoRec is the writes of one entry whose echoes are still to come,
+// and when the last of them was sent (UnixNano).
+type fdbEchoRec struct {
+	n  int32
+	at int64
 }
 
 // fdbEchoKeyOf is the record of an entry on port index idx; ok is false
@@ -69,35 +78,35 @@ func (f *fdbEchoes) expect(es []FdbInfo, idx, lis []int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if now-f.swept > int64(fdbEchoTTL) {
-		for k, at := range f.m {
-			if now-at > int64(fdbEchoTTL) {
+		for k, r := range f.m {
+			if now-r.at > int64(fdbEchoTTL) {
 				delete(f.m, k)
 			}
 		}
 		f.swept = now
 	}
 	if f.m == nil {
-		f.m = make(map[fdbEchoKey]int64, len(idx))
+		f.m = make(map[fdbEchoKey]fdbEchoRec, len(idx))
 	}
 	for j, i := range idx {
 		if k, ok := fdbEchoKeyOf(lis[j], int(es[i].Vlan), es[i].MAC); ok {
-			f.m[k] = now
+			f.m[k] = fdbEchoRec{n: f.m[k].n + 1, at: now}
 		}
 	}
 }
 
-// failed forgets the record of an entry whose add failed: no echo comes.
+// failed takes the record of an entry whose add failed: no echo comes.
 func (f *fdbEchoes) failed(idx int, e *FdbInfo) {
 	k, ok := fdbEchoKeyOf(idx, int(e.Vlan), e.MAC)
 	if !ok || !f.on.Load() {
 		return
 	}
 	f.mu.Lock()
-	delete(f.m, k)
+	f.takeLocked(k)
 	f.mu.Unlock()
 }
 
-// take reports whether w is the echo of a recorded add, and forgets the
+// take reports whether w is the echo of a recorded add, and takes the
 // record if so: an AF_BRIDGE RTM_NEWNEIGH of a static entry (NUD_NOARP
 // only: not local, not learned) with a record for its port, VLAN and MAC.
 func (f *fdbEchoes) take(w *wireNeigh) bool {
@@ -110,12 +119,23 @@ func (f *fdbEchoes) take(w *wireNeigh) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.m[k]; !ok {
+	return f.takeLocked(k)
+}
+
+// takeLocked takes one write of k's record, if any; f.mu held.
+func (f *fdbEchoes) takeLocked(k fdbEchoKey) bool {
+	r, ok := f.m[k]
+	switch {
+	case !ok:
 		return false
-	}
-	delete(f.m, k)
-	if len(f.m) == 0 {
-		f.m = nil // a burst's map is not kept at its peak size
+	case r.n > 1:
+		r.n--
+		f.m[k] = r
+	default:
+		delete(f.m, k)
+		if len(f.m) == 0 {
+			f.m = nil // a burst's map is not kept at its peak size
+		}
 	}
 	return true
 }

@@ -123,12 +123,18 @@ func TestFdbEchoesTake(t *testing.T) {
 	if !f.take(&echo) || f.take(&echo) {
 		t.Fatal("the echo was not taken exactly once")
 	}
+	// Written twice before the first echo was read: two echoes dropped.
+	f.expect(es[:1], []int{0}, []int{7})
+	f.expect(es[:1], []int{0}, []int{7})
+	if !f.take(&echo) || !f.take(&echo) || f.take(&echo) {
+		t.Fatal("an entry written twice: its two echoes were not taken, or a third was")
+	}
 	f.failed(7, &es[1])
 	if len(f.m) != 0 {
 		t.Fatalf("records left after the echo and the failure: %v", f.m)
 	}
 	f.expect(es[:1], []int{0}, []int{7})
-	f.m[fdbEchoKey{index: 9}] = time.Now().Add(-2 * fdbEchoTTL).UnixNano()
+	f.m[fdbEchoKey{index: 9}] = fdbEchoRec{n: 1, at: time.Now().Add(-2 * fdbEchoTTL).UnixNano()}
 	f.swept = 0
 	f.expect(es[1:], []int{0}, []int{7})
 	if _, old := f.m[fdbEchoKey{index: 9}]; old || len(f.m) != 2 {
