@@ -421,6 +421,15 @@ func (r *results) putLocked(sk string, w write) {
 	}
 }
 
+// maxResultWrites bounds the results of slots one flush writes: in a
+// burst the writer falls behind and found 10k–100k queued at once, and
+// every array of such a flush (the slots here; the batch's operations,
+// arguments and commands in redisx, kept up to 4,096, 16,384 and 2,730)
+// was made anew and let go — a third of what a 100k-route burst
+// allocated in orchagent (docs/performance.md, routes6). 2,048 results
+// are still one round trip each, and every one of those arrays is reused.
+const maxResultWrites = 2048
+
 // run writes queued results until ctx is done, retrying with backoff
 // while Redis fails (the newest result of each key wins).
 func (r *results) run(ctx context.Context) {
@@ -443,10 +452,13 @@ func (r *results) run(ctx context.Context) {
 			// Slots are taken under mu (a result set meanwhile queues its
 			// slot again) and written after the map's writes, which are
 			// older or of other keys (setBad and removal unqueue a slot).
+			// At most maxResultWrites slots per flush; the rest stay
+			// queued, in order, for the next turn of this loop.
 			ids := r.pendIDs
-			r.pendIDs, r.spareID = r.spareID, nil
 			slots = slots[:0]
-			for _, id := range ids {
+			k := 0
+			for ; k < len(ids) && len(slots) < maxResultWrites; k++ {
+				id := ids[k]
 				if s := r.byID.At(id); s != nil {
 					if s.queued {
 						s.queued = false
@@ -459,6 +471,13 @@ func (r *results) run(ctx context.Context) {
 					}
 				}
 			}
+			var done []int32 // ids, all taken: the next batch's array
+			if k < len(ids) {
+				r.pendIDs = ids[:copy(ids, ids[k:])]
+			} else {
+				r.pendIDs, r.spareID = r.spareID, nil
+				done = ids
+			}
 			n := len(batch) + len(slots)
 			r.writing = n > 0
 			dropped := r.dropped
@@ -467,9 +486,9 @@ func (r *results) run(ctx context.Context) {
 			if len(dropped) > 0 && r.sw != nil {
 				r.sw.DropSlots(dropped) // epochs of keys gone: never matched by a new key's
 			}
-			if cap(ids) <= 4096 { // kept for the next batch; a 100k one is let go
+			if done != nil && cap(done) <= 4096 { // kept for the next batch; a 100k one is let go
 				r.mu.Lock()
-				r.spareID = ids[:0]
+				r.spareID = done[:0]
 				r.mu.Unlock()
 			}
 			if n == 0 {
