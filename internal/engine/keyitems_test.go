@@ -185,3 +185,47 @@ func runStarted(t *testing.T, srv *testredis.Server, name string, mk func(*Handl
 	}
 	return h
 }
+
+// A burst of more results than one flush writes (maxResultWrites) is
+// written in turns, and a key set again while the rest waits for its
+// turn ends with its newest result: 5,000 keys, then every other one
+// changed and the rest deleted while the first results are written.
+func TestResultsWrittenInTurns(t *testing.T) {
+	srv := testredis.Start(t)
+	ctrl := &refItemsCtrl{}
+	ctx := context.Background()
+	h := runStarted(t, srv, "turns", func(h *Handle) Controller { ctrl.h = h; return ctrl })
+	cfg, state := srv.Client(schema.ConfigDB), srv.Client(schema.StateDB)
+	const n = 5000 // over two flushes' worth
+	key := func(i int) string { return fmt.Sprintf("%s|10.%d.%d.0/24", tRoute, i/256, i%256) }
+	p := cfg.Pipeline()
+	for i := 0; i < n; i++ {
+		p.HSet(ctx, key(i), "nexthop", "192.168.0.1", "ifname", "eth0")
+	}
+	for i := 0; i < n; i++ { // in the same pipeline: mostly before the first results are out
+		if i%3 == 0 {
+			p.Del(ctx, key(i))
+		} else if i%3 == 1 {
+			p.HSet(ctx, key(i), "nexthop", "192.168.0.2")
+		}
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(30 * time.Second)
+	for (h.Cache.Len(tRoute) != n-(n+2)/3 || !h.e.res.flushed() || ctrl.done.Load() < n) && time.Now().Before(end) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if w := ctrl.wrong.Load(); w != 0 {
+		t.Fatalf("%d reads by ref differ from the read by name", w)
+	}
+	gen1 := schema.Generation(schema.Fields{"nexthop": "192.168.0.1", "ifname": "eth0"})
+	gen2 := schema.Generation(schema.Fields{"nexthop": "192.168.0.2", "ifname": "eth0"})
+	for i := 0; i < n; i++ {
+		r, err := state.HGetAll(ctx, schema.ResultKey(splitConfigKey(key(i)))).Result()
+		want := map[int]string{0: "", 1: gen2, 2: gen1}[i%3]
+		if err != nil || want == "" && len(r) != 0 || want != "" && (r["state"] != "ok" || r["generation"] != want) {
+			t.Fatalf("result of %s: %v %v, want generation %q", key(i), r, err, want)
+		}
+	}
+}
