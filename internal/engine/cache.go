@@ -137,15 +137,44 @@ func (c *Cache) set(table, key string, f schema.Fields) (bool, int32) {
 	}
 	var buf [256]byte
 	packed := shrink.AppendPacked(buf[:0], cp)
+	return c.store(table, key, packed, "", cp)
+}
+
+// setPacked is set of a hash packed already (shrink.Pack's encoding,
+// without NULL: the watcher's Event.Packed), kept as it is: no map
+// filled and packed again per key. Only a hash not set recently is
+// unpacked, into scratch (cleared first; the caller's, reused), for its
+// generation and warning.
+func (c *Cache) setPacked(table, key, packed string, scratch schema.Fields) (bool, int32) {
+	return c.store(table, key, nil, packed, scratch)
+}
+
+// store is set and setPacked: the hash is pb (a buffer of the caller's,
+// copied when kept) or, when pb is nil, ps (kept as it is); f holds its
+// fields (set) or is the scratch map to unpack them into (setPacked).
+func (c *Cache) store(table, key string, pb []byte, ps string, f schema.Fields) (bool, int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, warning, known := c.recentLocked(table, packed)
+	var e cached
+	var warning string
+	var known bool
+	if pb != nil {
+		e, warning, known = c.recentLocked(table, pb)
+	} else {
+		e, warning, known = c.recentStringLocked(table, ps)
+	}
 	if !known {
 		// Worked out unlocked: readers wait for no SHA-256.
 		c.mu.Unlock()
-		e = cached{fields: string(packed), gen: schema.Generation(cp)}
+		if pb != nil {
+			ps = string(pb)
+		} else {
+			clear(f)
+			unpackInto(f, ps)
+		}
+		e = cached{fields: ps, gen: schema.Generation(f)}
 		if c.warn != nil {
-			warning = c.warn(table, cp)
+			warning = c.warn(table, f)
 		}
 		c.mu.Lock()
 	}
@@ -203,6 +232,28 @@ func (c *Cache) recentLocked(table string, packed []byte) (cached, string, bool)
 		}
 	}
 	return cached{}, "", false
+}
+
+// recentStringLocked is recentLocked of a packed string.
+func (c *Cache) recentStringLocked(table, packed string) (cached, string, bool) {
+	for i := range c.recent {
+		if r := &c.recent[i]; r.gen != "" && r.fields == packed && c.recentTable[i] == table {
+			return *r, c.recentWarning[i], true
+		}
+	}
+	return cached{}, "", false
+}
+
+// unpackInto puts the fields of packed into f.
+func unpackInto(f schema.Fields, packed string) {
+	for s := packed; s != ""; {
+		k, v, rest, ok := shrink.Next(s)
+		if !ok {
+			break
+		}
+		f[k] = v
+		s = rest
+	}
 }
 
 // rememberLocked makes e (a hash of table, with its warning) one of the

@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"fmt"
+	"maps"
 	"math/rand"
 	"reflect"
 	"strconv"
 	"testing"
 	"unsafe"
 
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/schema"
 )
 
@@ -249,6 +252,49 @@ func TestCacheRefsMatchNames(t *testing.T) {
 		}
 		if n := c.ents.Pages(); n != 0 {
 			t.Fatalf("seed %d: %d pages of entries left with nothing cached", seed, n)
+		}
+	}
+}
+
+// setPacked of a hash packed by the watcher is set of its map: the same
+// changed answers, ids, entries, generations and warnings, over random
+// sets (hashes repeated, so the recent ones are shared, and new ones)
+// and deletes of a few keys, NULL-only hashes included.
+func TestSetPackedMatchesSet(t *testing.T) {
+	warn := func(table string, f schema.Fields) string {
+		if _, ok := f["odd"]; ok {
+			return "unknown field odd"
+		}
+		return ""
+	}
+	rng := rand.New(rand.NewSource(7))
+	for round := 0; round < 20; round++ {
+		a, b := NewCache(warn), NewCache(warn)
+		scratch := schema.Fields{"stale": "x"}
+		for step := 0; step < 400; step++ {
+			table := []string{"ROUTE", "PORT"}[rng.Intn(2)]
+			key := fmt.Sprint("k", rng.Intn(40))
+			if rng.Intn(8) == 0 {
+				if a.Delete(table, key) != b.Delete(table, key) {
+					t.Fatalf("delete %s|%s differs", table, key)
+				}
+				continue
+			}
+			f := schema.Fields{}
+			for i := rng.Intn(4); i > 0; i-- {
+				f[[]string{"nexthop", "ifname", "odd", "mtu"}[rng.Intn(4)]] = fmt.Sprint(rng.Intn(3))
+			}
+			packed := shrink.Pack(f)
+			if rng.Intn(5) == 0 {
+				f[schema.NullField] = schema.NullField // the watcher leaves it out of packed
+			}
+			c1, id1 := a.set(table, key, f)
+			c2, id2 := b.setPacked(table, key, packed, scratch)
+			e1, _ := a.Get(table, key)
+			e2, _ := b.Get(table, key)
+			if c1 != c2 || id1 != id2 || e1.Gen != e2.Gen || e1.Warning != e2.Warning || !maps.Equal(e1.Fields, e2.Fields) {
+				t.Fatalf("round %d step %d %s|%s %v: set %v %d %+v, setPacked %v %d %+v", round, step, table, key, f, c1, id1, e1, c2, id2, e2)
+			}
 		}
 	}
 }

@@ -227,4 +227,7 @@ type engine struct {
 	started    atomic.Bool // workers run: Enqueue goes to the queue
 	adds       []string    // items of consume's current events, for flushAdds
 	addTags    []int32     // adds[i]'s Ref (its id field: the queue's tag)
+	// scratch holds a new packed hash's fields while the cache works out
+	// its generation and warning (consume's goroutine; Cache.setPacked)
+	scratch schema.Fields
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/switchyard-net/switchyard/internal/redisx"
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/internal/workqueue"
 	"github.com/switchyard-net/switchyard/schema"
 )
@@ -179,6 +180,8 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 		DB:     schema.ConfigDB,
 		Tables: tables,
 		Keys:   []string{schema.KeyConfigDBInitialized},
+		// Hashes come packed, as the cache keeps them (Cache.setPacked).
+		Packed: true,
 		// OnSync runs in the watcher's delivery goroutine once the scan's
 		// events were received here; the marker is handled in order.
 		OnSync: func(ctx context.Context) {
@@ -319,7 +322,16 @@ func (e *engine) event(ctx context.Context, ev redisx.Event) {
 	default:
 		e.res.clearBad(ev.Table, ev.Key)
 		held := e.cache.Held(ev.Table, ev.Key)
-		changed, id := e.cache.set(ev.Table, ev.Key, ev.Fields)
+		var changed bool
+		var id int32
+		if ev.Fields != nil {
+			changed, id = e.cache.set(ev.Table, ev.Key, ev.Fields)
+		} else {
+			if e.scratch == nil {
+				e.scratch = schema.Fields{}
+			}
+			changed, id = e.cache.setPacked(ev.Table, ev.Key, ev.Packed, e.scratch)
+		}
 		if held {
 			// Back in CONFIG_DB (reloaded after Redis came back empty):
 			// its result was not written while it was held.
@@ -386,16 +398,40 @@ func tooBig(ev redisx.Event) string {
 	if len(ev.Key) > MaxKeyLen {
 		return fmt.Sprintf("key is %d bytes: at most %d", len(ev.Key), MaxKeyLen)
 	}
+	if ev.Fields == nil { // packed (WatchOptions.Packed)
+		if n := shrink.PackedLen(ev.Packed); n > MaxFieldsNum {
+			return fmt.Sprintf("%d fields: at most %d", n, MaxFieldsNum)
+		}
+		for s := ev.Packed; s != ""; {
+			f, v, rest, ok := shrink.Next(s)
+			if !ok {
+				break
+			}
+			if why := tooBigField(f, v); why != "" {
+				return why
+			}
+			s = rest
+		}
+		return ""
+	}
 	if len(ev.Fields) > MaxFieldsNum {
 		return fmt.Sprintf("%d fields: at most %d", len(ev.Fields), MaxFieldsNum)
 	}
 	for f, v := range ev.Fields {
-		if len(f) > MaxFieldLen {
-			return fmt.Sprintf("field name %q is %d bytes: at most %d", schema.Clip(f), len(f), MaxFieldLen)
+		if why := tooBigField(f, v); why != "" {
+			return why
 		}
-		if len(v) > MaxValueLen {
-			return fmt.Sprintf("field %q: value is %d bytes: at most %d", schema.Clip(f), len(v), MaxValueLen)
-		}
+	}
+	return ""
+}
+
+// tooBigField is tooBig's reason for one field ("" = fine).
+func tooBigField(f, v string) string {
+	if len(f) > MaxFieldLen {
+		return fmt.Sprintf("field name %q is %d bytes: at most %d", schema.Clip(f), len(f), MaxFieldLen)
+	}
+	if len(v) > MaxValueLen {
+		return fmt.Sprintf("field %q: value is %d bytes: at most %d", schema.Clip(f), len(v), MaxValueLen)
 	}
 	return ""
 }

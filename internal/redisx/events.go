@@ -20,7 +20,11 @@ const NullField = "NULL"
 type Event struct {
 	Table, Key string
 	Fields     map[string]string // current hash without NULL; nil when Deleted
-	Deleted    bool
+	// Packed is the hash in shrink.Pack's encoding (NULL left out; ""
+	// for none) instead of Fields, when WatchOptions.Packed is set: the
+	// consumer may keep the string.
+	Packed  string
+	Deleted bool
 	// Value is the value of a plain string key (Table ""); Fields is nil
 	// then. A plain key holding a hash fills Fields instead.
 	Value string
@@ -347,14 +351,22 @@ func (w *Watcher) recv(ctx context.Context, items []item) ([]Event, error) {
 			events[i] = ev
 			continue
 		}
-		h, err := rc.rd.hashInto(w.reusedMap())
+		var h map[string]string
+		var err error
+		exists := false
+		if w.opts.Packed {
+			ev.Packed, exists, err = rc.rd.hashPacked()
+		} else {
+			h, err = rc.rd.hashInto(w.reusedMap())
+			exists = h != nil
+		}
 		re, reply := err.(respError) // hash returns it unwrapped
 		switch {
 		case reply:
 			ev.Err = fmt.Errorf("hgetall %s: %w", it.full, ExplainPermission(re, "hgetall", it.full))
 		case err != nil:
 			return fail(err)
-		case h == nil:
+		case !exists:
 			ev.Deleted = true
 		default:
 			ev.Fields = h

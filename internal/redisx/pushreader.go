@@ -47,7 +47,8 @@ type pushReader struct {
 	scratch []byte // the parts of the current message, back to back (reused)
 	ends    [maxPushParts]int
 	parts   [maxPushParts][]byte
-	offs    []int // hash: where each field and value ends in scratch (reused)
+	offs    []int  // hash: where each field and value ends in scratch (reused)
+	packBuf []byte // hashPacked's packed hash before its string is made (reused)
 }
 
 func newPushReader(r io.Reader) *pushReader {

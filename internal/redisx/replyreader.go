@@ -1,9 +1,12 @@
 package redisx
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/switchyard-net/switchyard/internal/shrink"
 )
 
 // The replies of the Watcher's reads (HGETALL, GET), parsed from the
@@ -27,34 +30,9 @@ func (p *pushReader) hash() (map[string]string, error) {
 // hashInto is hash filling into (an empty map of a released batch, see
 // Watcher.Release) instead of a new map; nil is a new one.
 func (p *pushReader) hashInto(into map[string]string) (map[string]string, error) {
-	line, err := p.line()
-	if err != nil {
+	n, err := p.hashParts()
+	if err != nil || n <= 0 {
 		return nil, err
-	}
-	switch line[0] {
-	case '-':
-		return nil, respError(line[1:])
-	case '*':
-	default:
-		return nil, fmt.Errorf("%w: want an array, got %q", errProtocol, clip(line))
-	}
-	n, err := parseLen(line[1:])
-	if err != nil {
-		return nil, err
-	}
-	if n <= 0 {
-		return nil, nil
-	}
-	if n%2 != 0 {
-		return nil, fmt.Errorf("%w: hash reply of %d elements", errProtocol, n)
-	}
-	p.scratch = p.scratch[:0]
-	p.offs = p.offs[:0]
-	for i := 0; i < n; i++ {
-		if err := p.appendBulk(); err != nil {
-			return nil, err
-		}
-		p.offs = append(p.offs, len(p.scratch))
 	}
 	s := string(p.scratch) // the one string every field and value slices
 	h := into
@@ -73,6 +51,89 @@ func (p *pushReader) hashInto(into map[string]string) (map[string]string, error)
 	}
 	p.scratch, p.offs = shrinkScratch(p.scratch), shrinkOffs(p.offs)
 	return h, nil
+}
+
+// hashPacked reads an HGETALL reply as hash does, into shrink.Pack's
+// encoding (names sorted, NULL left out): exists is false when the key
+// does not exist, packed "" when it holds only NULL. One allocation, the
+// packed string.
+func (p *pushReader) hashPacked() (packed string, exists bool, err error) {
+	n, err := p.hashParts()
+	if err != nil || n <= 0 {
+		return "", false, err
+	}
+	s := p.scratch
+	// Field i is s[start(2i):p.offs[2i]], its value s[p.offs[2i]:p.offs[2i+1]].
+	start := func(j int) int {
+		if j == 0 {
+			return 0
+		}
+		return p.offs[j-1]
+	}
+	name := func(i int) []byte { return s[start(2*i):p.offs[2*i]] }
+	var small [16]int
+	order := small[:0]
+	if n/2 > len(small) {
+		order = make([]int, 0, n/2)
+	}
+	for i := 0; i < n/2; i++ {
+		if string(name(i)) != NullField {
+			order = append(order, i)
+		}
+	}
+	if len(order) <= len(small) { // insertion sort: a hash has a few fields
+		for i := 1; i < len(order); i++ {
+			for j := i; j > 0 && string(name(order[j])) < string(name(order[j-1])); j-- {
+				order[j], order[j-1] = order[j-1], order[j]
+			}
+		}
+	} else {
+		slices.SortFunc(order, func(a, b int) int { return bytes.Compare(name(a), name(b)) })
+	}
+	b := p.packBuf[:0]
+	for _, i := range order {
+		b = shrink.AppendPairBytes(b, name(i), s[p.offs[2*i]:p.offs[2*i+1]])
+	}
+	packed = string(b)
+	p.packBuf = shrinkScratch(b)
+	p.scratch, p.offs = shrinkScratch(p.scratch), shrinkOffs(p.offs)
+	return packed, true, nil
+}
+
+// hashParts reads an HGETALL reply's header and its n bulks into
+// p.scratch, back to back, p.offs[i] the end of bulk i; n <= 0 when the
+// key does not exist.
+func (p *pushReader) hashParts() (n int, err error) {
+	line, err := p.line()
+	if err != nil {
+		return 0, err
+	}
+	switch line[0] {
+	case '-':
+		return 0, respError(line[1:])
+	case '*':
+	default:
+		return 0, fmt.Errorf("%w: want an array, got %q", errProtocol, clip(line))
+	}
+	n, err = parseLen(line[1:])
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, nil
+	}
+	if n%2 != 0 {
+		return 0, fmt.Errorf("%w: hash reply of %d elements", errProtocol, n)
+	}
+	p.scratch = p.scratch[:0]
+	p.offs = p.offs[:0]
+	for i := 0; i < n; i++ {
+		if err := p.appendBulk(); err != nil {
+			return 0, err
+		}
+		p.offs = append(p.offs, len(p.scratch))
+	}
+	return n, nil
 }
 
 // bulk reads a GET reply: the value, or null for an absent key. Errors

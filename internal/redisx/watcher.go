@@ -46,6 +46,11 @@ type WatchOptions struct {
 	// other: the read that follows tells whether it is gone. nil: the
 	// watcher keeps its own map of the keys it has seen.
 	Known func(yield func(table, key string))
+	// Packed, when set, delivers a table key's hash as Event.Packed (the
+	// fields in shrink.Pack's encoding, NULL left out) with Fields nil:
+	// a consumer that keeps hashes packed (the engine's Cache) gets them
+	// so, without a map filled here and packed again there.
+	Packed bool
 }
 
 // WholeDBTables is how many tables make a Watcher subscribe one pattern for

@@ -50,6 +50,14 @@ func AppendPair(b []byte, k, v string) []byte {
 	return append(b, v...)
 }
 
+// AppendPairBytes is AppendPair of byte slices (a reply parsed in place).
+func AppendPairBytes(b []byte, k, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(k)))
+	b = append(b, k...)
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
 // Next returns the first name and value of a packed map and the rest;
 // ok is false at the end (or on a malformed string).
 func Next(s string) (k, v, rest string, ok bool) {
