@@ -374,17 +374,23 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		return nil
 	}
 	var ent engine.Entry
-	var present bool
+	var present, isPacked bool
+	var packed string
 	if o.batch != nil && readsAhead[table] {
 		// ReconcileBatch (never concurrent): the route's (address's)
-		// hash in the batch's map, reused key after key; applyRoute
-		// and intfApplier keep none of it but its strings.
+		// hash read ahead; a route's parsed off the cache's packed
+		// string, an address's in the batch's map, reused key after key
+		// (applyRoute and intfApplier keep none of it but its strings).
 		if o.batch.fields == nil {
 			o.batch.fields = schema.Fields{}
 		}
-		if o.batch.read != nil && o.batch.read.Done() {
+		switch {
+		case o.batch.read != nil && o.batch.read.Done() && table == schema.TableStaticRoute:
+			ent, packed, present = o.batch.read.Packed(table, k)
+			isPacked = present
+		case o.batch.read != nil && o.batch.read.Done():
 			ent, present = o.batch.read.Into(table, k, o.batch.fields)
-		} else {
+		default:
 			ent, present = o.cfg.GetIntoRef(o.batch.ref, table, k, o.batch.fields)
 		}
 	} else {
@@ -397,9 +403,12 @@ func (o *Orch) Reconcile(ctx context.Context, key string) error {
 		o.batch.cur = deferred{pos: o.batch.pos, table: table, key: k, full: key, ent: stamp, gen: gen}
 	}
 	var out outcome
-	if present {
+	switch {
+	case isPacked:
+		out = o.applyRoutePacked(k, packed)
+	case present:
 		out = h.apply(k, ent.Fields)
-	} else {
+	default:
 		out = h.remove(k)
 	}
 	if out.deferred {

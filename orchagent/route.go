@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/switchyard-net/switchyard/internal/shrink"
 	"github.com/switchyard-net/switchyard/netlinkmgr"
 	"github.com/switchyard-net/switchyard/schema"
 	"golang.org/x/sys/unix"
@@ -20,6 +21,34 @@ import (
 // address or route event says it may be reachable.
 func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 	r, err := schema.ParseStaticRoute(key, f)
+	return o.applyParsedRoute(key, r, err)
+}
+
+// applyRoutePacked is applyRoute of the hash packed as the cache keeps
+// it (engine.Read.Packed): its route fields read off the string, no map
+// filled per route (docs/performance.md, routes6).
+func (o *Orch) applyRoutePacked(key, packed string) outcome {
+	rf := routeFieldsPacked(packed)
+	r, err := schema.ParseStaticRouteFields(key, &rf)
+	return o.applyParsedRoute(key, r, err)
+}
+
+// routeFieldsPacked reads a packed hash's route fields.
+func routeFieldsPacked(packed string) schema.StaticRouteFields {
+	var rf schema.StaticRouteFields
+	for s := packed; s != ""; {
+		k, v, rest, ok := shrink.Next(s)
+		if !ok {
+			break
+		}
+		rf.Set(k, v)
+		s = rest
+	}
+	return rf
+}
+
+// applyParsedRoute is applyRoute once the hash is parsed (r, or err).
+func (o *Orch) applyParsedRoute(key string, r schema.StaticRoute, err error) outcome {
 	if err != nil {
 		return errorOut(err, nil)
 	}

@@ -24,6 +24,58 @@ import (
 // several): the others are backups, validated but not installed. advertise
 // and bfd are accepted and not acted on; unknown fields are ignored.
 func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
+	rf := StaticRouteFields{Nexthop: f[FieldNexthop], Ifname: f[FieldIfname], Blackhole: f[FieldBlackhole],
+		NexthopVRF: f[FieldNexthopVRF]}
+	rf.Distance, rf.HasDistance = f[FieldDistance]
+	return ParseStaticRouteFields(key, &rf)
+}
+
+// StaticRouteFields are the fields of a STATIC_ROUTE hash that
+// ParseStaticRoute reads (it ignores the others): a reader that holds the
+// hash in another form than Fields (orchagent: the cache's packed string)
+// fills them without a map.
+type StaticRouteFields struct {
+	Nexthop, Ifname, Distance, Blackhole, NexthopVRF string
+	HasDistance                                      bool // the hash has a distance field
+}
+
+// Set fills the field named name (one ParseStaticRoute reads; any other
+// is ignored).
+func (rf *StaticRouteFields) Set(name, value string) {
+	switch name {
+	case FieldNexthop:
+		rf.Nexthop = value
+	case FieldIfname:
+		rf.Ifname = value
+	case FieldDistance:
+		rf.Distance, rf.HasDistance = value, true
+	case FieldBlackhole:
+		rf.Blackhole = value
+	case FieldNexthopVRF:
+		rf.NexthopVRF = value
+	}
+}
+
+// get is the value of field name ("" when absent or not a route field).
+func (rf *StaticRouteFields) get(name string) string {
+	switch name {
+	case FieldNexthop:
+		return rf.Nexthop
+	case FieldIfname:
+		return rf.Ifname
+	case FieldDistance:
+		return rf.Distance
+	case FieldBlackhole:
+		return rf.Blackhole
+	case FieldNexthopVRF:
+		return rf.NexthopVRF
+	}
+	return ""
+}
+
+// ParseStaticRouteFields is ParseStaticRoute of a hash whose route
+// fields are rf.
+func ParseStaticRouteFields(key string, rf *StaticRouteFields) (StaticRoute, error) {
 	const t = TableStaticRoute
 	vrf, pfx, two := strings.Cut(key, ConfigSep)
 	switch {
@@ -45,17 +97,17 @@ func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 		return StaticRoute{}, keyError(t, key, problem, allowed)
 	}
 	var buf [2]hop // most routes have one or two next hops: no heap
-	hops, err := parseHops(key, vrf, p, f, buf[:0])
+	hops, err := parseHops(key, vrf, p, rf, buf[:0])
 	if err != nil {
 		return StaticRoute{}, err
 	}
 	r := StaticRoute{VRF: vrf, Prefix: p}
 	best := bestHops(hops)
 	if len(best) == 0 {
-		return StaticRoute{}, fieldError(t, key, FieldNexthop, f[FieldNexthop],
+		return StaticRoute{}, fieldError(t, key, FieldNexthop, rf.Nexthop,
 			"the route has no next hop", "a nexthop, an ifname, or blackhole true")
 	}
-	if _, ok := f[FieldDistance]; ok {
+	if rf.HasDistance {
 		d := best[0].distance
 		r.Distance = &d
 	}
@@ -64,7 +116,7 @@ func ParseStaticRoute(key string, f Fields) (StaticRoute, error) {
 	}
 	for _, h := range best {
 		if h.blackhole != best[0].blackhole {
-			return StaticRoute{}, fieldError(t, key, FieldBlackhole, f[FieldBlackhole],
+			return StaticRoute{}, fieldError(t, key, FieldBlackhole, rf.Blackhole,
 				fmt.Sprintf("next hops %d and %d have the same distance but only one is a blackhole", best[0].index+1, h.index+1),
 				"a blackhole next hop at its own distance")
 		}
@@ -126,16 +178,16 @@ const nullIfname = "null"
 
 // parseHops zips the parallel lists of route key into validated hops,
 // appended to hops (the caller's array when it holds them).
-func parseHops(key, vrf string, p netip.Prefix, f Fields, hops []hop) ([]hop, error) {
+func parseHops(key, vrf string, p netip.Prefix, rf *StaticRouteFields, hops []hop) ([]hop, error) {
 	const t = TableStaticRoute
 	var one [5][1]string // splitList's single entries
-	gws, ifs := splitList(f[FieldNexthop], &one[0]), splitList(f[FieldIfname], &one[1])
+	gws, ifs := splitList(rf.Nexthop, &one[0]), splitList(rf.Ifname, &one[1])
 	if gws != nil && ifs != nil && len(gws) != len(ifs) {
-		return nil, fieldError(t, key, FieldIfname, f[FieldIfname],
+		return nil, fieldError(t, key, FieldIfname, rf.Ifname,
 			fmt.Sprintf("nexthop lists %d entries but ifname %d: the lists are parallel, one entry per next hop", len(gws), len(ifs)),
 			"as many ifname entries as nexthop entries (an entry may be empty)")
 	}
-	bhs, dists, vrfs := splitList(f[FieldBlackhole], &one[2]), splitList(f[FieldDistance], &one[3]), splitList(f[FieldNexthopVRF], &one[4])
+	bhs, dists, vrfs := splitList(rf.Blackhole, &one[2]), splitList(rf.Distance, &one[3]), splitList(rf.NexthopVRF, &one[4])
 	n := max(len(gws), len(ifs))
 	if n == 0 && slices.Contains(bhs, ValueTrue) {
 		n = len(bhs) // a blackhole route names no gateway or interface
@@ -146,7 +198,7 @@ func parseHops(key, vrf string, p netip.Prefix, f Fields, hops []hop) ([]hop, er
 	for i, ln := range [...]int{len(bhs), len(dists), len(vrfs)} {
 		if ln > 1 && ln != n {
 			field := names[i]
-			return nil, fieldError(t, key, field, f[field],
+			return nil, fieldError(t, key, field, rf.get(field),
 				fmt.Sprintf("%s lists %d entries but the route has %d next hops: the lists are parallel", field, ln, n),
 				"one entry per next hop, or a single value for all")
 		}
@@ -170,12 +222,12 @@ func parseHops(key, vrf string, p netip.Prefix, f Fields, hops []hop) ([]hop, er
 			h.blackhole = true
 		case ValueFalse, "":
 		default:
-			return nil, valueError(t, key, FieldBlackhole, f[FieldBlackhole], "true or false (per next hop)")
+			return nil, valueError(t, key, FieldBlackhole, rf.Blackhole, "true or false (per next hop)")
 		}
 		if v := at(dists, i); v != "" {
 			d, ok := parseDigits(v)
 			if !ok || d > 255 {
-				return nil, valueError(t, key, FieldDistance, f[FieldDistance], "an integer 0-255 (per next hop)")
+				return nil, valueError(t, key, FieldDistance, rf.Distance, "an integer 0-255 (per next hop)")
 			}
 			h.distance = d
 		}
@@ -183,7 +235,7 @@ func parseHops(key, vrf string, p netip.Prefix, f Fields, hops []hop) ([]hop, er
 		if v := at(vrfs, i); v != "" && v != vrf {
 			if v != DefaultVRF {
 				if problem := vrfNameProblem(v); problem != "" {
-					return nil, fieldError(t, key, FieldNexthopVRF, f[FieldNexthopVRF],
+					return nil, fieldError(t, key, FieldNexthopVRF, rf.NexthopVRF,
 						fmt.Sprintf("entry %d: %s", i+1, problem), "empty, default or "+vrfAllowed)
 				}
 			}
@@ -197,20 +249,20 @@ func parseHops(key, vrf string, p netip.Prefix, f Fields, hops []hop) ([]hop, er
 				if gw == "" {
 					field = FieldIfname
 				}
-				return nil, fieldError(t, key, field, f[field], fmt.Sprintf(
+				return nil, fieldError(t, key, field, rf.get(field), fmt.Sprintf(
 					"next hop %d: a blackhole route has no next hops: remove nexthop and ifname (or set ifname null), or set blackhole false", i+1), "")
 			}
 			hops = append(hops, h)
 			continue
 		}
-		nh, err := parseNextHop(key, p, i, gw, ifn, f)
+		nh, err := parseNextHop(key, p, i, gw, ifn, rf)
 		if err != nil {
 			return nil, err
 		}
 		nh.VRF = hopVRF
 		for _, prev := range hops {
 			if !prev.blackhole && prev.NextHop == nh {
-				return nil, fieldError(t, key, FieldNexthop, f[FieldNexthop],
+				return nil, fieldError(t, key, FieldNexthop, rf.Nexthop,
 					fmt.Sprintf("next hop %d repeats an earlier one (%s)", i+1, nh), "each next hop once")
 			}
 		}
@@ -221,16 +273,16 @@ func parseHops(key, vrf string, p netip.Prefix, f Fields, hops []hop) ([]hop, er
 }
 
 // parseNextHop validates entry i (0-based) of the parallel lists.
-func parseNextHop(key string, p netip.Prefix, i int, gw, ifn string, f Fields) (NextHop, error) {
+func parseNextHop(key string, p netip.Prefix, i int, gw, ifn string, rf *StaticRouteFields) (NextHop, error) {
 	const t = TableStaticRoute
 	if gw == "" && ifn == "" {
-		return NextHop{}, fieldError(t, key, FieldNexthop, f[FieldNexthop],
+		return NextHop{}, fieldError(t, key, FieldNexthop, rf.Nexthop,
 			fmt.Sprintf("next hop %d is empty in both nexthop and ifname", i+1), "a gateway, an interface or both per entry")
 	}
 	var nh NextHop
 	if ifn != "" {
 		if problem := ifnameProblem(ifn); problem != "" {
-			return NextHop{}, fieldError(t, key, FieldIfname, f[FieldIfname],
+			return NextHop{}, fieldError(t, key, FieldIfname, rf.Ifname,
 				fmt.Sprintf("entry %d: %s", i+1, problem), ifnameAllowed)
 		}
 		nh.Ifname = ifn
@@ -239,7 +291,7 @@ func parseNextHop(key string, p netip.Prefix, i int, gw, ifn string, f Fields) (
 		return nh, nil
 	}
 	bad := func(reason string) (NextHop, error) {
-		return NextHop{}, fieldError(t, key, FieldNexthop, f[FieldNexthop], fmt.Sprintf("entry %d: %s", i+1, reason), "")
+		return NextHop{}, fieldError(t, key, FieldNexthop, rf.Nexthop, fmt.Sprintf("entry %d: %s", i+1, reason), "")
 	}
 	a, err := netip.ParseAddr(gw)
 	switch {

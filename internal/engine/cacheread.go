@@ -98,3 +98,14 @@ func (r *Read) Into(table, key string, into schema.Fields) (Entry, bool) {
 	}
 	return Entry{Table: table, Key: key, Fields: into, Gen: r.e.gen, Warning: r.warning, dels: r.dels, id: r.id}, true
 }
+
+// Packed is Into without the map: the entry (Fields nil) and its hash in
+// shrink.Pack's encoding, the cache's own string (safe to keep). A
+// reader that parses the packed hash itself (orchagent's routes) unpacks
+// nothing; false when the key was not cached (or r was not read).
+func (r *Read) Packed(table, key string) (Entry, string, bool) {
+	if !r.ok {
+		return Entry{}, "", false
+	}
+	return Entry{Table: table, Key: key, Gen: r.e.gen, Warning: r.warning, dels: r.dels, id: r.id}, r.e.fields, true
+}
