@@ -57,6 +57,7 @@ type writeBatch struct {
 	wants     []netlinkmgr.RouteInfo // flushRoutes', reused
 	addrWants []netlinkmgr.AddrInfo  // flushAddrs', reused
 	noted     []bool                 // flushRoutes' (notedRoutes) and flushFdbs' (notedFdbsWritten), reused
+	ds        []rdst                 // flushRoutes' places of wants, reused
 	fdbs      []deferredFdb
 	addrs     []deferredAddr
 	vids      []deferredVid
@@ -94,6 +95,7 @@ type deferredRoute struct {
 	deferred
 	r       schema.StaticRoute
 	want    netlinkmgr.RouteInfo
+	d       rdst // want's place in the view (rdstOf)
 	refs    []string
 	applied int // refs[:applied]: an applied route's (applyRoute)
 }
@@ -226,8 +228,8 @@ func (o *Orch) flushBatch() {
 	clear(b.vids)
 	clear(b.vlans)
 	clear(b.vlanAt)
-	*b = writeBatch{items: b.items[:0], wants: b.wants, addrWants: b.addrWants, noted: b.noted[:0], fdbs: b.fdbs[:0], addrs: b.addrs[:0],
-		vids: b.vids[:0], vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
+	*b = writeBatch{items: b.items[:0], wants: b.wants, addrWants: b.addrWants, noted: b.noted[:0], ds: b.ds[:0], fdbs: b.fdbs[:0],
+		addrs: b.addrs[:0], vids: b.vids[:0], vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
 	o.spare = b
 }
 
@@ -240,15 +242,17 @@ func (o *Orch) finishDeferred(b *writeBatch, d *deferred, out outcome) {
 }
 
 func (o *Orch) flushRoutes(b *writeBatch) {
-	wants := b.wants[:0]
+	wants, ds := b.wants[:0], b.ds[:0]
 	for i := range b.items {
 		wants = append(wants, b.items[i].want)
+		ds = append(ds, b.items[i].d)
 	}
-	o.view.writingAll(wants)
+	b.ds = ds
+	o.view.writingAllAt(wants, ds)
 	res := o.k.Routes().ReplaceBatch(wants)
 	// Every written route noted at once (one lock), then each key
 	// finished in order: the kernel holds them all already.
-	b.noted = o.view.notedRoutes(wants, res, b.noted)
+	b.noted = o.view.notedRoutesAt(wants, ds, res, b.noted)
 	clear(wants)
 	b.wants = wants[:0]
 	for i := range b.items {

@@ -127,7 +127,8 @@ func (o *Orch) applyParsedRoute(key string, r schema.StaticRoute, err error) out
 	if inVRF(r.VRF) {
 		o.notedRouteTable(r.VRF, table)
 	}
-	c, foreign, cur := o.view.routesAt(table, r.Prefix, want.Metric)
+	d := rdstOf(table, r.Prefix) // want's place, worked out once
+	c, foreign, cur := o.view.routesAtD(d, want.Metric)
 	if foreign {
 		// Someone else's route: never replaced. Its deletion (a route
 		// event on this prefix) re-enqueues the key.
@@ -152,7 +153,7 @@ func (o *Orch) applyParsedRoute(key string, r schema.StaticRoute, err error) out
 	// answer EEXIST instead of being overwritten.
 	want.Create = !ours
 	if o.deferring(schema.TableStaticRoute) {
-		o.batch.items = append(o.batch.items, deferredRoute{deferred: o.batch.cur, r: r, want: want, refs: refs, applied: applied})
+		o.batch.items = append(o.batch.items, deferredRoute{deferred: o.batch.cur, r: r, want: want, d: d, refs: refs, applied: applied})
 		return outcome{deferred: true}
 	}
 	err = o.act(schema.TableStaticRoute, key, "replace route "+describeRoute(&want), func() error {

@@ -200,12 +200,17 @@ func (t *routeTable) put(r *netlinkmgr.RouteInfo, names *linkNames) (changed boo
 // putKeep is put, except that a route at the same metric for which keep
 // is true stays (see notedRoute).
 func (t *routeTable) putKeep(r *netlinkmgr.RouteInfo, names *linkNames, keep bool) (changed bool) {
+	return t.putKeepAt(rdstOf(r.Table, r.Dst), r, names, keep)
+}
+
+// putKeepAt is putKeep of r at d, rdstOf(r.Table, r.Dst) worked out by
+// the caller.
+func (t *routeTable) putKeepAt(d rdst, r *netlinkmgr.RouteInfo, names *linkNames, keep bool) (changed bool) {
 	if r.Create {
 		c := *r
 		c.Create = false
 		r = &c
 	}
-	d := rdstOf(r.Table, r.Dst)
 	if !t.filter.mayHold(d) {
 		t.insertNew(d, r, names)
 		return true
@@ -412,7 +417,13 @@ func (t *routeTable) compact() {
 // the foreign route at table, dst and metric (foreignRoute) or, when there
 // is none, copies of our routes to dst (routesFor).
 func (v *kernelView) routesAt(table int, dst netip.Prefix, metric int) (c netlinkmgr.RouteInfo, foreign bool, ours []netlinkmgr.RouteInfo) {
-	d := rdstOf(table, dst)
+	return v.routesAtD(rdstOf(table, dst), metric)
+}
+
+// routesAtD is routesAt of the place d (rdstOf of the table and
+// destination: a route's is worked out once, for routesAt, writingAll
+// and its note).
+func (v *kernelView) routesAtD(d rdst, metric int) (c netlinkmgr.RouteInfo, foreign bool, ours []netlinkmgr.RouteInfo) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if c, ok := v.foreign.withMetric(d, metric, &v.names); ok {
@@ -435,14 +446,18 @@ func (v *kernelView) routesAt(table int, dst netip.Prefix, metric int) (c netlin
 // version being replaced; the note would then record a route the kernel
 // no longer has. writeGoneLocked marks it gone instead, and notedRoute
 // leaves it out: the key is retried (routeWritten).
-func (v *kernelView) writingAll(rs []netlinkmgr.RouteInfo) {
+func (v *kernelView) writingAll(rs []netlinkmgr.RouteInfo) { v.writingAllAt(rs, nil) }
+
+// writingAllAt is writingAll with ds[i] = rdstOf of rs[i] (nil: worked
+// out here).
+func (v *kernelView) writingAllAt(rs []netlinkmgr.RouteInfo, ds []rdst) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.inflight == nil {
 		v.inflight = map[rdst]vroute{}
 	}
 	for i := range rs {
-		d := rdstOf(rs[i].Table, rs[i].Dst)
+		d := placeOf(&rs[i], ds, i)
 		c, ok := compactRoute(d, &rs[i], &v.names)
 		if !ok {
 			c = vroute{metric: uint32(rs[i].Metric), flags: vrLoose}
@@ -516,25 +531,44 @@ func (v *kernelView) notedRoute(r *netlinkmgr.RouteInfo) bool {
 // noted[i] (appended to noted[:0] and returned) is notedRoute's answer,
 // false where errs[i] != nil.
 func (v *kernelView) notedRoutes(rs []netlinkmgr.RouteInfo, errs []error, noted []bool) []bool {
+	return v.notedRoutesAt(rs, nil, errs, noted)
+}
+
+// notedRoutesAt is notedRoutes with ds[i] = rdstOf of rs[i] (nil: worked
+// out here).
+func (v *kernelView) notedRoutesAt(rs []netlinkmgr.RouteInfo, ds []rdst, errs []error, noted []bool) []bool {
 	noted = noted[:0]
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range rs {
-		noted = append(noted, errs[i] == nil && v.notedRouteLocked(&rs[i]))
+		noted = append(noted, errs[i] == nil && v.notedRouteAtLocked(placeOf(&rs[i], ds, i), &rs[i]))
 	}
 	return noted
 }
 
+// placeOf is ds[i], or rdstOf of r when ds is nil.
+func placeOf(r *netlinkmgr.RouteInfo, ds []rdst, i int) rdst {
+	if ds == nil {
+		return rdstOf(r.Table, r.Dst)
+	}
+	return ds[i]
+}
+
 // notedRouteLocked is notedRoute; v.mu held.
 func (v *kernelView) notedRouteLocked(r *netlinkmgr.RouteInfo) bool {
+	return v.notedRouteAtLocked(rdstOf(r.Table, r.Dst), r)
+}
+
+// notedRouteAtLocked is notedRouteLocked of r at d (rdstOf of r).
+func (v *kernelView) notedRouteAtLocked(d rdst, r *netlinkmgr.RouteInfo) bool {
 	if v.gone > 0 { // most often none: no look-up per route
-		if w, ok := v.inflight[rdstOf(r.Table, r.Dst)]; ok && w.flags&vrGone != 0 && int(w.metric) == r.Metric {
+		if w, ok := v.inflight[d]; ok && w.flags&vrGone != 0 && int(w.metric) == r.Metric {
 			return false
 		}
 	}
 	// The echo that came first says more than what we asked for (the
 	// link a gateway-only next hop resolved to, which purgeLinkLocked
 	// needs): kept when it is what we asked for.
-	v.routes.putKeep(r, &v.names, true)
+	v.routes.putKeepAt(d, r, &v.names, true)
 	return true
 }
