@@ -138,11 +138,22 @@ func (n *linkNames) name(id uint32) string {
 	return n.names[id-1]
 }
 
-// compactRoute is r's compact form at d, when it has one.
+// readsBack reports whether d.dst() is dst, d being rdstOf(_, dst).
+func readsBack(d rdst, dst netip.Prefix) bool {
+	if !dst.IsValid() {
+		return uint8(d.meta) == rdstBadBits
+	}
+	return !dst.Addr().Is4In6() && int(uint8(d.meta)) == dst.Bits()
+}
+
+// compactRoute is r's compact form at d (rdstOf(r.Table, r.Dst)), when
+// it has one: r must read back exactly from d, so its table is not 0
+// (rdstOf's MainTable) and its destination not IPv4-mapped (normPrefix) — asked of r, not by making d's prefix again (2% of a
+// 100k-route burst).
 func compactRoute(d rdst, r *netlinkmgr.RouteInfo, names *linkNames) (vroute, bool) {
 	if r.Type != "" || len(r.NextHops) > 1 || r.Blackhole == (len(r.NextHops) == 1) ||
 		r.Protocol < 0 || r.Protocol > math.MaxUint8 || r.Metric < 0 || r.Metric > math.MaxUint32 ||
-		r.Table != d.table() || r.Dst != d.dst() {
+		r.Table != d.table() || !readsBack(d, r.Dst) {
 		return vroute{}, false
 	}
 	c := vroute{metric: uint32(r.Metric), proto: uint8(r.Protocol)}

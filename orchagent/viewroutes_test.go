@@ -173,3 +173,33 @@ func TestRouteTableDropTable(t *testing.T) {
 		t.Fatalf("dsts = %v", d)
 	}
 }
+
+// compactRoute's check of a route's destination (asked of the route)
+// answers as reading it back from its place (rdst.dst) does, for every
+// kind of destination: IPv4, IPv6, IPv4-mapped, host bits set, invalid,
+// table 0.
+func TestCompactRouteReadsBack(t *testing.T) {
+	var names linkNames
+	for _, dst := range []string{"10.1.2.0/24", "10.1.2.3/24", "0.0.0.0/0", "2001:db8::/64", "::/0",
+		"::ffff:10.1.2.0/120", "::ffff:10.1.2.0/96", "fe80::1/128", ""} {
+		for _, table := range []int{0, netlinkmgr.MainTable, 1001} {
+			var p netip.Prefix
+			if dst != "" {
+				p = netip.MustParsePrefix(dst)
+			}
+			r := netlinkmgr.RouteInfo{Dst: p, Table: table, Protocol: netlinkmgr.ProtoSwitchyard,
+				NextHops: []netlinkmgr.NextHop{{Link: "Ethernet0", Gateway: netip.MustParseAddr("10.0.0.2")}}}
+			d := rdstOf(table, p)
+			want := r.Table == d.table() && r.Dst == d.dst()
+			c, ok := compactRoute(d, &r, &names)
+			if ok != want {
+				t.Fatalf("%s table %d: compact %v, reads back %v", dst, table, ok, want)
+			}
+			if ok {
+				if back := c.route(d, &names); !routeSame(&back, &r) || back.Dst != r.Dst || back.Table != r.Table {
+					t.Fatalf("%s table %d: read back %+v", dst, table, back)
+				}
+			}
+		}
+	}
+}
