@@ -148,7 +148,8 @@ func readsBack(d rdst, dst netip.Prefix) bool {
 
 // compactRoute is r's compact form at d (rdstOf(r.Table, r.Dst)), when
 // it has one: r must read back exactly from d, so its table is not 0
-// (rdstOf's MainTable) and its destination not IPv4-mapped (normPrefix) — asked of r, not by making d's prefix again (2% of a
+// (rdstOf's MainTable) and its destination not IPv4-mapped (normPrefix)
+// — asked of r (readsBack), not by making d's prefix again (2% of a
 // 100k-route burst).
 func compactRoute(d rdst, r *netlinkmgr.RouteInfo, names *linkNames) (vroute, bool) {
 	if r.Type != "" || len(r.NextHops) > 1 || r.Blackhole == (len(r.NextHops) == 1) ||
