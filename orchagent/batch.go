@@ -58,10 +58,14 @@ type writeBatch struct {
 	addrWants []netlinkmgr.AddrInfo  // flushAddrs', reused
 	noted     []bool                 // flushRoutes' (notedRoutes) and flushFdbs' (notedFdbsWritten), reused
 	ds        []rdst                 // flushRoutes' places of wants, reused
-	fdbs      []deferredFdb
-	addrs     []deferredAddr
-	vids      []deferredVid
-	vlans     []deferredVlan // vlanbatch.go
+	// hops holds the next hops of the batch's parsed routes (arena of
+	// schema.ParseStaticRouteFieldsIn): no route of it is kept past its
+	// key's Reconcile or flushBatch; the next batch starts it again.
+	hops  []schema.NextHop
+	fdbs  []deferredFdb
+	addrs []deferredAddr
+	vids  []deferredVid
+	vlans []deferredVlan // vlanbatch.go
 	// vlanAt is the index in vlans of each VLAN name deferred there.
 	vlanAt map[string]int
 	// fields holds the hash of the route being reconciled (Reconcile's
@@ -228,8 +232,11 @@ func (o *Orch) flushBatch() {
 	clear(b.vids)
 	clear(b.vlans)
 	clear(b.vlanAt)
-	*b = writeBatch{items: b.items[:0], wants: b.wants, addrWants: b.addrWants, noted: b.noted[:0], ds: b.ds[:0], fdbs: b.fdbs[:0],
-		addrs: b.addrs[:0], vids: b.vids[:0], vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
+	// b.hops is not cleared: a route being reconciled when an act
+	// flushed its batch still reads its next hops there (the next batch,
+	// for the next key, writes over them).
+	*b = writeBatch{items: b.items[:0], wants: b.wants, addrWants: b.addrWants, noted: b.noted[:0], ds: b.ds[:0], hops: b.hops[:0],
+		fdbs: b.fdbs[:0], addrs: b.addrs[:0], vids: b.vids[:0], vlans: b.vlans[:0], vlanAt: b.vlanAt, fields: b.fields}
 	o.spare = b
 }
 

@@ -29,7 +29,15 @@ func (o *Orch) applyRoute(key string, f schema.Fields) outcome {
 // filled per route (docs/performance.md, routes6).
 func (o *Orch) applyRoutePacked(key, packed string) outcome {
 	rf := routeFieldsPacked(packed)
-	r, err := schema.ParseStaticRouteFields(key, &rf)
+	var arena *[]schema.NextHop
+	if o.batch != nil {
+		// The batch's: its routes are kept until flushBatch only.
+		if cap(o.batch.hops) == 0 {
+			o.batch.hops = make([]schema.NextHop, 0, maxBatch)
+		}
+		arena = &o.batch.hops
+	}
+	r, err := schema.ParseStaticRouteFieldsIn(key, &rf, arena)
 	return o.applyParsedRoute(key, r, err)
 }
 

@@ -76,6 +76,15 @@ func (rf *StaticRouteFields) get(name string) string {
 // ParseStaticRouteFields is ParseStaticRoute of a hash whose route
 // fields are rf.
 func ParseStaticRouteFields(key string, rf *StaticRouteFields) (StaticRoute, error) {
+	return ParseStaticRouteFieldsIn(key, rf, nil)
+}
+
+// ParseStaticRouteFieldsIn is ParseStaticRouteFields with the route's
+// NextHops carved from *arena (appended after its length, which grows by
+// them) when it has room, not a new array: a caller that parses many
+// routes and keeps none of them past a point (orchagent: a batch) saves
+// an allocation per route. nil arena: a new array.
+func ParseStaticRouteFieldsIn(key string, rf *StaticRouteFields, arena *[]NextHop) (StaticRoute, error) {
 	const t = TableStaticRoute
 	vrf, pfx, two := strings.Cut(key, ConfigSep)
 	switch {
@@ -112,7 +121,13 @@ func ParseStaticRouteFields(key string, rf *StaticRouteFields) (StaticRoute, err
 		r.Distance = &d
 	}
 	if !best[0].blackhole {
-		r.NextHops = make([]NextHop, 0, len(best))
+		if a := arena; a != nil && cap(*a)-len(*a) >= len(best) {
+			n := len(*a)
+			r.NextHops = (*a)[n:n:n+len(best)]
+			*a = (*a)[:n+len(best)]
+		} else {
+			r.NextHops = make([]NextHop, 0, len(best))
+		}
 	}
 	for _, h := range best {
 		if h.blackhole != best[0].blackhole {

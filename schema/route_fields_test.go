@@ -36,5 +36,18 @@ func FuzzParseStaticRouteFields(f *testing.F) {
 		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q %v: from fields %+v, %v; from the map %+v, %v", key, m, got, gerr, want, werr)
 		}
+		// In an arena: the same route, its hops after what the arena held
+		// (left as it was), the arena grown by them.
+		for _, room := range []int{0, 1, 8} {
+			held := NextHop{Ifname: "held"}
+			arena := append(make([]NextHop, 0, 1+room), held)
+			got, gerr := ParseStaticRouteFieldsIn(key, routeFieldsOf(m), &arena)
+			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q %v in an arena of room %d: %+v, %v; from the map %+v, %v", key, m, room, got, gerr, want, werr)
+			}
+			if arena[0] != held || len(arena) != 1 && (len(arena) != 1+len(got.NextHops) || &arena[1] != &got.NextHops[0]) {
+				t.Fatalf("%q %v: arena of room %d is %v after parsing %v", key, m, room, arena, got.NextHops)
+			}
+		}
 	})
 }
