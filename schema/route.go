@@ -123,7 +123,7 @@ func ParseStaticRouteFieldsIn(key string, rf *StaticRouteFields, arena *[]NextHo
 	if !best[0].blackhole {
 		if a := arena; a != nil && cap(*a)-len(*a) >= len(best) {
 			n := len(*a)
-			r.NextHops = (*a)[n:n:n+len(best)]
+			r.NextHops = (*a)[n : n : n+len(best)]
 			*a = (*a)[:n+len(best)]
 		} else {
 			r.NextHops = make([]NextHop, 0, len(best))
