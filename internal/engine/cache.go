@@ -155,6 +155,29 @@ func (c *Cache) setPacked(table, key, packed string, scratch schema.Fields) (boo
 func (c *Cache) store(table, key string, pb []byte, ps string, f schema.Fields) (bool, int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.storeLocked(table, key, pb, ps, f)
+}
+
+// setPackedRun is setPacked of each of sets (table keys' packed hashes),
+// under one lock instead of one per key (the consumer took and gave
+// back the write lock per key, handing it to and from the worker's
+// reads); changed and ids are appended to, one per set.
+func (c *Cache) setPackedRun(sets []packedSet, scratch schema.Fields, changed []bool, ids []int32) ([]bool, []int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range sets {
+		ch, id := c.storeLocked(sets[i].table, sets[i].key, nil, sets[i].packed, scratch)
+		changed, ids = append(changed, ch), append(ids, id)
+	}
+	return changed, ids
+}
+
+// packedSet is one key's packed hash for setPackedRun.
+type packedSet struct{ table, key, packed string }
+
+// storeLocked is store with c.mu held (let go while a new hash's
+// generation is worked out).
+func (c *Cache) storeLocked(table, key string, pb []byte, ps string, f schema.Fields) (bool, int32) {
 	var e cached
 	var warning string
 	var known bool

@@ -230,4 +230,9 @@ type engine struct {
 	// scratch holds a new packed hash's fields while the cache works out
 	// its generation and warning (consume's goroutine; Cache.setPacked)
 	scratch schema.Fields
+	// setRun's arrays, reused (a read batch's worth)
+	runSets    []packedSet
+	runHeld    []bool
+	runChanged []bool
+	runIDs     []int32
 }

@@ -281,12 +281,64 @@ func (e *engine) enqueueAll(tables []string) {
 // events applies a batch of CONFIG_DB changes, handing the queue a
 // worker's batch of items at a time.
 func (e *engine) events(ctx context.Context, batch []redisx.Event) {
-	for i := range batch {
+	for i := 0; i < len(batch); {
+		if j := e.setRunEnd(batch, i); j > i+1 {
+			e.setRun(batch[i:j])
+			i = j
+			continue
+		}
 		e.event(ctx, batch[i])
 		if len(e.adds) >= e.cfg.MaxBatch {
 			e.flushAdds()
 		}
+		i++
 	}
+}
+
+// plainSet reports whether ev is a table key's new packed hash that is
+// fine to cache (event's last case): setRun's.
+func plainSet(ev *redisx.Event) bool {
+	return ev.Table != "" && ev.Err == nil && !ev.Deleted && ev.Fields == nil && tooBig(*ev) == ""
+}
+
+// setRunEnd is the end of the run of plainSet events from batch[i].
+func (e *engine) setRunEnd(batch []redisx.Event, i int) int {
+	j := i
+	for j < len(batch) && plainSet(&batch[j]) {
+		j++
+	}
+	return j
+}
+
+// setRun is event of each of evs (plainSet events of distinct keys, a
+// read batch's), their hashes cached under one lock (Cache.setPackedRun).
+func (e *engine) setRun(evs []redisx.Event) {
+	sets, held := e.runSets[:0], e.runHeld[:0]
+	for i := range evs {
+		ev := &evs[i]
+		e.res.clearBad(ev.Table, ev.Key)
+		held = append(held, e.cache.Held(ev.Table, ev.Key))
+		sets = append(sets, packedSet{table: ev.Table, key: ev.Key, packed: ev.Packed})
+	}
+	if e.scratch == nil {
+		e.scratch = schema.Fields{}
+	}
+	changed, ids := e.cache.setPackedRun(sets, e.scratch, e.runChanged[:0], e.runIDs[:0])
+	for i := range evs {
+		ev := &evs[i]
+		if held[i] {
+			// Back in CONFIG_DB (see event).
+			e.res.rewrite(ev.Table, ev.Key)
+		}
+		if changed[i] || held[i] {
+			e.enqueue(ev.Table, ev.Key, ev.Name, refOf(ids[i]))
+		}
+		if len(e.adds) >= e.cfg.MaxBatch {
+			e.flushAdds()
+		}
+	}
+	clear(sets) // the strings are the batch's: not kept alive here
+	e.runSets, e.runHeld, e.runChanged, e.runIDs = sets[:0], held[:0], changed[:0], ids[:0]
 }
 
 // event applies one CONFIG_DB change.
