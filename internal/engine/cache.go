@@ -193,7 +193,7 @@ func (c *Cache) storeLocked(table, key string, pb []byte, ps string, f schema.Fi
 			ps = string(pb)
 		} else {
 			clear(f)
-			unpackInto(f, ps)
+			shrink.UnpackInto(f, ps)
 		}
 		e = cached{fields: ps, gen: schema.Generation(f)}
 		if c.warn != nil {
@@ -265,18 +265,6 @@ func (c *Cache) recentStringLocked(table, packed string) (cached, string, bool) 
 		}
 	}
 	return cached{}, "", false
-}
-
-// unpackInto puts the fields of packed into f.
-func unpackInto(f schema.Fields, packed string) {
-	for s := packed; s != ""; {
-		k, v, rest, ok := shrink.Next(s)
-		if !ok {
-			break
-		}
-		f[k] = v
-		s = rest
-	}
 }
 
 // rememberLocked makes e (a hash of table, with its warning) one of the

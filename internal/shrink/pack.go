@@ -75,19 +75,21 @@ func Unpack(s string) map[string]string {
 		return nil
 	}
 	m := map[string]string{}
+	UnpackInto(m, s)
+	return m
+}
+
+// UnpackInto puts the entries of Pack's string s into m (a malformed
+// tail is left out).
+func UnpackInto(m map[string]string, s string) {
 	for len(s) > 0 {
-		k, rest, ok := next(s)
+		k, v, rest, ok := Next(s)
 		if !ok {
-			return m
-		}
-		v, rest2, ok := next(rest)
-		if !ok {
-			return m
+			return
 		}
 		m[k] = v
-		s = rest2
+		s = rest
 	}
-	return m
 }
 
 // PackedLen is the number of entries in a packed map.
