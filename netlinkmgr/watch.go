@@ -252,17 +252,11 @@ func (w *watcher) run(ctx context.Context, s *subscription) {
 }
 
 // deliverLink hands a link event of subscription s to the Handler, on
-// the link reader's goroutine. A message of a subscription closed since
-// (an overflow's relist covers it) or after the watch ended is dropped.
+// the link reader's goroutine.
 func (w *watcher) deliverLink(s *subscription, u linkUpdate) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	if !w.stopped {
+	if w.liveLocked(s) {
 		w.linkEvent(context.Background(), u)
 	}
 }
@@ -271,13 +265,20 @@ func (w *watcher) deliverLink(s *subscription, u linkUpdate) {
 func (w *watcher) deliverNeigh(s *subscription, u wireNeigh) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.liveLocked(s) {
+		w.neighEvent(context.Background(), u)
+	}
+}
+
+// liveLocked reports whether a message of subscription s still goes to
+// the Handler: not when s was closed since (an overflow's relist covers
+// it) or the watch ended; w.mu held.
+func (w *watcher) liveLocked(s *subscription) bool {
 	select {
 	case <-s.done:
-		return
+		return false
 	default:
-	}
-	if !w.stopped {
-		w.neighEvent(context.Background(), u)
+		return !w.stopped
 	}
 }
 
