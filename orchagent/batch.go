@@ -248,13 +248,6 @@ func (o *Orch) finishDeferred(b *writeBatch, d *deferred, out outcome) {
 	b.errs[d.pos] = out.err
 }
 
-// routeChunk is the most routes flushRoutes sends in one ReplaceBatch
-// when a flush holds more: the kernel's inserts of one chunk (on a
-// goroutine of their own) then overlap the notes and results of the
-// chunk before it (on the worker), which otherwise waited for each other
-// on one goroutine.
-const routeChunk = 256
-
 func (o *Orch) flushRoutes(b *writeBatch) {
 	wants, ds := b.wants[:0], b.ds[:0]
 	for i := range b.items {
@@ -263,51 +256,14 @@ func (o *Orch) flushRoutes(b *writeBatch) {
 	}
 	b.ds = ds
 	o.view.writingAllAt(wants, ds)
-	if len(wants) <= routeChunk {
-		o.finishRoutes(b, 0, wants, o.k.Routes().ReplaceBatch(wants))
-	} else {
-		o.flushRouteChunks(b, wants)
-	}
+	res := o.k.Routes().ReplaceBatch(wants)
+	// Every written route noted at once (one lock), then each key
+	// finished in order: the kernel holds them all already.
+	b.noted = o.view.notedRoutesAt(wants, ds, res, b.noted)
 	clear(wants)
 	b.wants = wants[:0]
-	o.view.written()
-}
-
-// flushRouteChunks sends wants routeChunk at a time from a goroutine of
-// its own, in order, and finishes each chunk's keys here as its answers
-// come in. A chunk with an error is finished only once every chunk is
-// sent: routeWritten may then write or read routes itself, and the
-// kernel sees our writes one at a time, in the order of the batch's
-// send followed by its retries, as when the batch went in one call.
-func (o *Orch) flushRouteChunks(b *writeBatch, wants []netlinkmgr.RouteInfo) {
-	n := (len(wants) + routeChunk - 1) / routeChunk
-	answers := make(chan []error, n) // never blocks the sender
-	go func() {
-		for lo := 0; lo < len(wants); lo += routeChunk {
-			answers <- o.k.Routes().ReplaceBatch(wants[lo:min(lo+routeChunk, len(wants))])
-		}
-	}()
-	got := make([][]error, 0, n)
-	for c := range n {
-		if c == len(got) {
-			got = append(got, <-answers)
-		}
-		if !allNil(got[c]) {
-			for len(got) < n {
-				got = append(got, <-answers)
-			}
-		}
-		lo := c * routeChunk
-		o.finishRoutes(b, lo, wants[lo:lo+len(got[c])], got[c])
-	}
-}
-
-// finishRoutes notes the written routes wants, the batch's items from lo
-// on, with their answers res (one lock), then finishes each key in order.
-func (o *Orch) finishRoutes(b *writeBatch, lo int, wants []netlinkmgr.RouteInfo, res []error) {
-	b.noted = o.view.notedRoutesAt(wants, b.ds[lo:lo+len(wants)], res, b.noted)
-	for i := range wants {
-		d := &b.items[lo+i]
+	for i := range b.items {
+		d := &b.items[i]
 		o.logAct(d.table, d.key, func() string { return "replace route " + describeRoute(&d.want) }, res[i])
 		var out outcome
 		if res[i] == nil {
@@ -317,16 +273,7 @@ func (o *Orch) finishRoutes(b *writeBatch, lo int, wants []netlinkmgr.RouteInfo,
 		}
 		o.finishDeferred(b, &d.deferred, out)
 	}
-}
-
-// allNil reports whether every error of errs is nil.
-func allNil(errs []error) bool {
-	for _, err := range errs {
-		if err != nil {
-			return false
-		}
-	}
-	return true
+	o.view.written()
 }
 
 // flushFdbs sends b's deferred FDB writes (Fdbs().AddBatch) and finishes

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 
@@ -19,32 +18,17 @@ import (
 // between the kernel's write and the note of it), and nothing is ok
 // before its write is answered.
 func TestReconcileBatchRoutesLong(t *testing.T) {
-	testReconcileBatchRoutesLong(t, 212, 100, nil)
-}
-
-// The same with flushes of more than routeChunk routes (both of them: 600
-// before the moved route's delete, 600 after), sent chunk by chunk while
-// the chunk before is finished: the race comes after the first chunk's
-// write, and failures in the first, a middle and the last chunk are each
-// their own key's.
-func TestReconcileBatchRoutesChunked(t *testing.T) {
-	testReconcileBatchRoutesLong(t, 1200, 600, []int{600 + routeChunk + 10})
-}
-
-// testReconcileBatchRoutesLong runs n routes in one batch; key moved's
-// distance changes (a delete mid-batch); keys 30, n-3 and failed fail.
-func testReconcileBatchRoutesLong(t *testing.T, n, moved int, failed []int) {
 	r, rr := newRouteRaceRig(t, true)
-	dst := func(i int) string { return fmt.Sprintf("20.%d.%d.0/24", i/256, i%256) }
+	const n = 212
+	dst := func(i int) string { return fmt.Sprintf("20.0.%d.0/24", i) }
 	key := func(i int) string { return "STATIC_ROUTE|" + dst(i) }
+	const moved = 100 // its distance changes: a delete (act) mid-batch
 	r.set("STATIC_ROUTE", dst(moved), "nexthop", "10.0.0.2", "ifname", "Ethernet0", "distance", "10")
 	r.settle()
 	r.want(key(moved), schema.StateOK, "")
 	r.k.ClearOps()
 
-	raced := 5
-	failed = append([]int{30, n - 3}, failed...)
-	isFailed := func(i int) bool { return slices.Contains(failed, i) }
+	raced, failedEarly, failedLate := 5, 30, n-3
 	var keys []string
 	for i := 0; i < n; i++ {
 		kv := []string{"nexthop", "10.0.0.2", "ifname", "Ethernet0"}
@@ -55,19 +39,18 @@ func testReconcileBatchRoutesLong(t *testing.T, n, moved int, failed []int) {
 		keys = append(keys, key(i))
 	}
 	r.o.Drain()
-	for _, i := range failed {
-		r.k.FailNext("route replace "+dst(i), errors.New("no buffer space available"))
-	}
-	rr.race = deleteBehind(r, dst(raced), false) // once the first ReplaceBatch is written
+	r.k.FailNext("route replace "+dst(failedEarly), errors.New("no buffer space available"))
+	r.k.FailNext("route replace "+dst(failedLate), errors.New("no buffer space available"))
+	rr.race = deleteBehind(r, dst(raced), false) // once keys 0-99 are written
 	r.reconcile(keys)
 	if rr.race != nil {
 		t.Fatal("no route write raced")
 	}
 	for i := 0; i < n; i++ {
-		switch {
-		case i == raced:
+		switch i {
+		case raced:
 			r.want(key(i), schema.StateError, "deleted while being written")
-		case isFailed(i):
+		case failedEarly, failedLate:
 			r.want(key(i), schema.StateError, "no buffer space")
 		default:
 			r.want(key(i), schema.StateOK, "")
@@ -81,7 +64,7 @@ func testReconcileBatchRoutesLong(t *testing.T, n, moved int, failed []int) {
 	}
 	// The kernel's writes in key order: the moved route's old metric
 	// deleted just before its new one is written, keys 0-99 in one
-	// ReplaceBatch before it (its first routeChunk in the first call).
+	// ReplaceBatch before it.
 	var ops, want []string
 	for _, op := range r.k.Ops() {
 		if strings.HasPrefix(op, "route") {
@@ -89,14 +72,14 @@ func testReconcileBatchRoutesLong(t *testing.T, n, moved int, failed []int) {
 		}
 	}
 	for i := 0; i < n; i++ {
-		switch {
-		case isFailed(i):
+		switch i {
+		case failedEarly, failedLate:
 			continue
-		case i == moved:
+		case moved:
 			want = append(want, "route del "+dst(i))
 		}
 		want = append(want, "route replace "+dst(i))
-		if i == min(moved, routeChunk)-1 {
+		if i == moved-1 {
 			// deleteBehind's, once the first ReplaceBatch is answered.
 			want = append(want, "route del "+dst(raced))
 		}
@@ -114,11 +97,7 @@ func testReconcileBatchRoutesLong(t *testing.T, n, moved int, failed []int) {
 		t.Fatalf("the view holds %v for the moved route, want metric 20 only", rs)
 	}
 	// The engine's retries (the keys with an error) write the three again.
-	retry := []string{key(raced)}
-	for _, i := range failed {
-		retry = append(retry, key(i))
-	}
-	r.reconcile(retry)
+	r.reconcile([]string{key(raced), key(failedEarly), key(failedLate)})
 	for i := 0; i < n; i++ {
 		r.want(key(i), schema.StateOK, "")
 	}
