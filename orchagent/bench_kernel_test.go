@@ -15,7 +15,7 @@ import (
 // BenchmarkReconcileRouteBatchKernel is the worker's part of a burst of
 // routes against the real kernel, without Redis or the engine: N route
 // keys (SWITCHYARD_BENCH_ROUTES, 10,000) reconciled by ReconcileBatch in
-// passes of 256 (the engine's MaxBatch) into a fresh namespace each
+// passes of maxBatch (the worker's) into a fresh namespace each
 // round. Reported per route: the worker's wall time and the process's
 // CPU (the kernel's insert is in the worker's sendmsg).
 //
@@ -69,8 +69,8 @@ func kernelBurst(b *testing.B, keys []string) (wall, cpu time.Duration) {
 	ctx := context.Background()
 	b.StartTimer()
 	cpu0, start := processCPU(), time.Now()
-	for lo := 0; lo < len(keys); lo += 256 {
-		for i, err := range o.ReconcileBatch(ctx, keys[lo:min(lo+256, len(keys))]) {
+	for lo := 0; lo < len(keys); lo += maxBatch {
+		for i, err := range o.ReconcileBatch(ctx, keys[lo:min(lo+maxBatch, len(keys))]) {
 			if err != nil {
 				b.Fatalf("%s: %v", keys[lo+i], err)
 			}
