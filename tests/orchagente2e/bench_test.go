@@ -160,7 +160,7 @@ func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, b
 		if n >= base+int64(len(keys)) {
 			tAll = time.Since(t0)
 			// redis-server's share ends here, before the judge's
-			// check (allOK: ~0.7 µs per key of Lua).
+			// check (allOK: ~1.6 µs per key of Lua).
 			cpu.redis = e2eutil.RedisCPU(b, e.Config) - redisCPU0
 			break
 		}
@@ -170,8 +170,9 @@ func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, b
 		time.Sleep(time.Millisecond)
 	}
 	for {
-		ok := allOK(b, e)
+		ok, at := allOK(b, e, t0)
 		if ok == len(keys) {
+			orch = at
 			break
 		}
 		if time.Since(t0) > limit {
@@ -179,7 +180,6 @@ func bulk(b *testing.B, w burstWriter, ports int, keys []string, fields []any, b
 		}
 		time.Sleep(time.Millisecond) // as the DBSIZE polls: at most 1 ms late
 	}
-	orch = time.Since(t0)
 	b.Logf("timeline from %s: pipeline sent %v, first result %v, all results %v, all ok %v", t0.UTC().Format("15:04:05.000000"), tExec, tFirst, tAll, orch)
 	cpu.orch = e2eutil.ProcCPU(b, proc.Cmd.Process.Pid) - orchCPU0
 	logCommandStats(b, e, len(keys))
@@ -231,21 +231,39 @@ func loadResultKeys(b *testing.B, e *e2eutil.Switch, keys []string) {
 }
 
 // okScript counts the keys of the list KEYS[1] whose state is ok, in
-// one atomic step of redis-server.
+// one atomic step of redis-server, and returns it after redis-server's
+// clock at the start of that step (TIME: seconds, microseconds): the
+// states it counted are those of that instant, since nothing else runs
+// while a script does.
 var okScript = redis.NewScript(`
+local t = redis.call('TIME')
 local n = 0
 for _, k in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
 	if redis.call('HGET', k, 'state') == 'ok' then n = n + 1 end
 end
-return n`)
+return {tonumber(t[1]), tonumber(t[2]), n}`)
 
-// allOK is how many of the results listed by loadResultKeys are ok.
-func allOK(b *testing.B, e *e2eutil.Switch) int {
-	n, err := okScript.Run(context.Background(), e.State, []string{resultKeysList}).Int()
+// allOK is how many of the results listed by loadResultKeys are ok, and
+// the time since t0 at which they were (okScript's TIME). The script's
+// own run (~1.6 µs per key: 16 ms at 10k, 160+ ms at 100k) is after that
+// instant, so a judge that stops at the reply would charge switchyard for
+// its reading (routes7, docs/performance.md). redis-server and this
+// process read the same host (or guest) clock; a server time outside
+// [just before the call, its reply] (a clock step) falls back to the
+// reply's time.
+func allOK(b *testing.B, e *e2eutil.Switch, t0 time.Time) (int, time.Duration) {
+	sent := time.Since(t0)
+	r, err := okScript.Run(context.Background(), e.State, []string{resultKeysList}).Int64Slice()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return n
+	got := time.Since(t0)
+	at := time.Unix(r[0], r[1]*1000).Sub(t0)
+	if at < sent-time.Millisecond || at > got {
+		b.Logf("redis-server's clock (%v after t0) is outside the call's [%v, %v]: using the reply's time", at, sent, got)
+		at = got
+	}
+	return int(r[2]), at
 }
 
 // waitTeardown waits until the kernel has finished deleting namespaces

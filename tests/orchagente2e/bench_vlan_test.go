@@ -112,8 +112,8 @@ func bulkAllOK(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duratio
 	}
 	for {
 		if n := written(); n >= int64(len(keys)) {
-			if ok := allOK(b, e); ok == len(keys) {
-				return time.Since(t0)
+			if ok, at := allOK(b, e, t0); ok == len(keys) {
+				return at
 			} else if time.Since(t0) > limit {
 				b.Fatalf("%d of %d ok after %v; first not ok %s", ok, len(keys), limit, firstNotOK(b, e, keys))
 			}
