@@ -49,8 +49,18 @@ func setHeapMin(mib int) {
 	}
 }
 
-// heapMinSample is what floorHeap reads after each collection.
-var heapMinSample = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+// heapMinSamples are what floorHeap reads after each collection: the
+// live heap and the roots the pacer adds to it (goroutine stacks, globals).
+var heapMinSamples = []metrics.Sample{
+	{Name: "/gc/heap/live:bytes"},
+	{Name: "/gc/scan/stack:bytes"},
+	{Name: "/gc/scan/globals:bytes"},
+}
+
+// runtimeHeapMinimum is the Go runtime's heap goal at GOGC=100 when the
+// live heap is smaller (runtime.defaultHeapMinimum, 4 MiB): the pacer's
+// goal is max(live + (live+stacks+globals)×GOGC/100, 4 MiB×GOGC/100).
+const runtimeHeapMinimum = 4 << 20
 
 // floorHeap sets the collector's target percent after each collection so
 // the next one comes when the heap reaches max(live×(1+gc-percent/100),
@@ -74,12 +84,27 @@ func floorHeap() bool {
 		debug.SetGCPercent(int(base)) // collection off: nothing to raise
 		return true
 	}
-	metrics.Read(heapMinSample)
-	live := max(heapMinSample[0].Value.Uint64(), 1<<20) // before the first collection: 0
-	pct := base
-	if live+live*uint64(base)/100 < floor {
-		pct = int64((floor - live) * 100 / live)
-	}
-	debug.SetGCPercent(int(pct))
+	metrics.Read(heapMinSamples)
+	live := heapMinSamples[0].Value.Uint64() // before the first collection: 0
+	roots := live + heapMinSamples[1].Value.Uint64() + heapMinSamples[2].Value.Uint64()
+	debug.SetGCPercent(int(floorPercent(floor, live, roots, base)))
 	return true
+}
+
+// floorPercent is the target percent whose heap goal is the floor (bytes)
+// when base's goal is below it: the largest percent for which neither of
+// the pacer's two terms passes the floor. The runtime's minimum, 4 MiB ×
+// percent/100, binds a live heap under 4 MiB (and, live = 0, before the
+// first collection): a percent from the live heap alone put the goal
+// there at 4 MiB/live times the floor (60 MiB for a floor of 16 at 1 MiB
+// live), as the first version of this hook did.
+func floorPercent(floor, live, roots uint64, base int64) int64 {
+	if live+roots*uint64(base)/100 >= floor || runtimeHeapMinimum*uint64(base)/100 >= floor {
+		return base // --gc-percent's goal is at or above the floor
+	}
+	pct := floor * 100 / runtimeHeapMinimum
+	if live > 0 && roots > 0 {
+		pct = min(pct, (floor-live)*100/roots)
+	}
+	return max(int64(pct), base)
 }
