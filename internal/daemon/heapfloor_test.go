@@ -59,6 +59,9 @@ func TestHeapMinFloorsSmallHeap(t *testing.T) {
 	var f Flags
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	f.Register(fs)
+	if err := fs.Parse([]string{"--heap-min-mib", "0"}); err != nil { // the default is a floor
+		t.Fatal(err)
+	}
 	runtime.GC()
 	if n := collectionsDuring(32); n < 2 {
 		t.Fatalf("without a floor: %d collections for 32 MiB of garbage, want several (the control)", n)

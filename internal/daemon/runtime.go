@@ -70,7 +70,8 @@ func (r *runtimeFlags) register(fs *flag.FlagSet) {
 			"0 = off (GOGC alone; the default: at 16, ~6% more CPU in a 100k-route load); $GOMEMLIMIT, when set, wins")
 	fs.Var(&r.heapMin, "heap-min-mib",
 		"collect no sooner than the heap reaches this many MiB: a floor under --gc-percent's goal for a small live heap, "+
-			"so a burst of a few thousand keys over it runs without collections (a large heap is not affected); 0 = off (the default)")
+			"so a burst of a few thousand keys over it runs without collections (a live heap above it runs under "+
+			"--gc-percent alone; the free memory goes back to the system within seconds of a burst); 0 = off")
 }
 
 // setMemProfileRate sets runtime.MemProfileRate (negative = 0).
