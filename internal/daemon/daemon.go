@@ -28,14 +28,21 @@ type Flags struct {
 	NetNS       string
 	LogLevel    string
 	MetricsAddr string
-	runtime     runtimeFlags
+	// HeapFloor, set before Register, makes --heap-min-mib default to
+	// DefaultHeapMinMiB instead of 0 (off): for a daemon whose work comes
+	// in bursts of CONFIG_DB keys over a small live heap (orchagent).
+	// syncd's RSS after a 100k-route delete came back worse with it (1.19×
+	// its idle against 1.11×; docs/performance.md, gcfloor).
+	HeapFloor bool
+	runtime   runtimeFlags
 }
 
 // Register adds the common flags to fs and applies the Go runtime
-// settings' defaults at once (memory profiling off, DefaultGCPercent);
+// settings' defaults at once (memory profiling off, DefaultGCPercent, the
+// heap floor when HeapFloor is set);
 // their flags change them when fs is parsed.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	f.runtime.register(fs)
+	f.runtime.register(fs, f.HeapFloor)
 	fs.StringVar(&f.Redis, "redis", DefaultRedisURL,
 		"Redis URL: redis://[user:pass@]host:port or unix:///path/redis.sock")
 	fs.StringVar(&f.NetNS, "netns", "", "named network namespace (ip netns add NAME); empty = current")

@@ -6,18 +6,19 @@ import (
 	"sync/atomic"
 )
 
-// DefaultHeapMinMiB is --heap-min-mib's default: the heap goal's floor,
-// in MiB. The collector's own goal for an idle daemon is 4-6 MB (2-3 MB
-// live, GOGC 100), so a burst of a thousand addresses or ten thousand
-// routes (a few MB of engine, Redis and result garbage) took 1-4
-// collections, each marking the whole live heap and every goroutine's
-// stack: ~15-20% of orchagent's CPU in a 1k-address burst. Under a 32 MiB
-// floor a fresh orchagent runs the 1k-address and 10k-route bursts with no
-// collection (8: none at 1k, 2 at 10k; 16: 1 at 10k; docs/performance.md,
-// "Bulk paths and scale", gcfloor). It costs memory only while garbage is
-// there to collect: a live heap above the floor runs under --gc-percent
-// alone (the 100k rows do not move), and ReturnMemory collects and returns
-// the free pages within an interval or two of a burst, floor or not.
+// DefaultHeapMinMiB is --heap-min-mib's default where Flags.HeapFloor
+// is set (orchagent; elsewhere 0, off): the heap goal's floor, in MiB.
+// The collector's own goal for an idle orchagent is 4-6 MB (2-3 MB live,
+// GOGC 100), so a burst of a thousand addresses or ten thousand routes (a
+// few MB of engine, Redis and result garbage) took 1-4 collections, each
+// marking the whole live heap and every goroutine's stack: ~15-20% of
+// orchagent's CPU in a 1k-address burst. Under a 32 MiB floor a fresh
+// orchagent runs the 1k-address and 10k-route bursts with no collection
+// (8: none at 1k, 2 at 10k; 16: 1 at 10k; docs/performance.md, "Bulk
+// paths and scale", gcfloor). It costs memory only while garbage is there
+// to collect: a live heap above the floor runs under --gc-percent alone
+// (the 100k rows do not move), and ReturnMemory collects and returns the
+// free pages within an interval or two of a burst, floor or not.
 const DefaultHeapMinMiB = 32
 
 var (

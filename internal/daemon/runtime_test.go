@@ -38,8 +38,13 @@ func TestRuntimeDefaultsAndFlags(t *testing.T) {
 	if got := gcBase.Load(); got != DefaultGCPercent {
 		t.Errorf("after Register --gc-percent = %d, want %d", got, DefaultGCPercent)
 	}
+	if got := heapMin.Load(); got != 0 {
+		t.Errorf("after Register the heap floor = %d bytes, want none (HeapFloor unset)", got)
+	}
+	hf := Flags{HeapFloor: true}
+	hf.Register(flag.NewFlagSet("y", flag.ContinueOnError))
 	if got := heapMin.Load(); got != DefaultHeapMinMiB<<20 {
-		t.Errorf("after Register the heap floor = %d bytes, want %d MiB", got, DefaultHeapMinMiB)
+		t.Errorf("after Register with HeapFloor the heap floor = %d bytes, want %d MiB", got, DefaultHeapMinMiB)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		if l := memoryLimit(); l != math.MaxInt64 {

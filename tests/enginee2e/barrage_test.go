@@ -238,16 +238,18 @@ func TestHostileBarrage(t *testing.T) {
 	}
 }
 
-// leakSlack is how much more live heap than before a barrage a daemon may
-// hold once the barrage's keys are deleted: what a collection finds
-// reachable moves by a few KiB with the moment it runs (a connection's
-// buffer in use, a timer), while a leak of anything per bad key (5,000 of
-// them) is hundreds of KiB.
-func leakSlack(base int) int { return 64<<10 + base/50 }
+// leakSlack is how much more live heap than before the measured barrage
+// a daemon may hold once its keys are deleted: what a collection finds
+// reachable moves with the moment it runs (a Redis connection's 64 KiB of
+// buffers, a result batch; measured -99 to +97 KiB between runs), while a
+// leak of ~40 bytes or more per bad key (5,000 of them) passes it:
+// orchagent keeping a copy of each bad key's name (a temporary injection)
+// grew its live heap by 294 KiB and failed here.
+func leakSlack(base int) int { return 128<<10 + base/100 }
 
 // barrage writes hostile(5000, round) with good updates among them (every
-// 25th write updates one of the first 20 good keys, every 250th adds a
-// good key), checks every outcome, that the kernel holds the good routes
+// 25th write updates one of the first 20 good keys; in round 0 every 250th
+// adds a good key), checks every outcome, that the kernel holds the good routes
 // and nothing else changed (kernel: the snapshot before), that no daemon
 // died or flooded its log, then deletes the hostile keys and waits until
 // their results are gone. It returns the good keys, its own added.
@@ -271,7 +273,7 @@ func barrage(t *testing.T, s *e2eutil.Switch, round int, good []string, kernel s
 				pipe.HSet(ctx, k, "blackhole", "true")
 			}
 		}
-		if i%250 == 0 { // a new good key
+		if i%250 == 0 && round == 0 { // a new good key (it stays: not in the measured round)
 			k := fmt.Sprintf("STATIC_ROUTE|10.%d.%d.%d/32", 101+round, i/256, i%256)
 			pipe.HSet(ctx, k, "blackhole", "true")
 			good = append(good, k)
