@@ -30,9 +30,10 @@ type Flags struct {
 	MetricsAddr string
 	// HeapFloor, set before Register, makes --heap-min-mib default to
 	// DefaultHeapMinMiB instead of 0 (off): for a daemon whose work comes
-	// in bursts of CONFIG_DB keys over a small live heap (orchagent).
-	// syncd's RSS after a 100k-route delete came back worse with it (1.19×
-	// its idle against 1.11×; docs/performance.md, gcfloor).
+	// in bursts of CONFIG_DB keys over a small live heap (orchagent). No
+	// syncd row gains from it, and syncd's RSS after a 100k-route delete
+	// read 1.19-1.20× its idle with it against 1.11-1.19× without
+	// (docs/performance.md, gcfloor).
 	HeapFloor bool
 	runtime   runtimeFlags
 }
