@@ -1,7 +1,7 @@
 // Package daemon holds the few lines every switchyard daemon main shares:
 // the common flags (--redis, --netns, --log-level, --metrics-addr, and the
-// Go runtime's --mem-profile-rate, --gc-percent, --heap-headroom-mib),
-// logrus setup, the metrics endpoint and a context cancelled on
+// Go runtime's --mem-profile-rate, --gc-percent, --heap-headroom-mib,
+// --heap-min-mib), logrus setup, the metrics endpoint and a context cancelled on
 // SIGINT/SIGTERM.
 package daemon
 
