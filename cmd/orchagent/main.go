@@ -15,7 +15,9 @@ import (
 const name = "orchagent"
 
 func main() {
-	var f daemon.Flags
+	// Config arrives in bursts over a small live heap: a heap floor keeps
+	// the collector out of them (daemon.DefaultHeapMinMiB).
+	f := daemon.Flags{HeapFloor: true}
 	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	f.Register(fs)
 	fs.Parse(os.Args[1:])

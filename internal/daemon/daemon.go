@@ -1,7 +1,7 @@
 // Package daemon holds the few lines every switchyard daemon main shares:
 // the common flags (--redis, --netns, --log-level, --metrics-addr, and the
-// Go runtime's --mem-profile-rate, --gc-percent, --heap-headroom-mib),
-// logrus setup, the metrics endpoint and a context cancelled on
+// Go runtime's --mem-profile-rate, --gc-percent, --heap-headroom-mib,
+// --heap-min-mib), logrus setup, the metrics endpoint and a context cancelled on
 // SIGINT/SIGTERM.
 package daemon
 
@@ -28,14 +28,22 @@ type Flags struct {
 	NetNS       string
 	LogLevel    string
 	MetricsAddr string
-	runtime     runtimeFlags
+	// HeapFloor, set before Register, makes --heap-min-mib default to
+	// DefaultHeapMinMiB instead of 0 (off): for a daemon whose work comes
+	// in bursts of CONFIG_DB keys over a small live heap (orchagent). No
+	// syncd row gains from it, and syncd's RSS after a 100k-route delete
+	// read 1.19-1.20× its idle with it against 1.11-1.19× without
+	// (docs/performance.md, gcfloor).
+	HeapFloor bool
+	runtime   runtimeFlags
 }
 
 // Register adds the common flags to fs and applies the Go runtime
-// settings' defaults at once (memory profiling off, DefaultGCPercent);
+// settings' defaults at once (memory profiling off, DefaultGCPercent, the
+// heap floor when HeapFloor is set);
 // their flags change them when fs is parsed.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	f.runtime.register(fs)
+	f.runtime.register(fs, f.HeapFloor)
 	fs.StringVar(&f.Redis, "redis", DefaultRedisURL,
 		"Redis URL: redis://[user:pass@]host:port or unix:///path/redis.sock")
 	fs.StringVar(&f.NetNS, "netns", "", "named network namespace (ip netns add NAME); empty = current")

@@ -6,12 +6,22 @@ import (
 	"sync/atomic"
 )
 
-// DefaultHeapMinMiB is --heap-min-mib's default: 0, no floor (GOGC's goal
-// alone). At 16, orchagent's CPU per address in a burst of 1,000
-// addresses fell ~15-20% (no collection during the burst; the GOGC=400
-// rows of docs/performance.md, "Bulk paths and scale", 2026-12-02 09:27);
-// what it does to the RSS figures is not measured yet. See floorHeap.
-const DefaultHeapMinMiB = 0
+// DefaultHeapMinMiB is --heap-min-mib's default where Flags.HeapFloor
+// is set (orchagent; elsewhere 0, off): the heap goal's floor, in MiB.
+// The collector's own goal for an idle orchagent is 4-6 MB (2-3 MB live,
+// GOGC 100), so a burst of a thousand addresses or ten thousand routes (a
+// few MB of engine, Redis and result garbage) took 1-4 collections, each
+// marking the whole live heap and every goroutine's stack: ~15-20% of
+// orchagent's CPU in a 1k-address burst. Under a 32 MiB floor a fresh
+// orchagent runs the 1k-address and 10k-route bursts with no collection
+// (8: none at 1k, 2 at 10k; 16: 1 at 10k; docs/performance.md, "Bulk
+// paths and scale", gcfloor). It costs memory mostly while garbage is
+// there to collect: a live heap above the floor runs under --gc-percent
+// alone (the 100k rows do not move), and ReturnMemory collects and returns
+// the free pages within an interval or two of a burst (sooner under a
+// floor). Measured: an idle orchagent holds ~1.4 MB more RSS 6 s after
+// its start, and the same after a 100k-route delete.
+const DefaultHeapMinMiB = 32
 
 var (
 	// heapMin is the heap goal's floor in bytes (0 = none); set by
@@ -49,8 +59,18 @@ func setHeapMin(mib int) {
 	}
 }
 
-// heapMinSample is what floorHeap reads after each collection.
-var heapMinSample = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+// heapMinSamples are what floorHeap reads after each collection: the
+// live heap and the roots the pacer adds to it (goroutine stacks, globals).
+var heapMinSamples = []metrics.Sample{
+	{Name: "/gc/heap/live:bytes"},
+	{Name: "/gc/scan/stack:bytes"},
+	{Name: "/gc/scan/globals:bytes"},
+}
+
+// runtimeHeapMinimum is the Go runtime's heap goal at GOGC=100 when the
+// live heap is smaller (runtime.defaultHeapMinimum, 4 MiB): the pacer's
+// goal is max(live + (live+stacks+globals)×GOGC/100, 4 MiB×GOGC/100).
+const runtimeHeapMinimum = 4 << 20
 
 // floorHeap sets the collector's target percent after each collection so
 // the next one comes when the heap reaches max(live×(1+gc-percent/100),
@@ -74,12 +94,27 @@ func floorHeap() bool {
 		debug.SetGCPercent(int(base)) // collection off: nothing to raise
 		return true
 	}
-	metrics.Read(heapMinSample)
-	live := max(heapMinSample[0].Value.Uint64(), 1<<20) // before the first collection: 0
-	pct := base
-	if live+live*uint64(base)/100 < floor {
-		pct = int64((floor - live) * 100 / live)
-	}
-	debug.SetGCPercent(int(pct))
+	metrics.Read(heapMinSamples)
+	live := heapMinSamples[0].Value.Uint64() // before the first collection: 0
+	roots := live + heapMinSamples[1].Value.Uint64() + heapMinSamples[2].Value.Uint64()
+	debug.SetGCPercent(int(floorPercent(floor, live, roots, base)))
 	return true
+}
+
+// floorPercent is the target percent whose heap goal is the floor (bytes)
+// when base's goal is below it: the largest percent for which neither of
+// the pacer's two terms passes the floor. The runtime's minimum, 4 MiB ×
+// percent/100, binds a live heap under 4 MiB (and, live = 0, before the
+// first collection): a percent from the live heap alone put the goal
+// there at 4 MiB/live times the floor (60 MiB for a floor of 16 at 1 MiB
+// live), as the first version of this hook did.
+func floorPercent(floor, live, roots uint64, base int64) int64 {
+	if live+roots*uint64(base)/100 >= floor || runtimeHeapMinimum*uint64(base)/100 >= floor {
+		return base // --gc-percent's goal is at or above the floor
+	}
+	pct := floor * 100 / runtimeHeapMinimum
+	if live > 0 && roots > 0 {
+		pct = min(pct, (floor-live)*100/roots)
+	}
+	return max(int64(pct), base)
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -58,6 +59,9 @@ func TestHeapMinFloorsSmallHeap(t *testing.T) {
 	var f Flags
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	f.Register(fs)
+	if err := fs.Parse([]string{"--heap-min-mib", "0"}); err != nil { // the default is a floor
+		t.Fatal(err)
+	}
 	runtime.GC()
 	if n := collectionsDuring(32); n < 2 {
 		t.Fatalf("without a floor: %d collections for 32 MiB of garbage, want several (the control)", n)
@@ -97,4 +101,51 @@ func TestHeapMinFloorsSmallHeap(t *testing.T) {
 	if p := gcPercent(); p != 50 {
 		t.Errorf("--heap-min-mib 0: GC percent %d, want --gc-percent's 50", p)
 	}
+}
+
+// The floor is the heap goal, not a multiple of it: the runtime's 4 MiB ×
+// percent minimum binds a live heap under 4 MiB and, before the first
+// collection, the only term there is.
+func TestFloorPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		floor, live, roots uint64
+		base, want         int64
+	}{
+		{16 * mib, 0, 0, 100, 400},                 // before the first collection: 4 MiB × 400%
+		{16 * mib, 1 * mib, 1 * mib, 100, 400},     // 1 MiB live: the minimum binds (live alone said 1,500%)
+		{16 * mib, 3 * mib, 3 * mib, 100, 400},     // 3 + 3×4.33 > 4×4: still the minimum
+		{16 * mib, 6 * mib, 6 * mib, 100, 166},     // 6 + 6×1.66 ≈ 16
+		{16 * mib, 6 * mib, 7 * mib, 100, 142},     // the stacks and globals count as the pacer counts them
+		{16 * mib, 8 * mib, 8 * mib, 100, 100},     // --gc-percent's goal reaches the floor
+		{16 * mib, 100 * mib, 100 * mib, 100, 100}, // a large heap: --gc-percent alone
+		{16 * mib, 1 * mib, 1 * mib, 800, 800},     // a base above the floor's percent stays
+		{2 * mib, 1 * mib, 1 * mib, 100, 100},      // a floor under the runtime's minimum changes nothing
+	} {
+		if got := floorPercent(c.floor, c.live, c.roots, c.base); got != c.want {
+			t.Errorf("floorPercent(floor %d MiB, live %d, roots %d, base %d) = %d, want %d",
+				c.floor/mib, c.live, c.roots, c.base, got, c.want)
+		}
+	}
+}
+
+// The runtime's goal under a floor of 16 MiB over this test's small live
+// heap is 16 MiB (within the stacks' and the rounding's slack), not the
+// 4 MiB/live multiple of it the first version set.
+func TestHeapMinGoalIsTheFloor(t *testing.T) {
+	restoreRuntime(t)
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	var f Flags
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f.Register(fs)
+	if err := fs.Parse([]string{"--heap-min-mib", "16"}); err != nil {
+		t.Fatal(err)
+	}
+	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	waitPercent(t, "floor 16", func(int) bool {
+		metrics.Read(goal)
+		g := goal[0].Value.Uint64()
+		return g >= 15<<20 && g <= 17<<20
+	})
 }

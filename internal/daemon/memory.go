@@ -19,6 +19,10 @@ import (
 // call for one returns once more: a burst's tail (the last deletes of a
 // barrage, dropped references) frees memory without allocating much, and
 // the runtime would otherwise keep up to a heap goal's worth of it.
+// Under a heap floor (--heap-min-mib) a burst is anything over max(1 MiB,
+// half the live heap): the floor lets garbage pile up to it uncollected,
+// and the runtime's scavenger keeps pages up to the heap goal, so without
+// a return the floor would show in an idle daemon's RSS.
 func ReturnMemory(ctx context.Context, interval time.Duration) {
 	sample := []metrics.Sample{
 		{Name: "/gc/heap/allocs:bytes"},
@@ -40,7 +44,7 @@ func ReturnMemory(ctx context.Context, interval time.Duration) {
 		}
 		allocs, live := read()
 		var ret bool
-		if ret, tail = returnNow(allocs-last, live, tail); ret {
+		if ret, tail = returnNow(allocs-last, live, heapMin.Load() != 0, tail); ret {
 			debug.FreeOSMemory()
 			last, _ = read()
 		}
@@ -48,10 +52,15 @@ func ReturnMemory(ctx context.Context, interval time.Duration) {
 }
 
 // returnNow says whether to return memory now, given the bytes allocated
-// since the last return, the live heap and whether the last interval
-// returned after a burst (tail), and the tail state for the next interval.
-func returnNow(allocated, live uint64, tail bool) (ret, nextTail bool) {
-	if allocated > max(4<<20, live/2) {
+// since the last return, the live heap, whether a heap floor is set and
+// whether the last interval returned after a burst (tail), and the tail
+// state for the next interval.
+func returnNow(allocated, live uint64, floor, tail bool) (ret, nextTail bool) {
+	least := uint64(4 << 20)
+	if floor {
+		least = 1 << 20
+	}
+	if allocated > max(least, live/2) {
 		return true, true // a burst: return, and once more when it is over
 	}
 	return tail, false

@@ -20,9 +20,27 @@ func TestReturnNow(t *testing.T) {
 	tail := false
 	for i, s := range steps {
 		var ret bool
-		ret, tail = returnNow(s.allocated, s.live, tail)
+		ret, tail = returnNow(s.allocated, s.live, false, tail)
 		if ret != s.ret || tail != s.tail {
 			t.Fatalf("step %d (%+v): return %v tail %v", i, s, ret, tail)
 		}
+	}
+}
+
+// Under a heap floor a smaller burst returns: the floor keeps the
+// collector from freeing it, the scavenger keeps up to the goal's pages.
+func TestReturnNowUnderFloor(t *testing.T) {
+	const mb = 1 << 20
+	if ret, _ := returnNow(3*mb, 2*mb, false, false); ret {
+		t.Error("no floor: 3 MiB allocated over 2 MiB live returned (under 4 MiB)")
+	}
+	if ret, tail := returnNow(3*mb, 2*mb, true, false); !ret || !tail {
+		t.Errorf("floor: 3 MiB allocated over 2 MiB live: return %v tail %v, want both", ret, tail)
+	}
+	if ret, _ := returnNow(mb/2, 2*mb, true, false); ret {
+		t.Error("floor: 512 KiB allocated returned")
+	}
+	if ret, _ := returnNow(3*mb, 10*mb, true, false); ret {
+		t.Error("floor: 3 MiB allocated over 10 MiB live returned (under half the live heap)")
 	}
 }

@@ -50,11 +50,14 @@ func (f *intFlag) Set(s string) error {
 	return nil
 }
 
-func (r *runtimeFlags) register(fs *flag.FlagSet) {
+func (r *runtimeFlags) register(fs *flag.FlagSet, heapFloor bool) {
 	r.memProfileRate = intFlag{v: 0, apply: setMemProfileRate}
 	r.gcPercent = intFlag{v: defaultGCPercent(), apply: setGCBase}
 	r.heapHeadroom = intFlag{v: DefaultHeapHeadroomMiB, apply: setHeapHeadroom}
-	r.heapMin = intFlag{v: DefaultHeapMinMiB, apply: setHeapMin}
+	r.heapMin = intFlag{v: 0, apply: setHeapMin}
+	if heapFloor {
+		r.heapMin.v = DefaultHeapMinMiB
+	}
 	r.memProfileRate.apply(r.memProfileRate.v)
 	r.gcPercent.apply(r.gcPercent.v)
 	r.heapHeadroom.apply(r.heapHeadroom.v)
@@ -70,7 +73,9 @@ func (r *runtimeFlags) register(fs *flag.FlagSet) {
 			"0 = off (GOGC alone; the default: at 16, ~6% more CPU in a 100k-route load); $GOMEMLIMIT, when set, wins")
 	fs.Var(&r.heapMin, "heap-min-mib",
 		"collect no sooner than the heap reaches this many MiB: a floor under --gc-percent's goal for a small live heap, "+
-			"so a burst of a few thousand keys over it runs without collections (a large heap is not affected); 0 = off (the default)")
+			"so a burst of a few thousand keys over it runs without collections (a live heap above it runs under "+
+			"--gc-percent alone; the free memory goes back to the system within seconds of a burst); 0 = off "+
+			"(the default but in orchagent, whose default is 32)")
 }
 
 // setMemProfileRate sets runtime.MemProfileRate (negative = 0).

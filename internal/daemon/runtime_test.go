@@ -33,8 +33,18 @@ func TestRuntimeDefaultsAndFlags(t *testing.T) {
 	if runtime.MemProfileRate != 0 {
 		t.Errorf("after Register MemProfileRate = %d, want 0 (off)", runtime.MemProfileRate)
 	}
-	if got := debug.SetGCPercent(DefaultGCPercent); got != DefaultGCPercent {
-		t.Errorf("after Register GC percent = %d, want %d", got, DefaultGCPercent)
+	// The collector's base target; the heap floor raises the runtime's
+	// percent above it for a small heap (heapfloor_test.go).
+	if got := gcBase.Load(); got != DefaultGCPercent {
+		t.Errorf("after Register --gc-percent = %d, want %d", got, DefaultGCPercent)
+	}
+	if got := heapMin.Load(); got != 0 {
+		t.Errorf("after Register the heap floor = %d bytes, want none (HeapFloor unset)", got)
+	}
+	hf := Flags{HeapFloor: true}
+	hf.Register(flag.NewFlagSet("y", flag.ContinueOnError))
+	if got := heapMin.Load(); got != DefaultHeapMinMiB<<20 {
+		t.Errorf("after Register with HeapFloor the heap floor = %d bytes, want %d MiB", got, DefaultHeapMinMiB)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		if l := memoryLimit(); l != math.MaxInt64 {
@@ -47,7 +57,7 @@ func TestRuntimeDefaultsAndFlags(t *testing.T) {
 	if runtime.MemProfileRate != 4096 {
 		t.Errorf("--mem-profile-rate 4096: MemProfileRate = %d", runtime.MemProfileRate)
 	}
-	if got := debug.SetGCPercent(DefaultGCPercent); got != 30 {
+	if got := gcBase.Load(); got != 30 {
 		t.Errorf("--gc-percent 30: GC percent = %d", got)
 	}
 	fs = flag.NewFlagSet("x", flag.ContinueOnError)
@@ -64,7 +74,7 @@ func TestGCPercentFollowsGOGC(t *testing.T) {
 		t.Setenv("GOGC", env)
 		var f Flags
 		f.Register(flag.NewFlagSet("x", flag.ContinueOnError))
-		if got := debug.SetGCPercent(DefaultGCPercent); got != want {
+		if got := gcBase.Load(); got != int64(want) {
 			t.Errorf("GOGC=%q: GC percent = %d, want %d", env, got, want)
 		}
 	}

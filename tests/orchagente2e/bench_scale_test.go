@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/switchyard-net/switchyard/tests/e2eutil"
 	"github.com/switchyard-net/switchyard/tests/testns"
+	"github.com/switchyard-net/switchyard/tests/testredis"
 )
 
 // BenchmarkScale100kRoutes: 100,000 STATIC_ROUTE keys (make bench only).
@@ -38,7 +38,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		e.Config.Set(ctx, "CONFIG_DB_INITIALIZED", "1", 0)
 		e.HSet("PORT|Ethernet0", "admin_status", "up") // syncd mirrors routes of configured ports' namespace
 		// Free ports: other engineers' benchmarks run on the same host.
-		orchPort, syncdPort := freePort(b), freePort(b)
+		orchPort, syncdPort := strconv.Itoa(testredis.FreePort(b)), strconv.Itoa(testredis.FreePort(b))
 		prof := []string{}
 		if os.Getenv("SWITCHYARD_HEAP_DIR") != "" {
 			// Off by default (internal/daemon); SWITCHYARD_MEM_PROFILE_RATE=4096
@@ -66,7 +66,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		for j := range keys {
 			keys[j] = fmt.Sprintf("STATIC_ROUTE|%d.%d.%d.0/24", 30+j/65536, j/256%256, j%256)
 		}
-		gc0 := metricValue(b, orchPort, "go_gc_duration_seconds_count")
+		gc0 := e2eutil.Metric(b, "127.0.0.1:"+orchPort, "go_gc_duration_seconds_count")
 		cpu0 := map[string]time.Duration{"orchagent": e2eutil.ProcCPU(b, orch.Cmd.Process.Pid), "syncd": e2eutil.ProcCPU(b, syncd.Cmd.Process.Pid)}
 		t0 := time.Now()
 		for j := 0; j < n; j += 5000 {
@@ -82,7 +82,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		applied := time.Since(t0)
 		waitCount(b, e, "ROUTE_TABLE|3[01].*", n, "")
 		mirrored := time.Since(t0)
-		loadGCs := metricValue(b, orchPort, "go_gc_duration_seconds_count") - gc0
+		loadGCs := e2eutil.Metric(b, "127.0.0.1:"+orchPort, "go_gc_duration_seconds_count") - gc0
 		cpu := map[string]time.Duration{"orchagent": e2eutil.ProcCPU(b, orch.Cmd.Process.Pid) - cpu0["orchagent"],
 			"syncd": e2eutil.ProcCPU(b, syncd.Cmd.Process.Pid) - cpu0["syncd"]}
 		time.Sleep(6 * time.Second)
@@ -105,7 +105,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 			}
 		}
 		t1 := time.Now()
-		orchPort = freePort(b)
+		orchPort = strconv.Itoa(testredis.FreePort(b))
 		orch = e.Start("orchagent", append([]string{"--log-level", "info", "--metrics-addr", "127.0.0.1:" + orchPort}, prof...)...)
 		if os.Getenv("SWITCHYARD_HEAP_DIR") != "" {
 			// Half the results back: what the restart holds near its peak
@@ -125,8 +125,8 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		restart := time.Since(t1)
 		restartCPU := e2eutil.ProcCPU(b, orch.Cmd.Process.Pid) // all of the new process's
 		// heap_sys only grows (released pages stay counted): the restart's peak.
-		restartHeap := metricValue(b, orchPort, "go_memstats_heap_sys_bytes")
-		restartGCs := metricValue(b, orchPort, "go_gc_duration_seconds_count")
+		restartHeap := e2eutil.Metric(b, "127.0.0.1:"+orchPort, "go_memstats_heap_sys_bytes")
+		restartGCs := e2eutil.Metric(b, "127.0.0.1:"+orchPort, "go_gc_duration_seconds_count")
 		memStats(b, orchPort, "orchagent-restarted")
 		heapProfile(b, orchPort, "orchagent-restarted")
 		seen := mon.seen()
@@ -155,7 +155,7 @@ func BenchmarkScale100kRoutes(b *testing.B) {
 		// or the delete's, whichever was larger (what sizes the runtime
 		// metadata it keeps: docs/performance.md). Read after smaps: the
 		// scrape allocates.
-		peakHeap := metricValue(b, orchPort, "go_memstats_heap_sys_bytes")
+		peakHeap := e2eutil.Metric(b, "127.0.0.1:"+orchPort, "go_memstats_heap_sys_bytes")
 		memStats(b, orchPort, "orchagent-after")
 		heapProfile(b, orchPort, "orchagent-after")
 		saveOutput(b, orch, "orchagent-restarted")
@@ -220,16 +220,6 @@ func waitCount(b *testing.B, e *e2eutil.Switch, pattern string, want int, state 
 	}
 }
 
-// freePort is a TCP port free on 127.0.0.1 now.
-func freePort(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
 // memStats saves the daemon's Go memory figures (go_memstats_* of its
 // /metrics) as $SWITCHYARD_HEAP_DIR/name.metrics when that variable is set.
 func memStats(b *testing.B, port, name string) {
@@ -253,27 +243,6 @@ func memStats(b *testing.B, port, name string) {
 	if err := os.WriteFile(filepath.Join(dir, name+".metrics"), []byte(strings.Join(keep, "\n")+"\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// metricValue reads one unlabelled gauge from the daemon's /metrics.
-func metricValue(b *testing.B, port, name string) float64 {
-	resp, err := http.Get("http://127.0.0.1:" + port + "/metrics")
-	if err != nil {
-		b.Fatalf("metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(l, name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("metric %s: %v", name, err)
-			}
-			return f
-		}
-	}
-	b.Fatalf("metric %s: not in /metrics", name)
-	return 0
 }
 
 // heapProfile saves the daemon's heap profile as $SWITCHYARD_HEAP_DIR/name.pb.gz

@@ -50,7 +50,7 @@ func Start(t testing.TB, extra ...string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, Dir: dir, Socket: filepath.Join(dir, "redis.sock"), Port: freePort(t), extra: extra}
+	s := &Server{t: t, Dir: dir, Socket: filepath.Join(dir, "redis.sock"), Port: FreePort(t), extra: extra}
 	s.start()
 	t.Cleanup(func() { s.Stop(); os.RemoveAll(dir) })
 	return s
@@ -118,7 +118,9 @@ func (s *Server) password() string {
 	return ""
 }
 
-func freePort(t testing.TB) int {
+// FreePort is a TCP port free on 127.0.0.1 now (for a server or a
+// daemon's --metrics-addr started next).
+func FreePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
