@@ -143,7 +143,8 @@ func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
 		}
 	}
 	deadline := time.Now().Add(requestTimeout)
-	if err := r.retry(unix.POLLOUT, deadline, func() error { return sendToKernel(r.fd, b) }); err != nil {
+	to := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
+	if err := r.retry(unix.POLLOUT, deadline, func() error { return unix.Sendto(r.fd, b, 0, to) }); err != nil {
 		fail(err)
 		return
 	}
@@ -184,36 +185,10 @@ func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
 
 func nlmAlign(n int) int { return (n + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
 
-// The batch's system calls are raw (RawSyscall6: the runtime is not
-// told, no entersyscall/exitsyscall). Each one is a non-blocking call on
-// our own netlink socket: the sendto runs the kernel's handlers of the
-// whole chunk (milliseconds under the VM's emulation) and returns, the
-// recvfrom takes what is queued or EAGAIN. Told of them, the runtime's
-// sysmon found the P "in a system call" for longer than its 20 µs tick,
-// took it away, handed it to another thread (a futex wake) and reset its
-// own polling to every 20 µs: sysmon's nanosleeps were 17% of
-// orchagent's samples in the VM's 10k FDB burst (docs/performance.md,
-// vmfdb3). Not told, the P stays with the worker while the kernel works
-// (the other P runs the rest), as it would for a long computation.
-
-// kernelAddr is the kernel's netlink address, as a raw sockaddr.
-var kernelAddr = unix.RawSockaddrNetlink{Family: unix.AF_NETLINK}
-
-// sendToKernel is sendto(fd, b, 0, kernel) as a raw system call (above).
-func sendToKernel(fd int, b []byte) error {
-	_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
-		0, uintptr(unsafe.Pointer(&kernelAddr)), unix.SizeofSockaddrNetlink)
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
 // recvDontWait is recvfrom(fd, buf, MSG_DONTWAIT) without the source
-// address (unix.Recvfrom allocates one per call), as a raw system call
-// (above).
+// address (unix.Recvfrom allocates one per call).
 func recvDontWait(fd int, buf []byte) (int, error) {
-	n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+	n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
 		unix.MSG_DONTWAIT, 0, 0)
 	if e != 0 {
 		return 0, e

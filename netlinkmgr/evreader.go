@@ -299,12 +299,10 @@ func (r *eventReader) attachFilter(prog []unix.SockFilter) error {
 	return serr
 }
 
-// recv is recvfrom(fd, buf, MSG_DONTWAIT) with the sender in r.sa, a
-// raw system call as the batch's (batch.go): non-blocking, one per
-// event, not worth the runtime's entersyscall and sysmon's retake.
+// recv is recvfrom(fd, buf, MSG_DONTWAIT) with the sender in r.sa.
 func (r *eventReader) recv(fd int) (int, error) {
 	sl := uint32(unix.SizeofSockaddrNetlink)
-	n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)),
+	n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)),
 		unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&r.sa)), uintptr(unsafe.Pointer(&sl)))
 	if e != 0 {
 		return 0, e
