@@ -191,6 +191,9 @@ var readsAhead = map[string]bool{
 	schema.TableVlanInterface:        true,
 	schema.TableLoopback:             true,
 	schema.TablePortChannelInterface: true,
+	// applyFdb keeps the port's string and nothing else of the hash: a
+	// burst of 10k entries made a map per key (Cache.Get) to read one field.
+	schema.TableFDB: true,
 }
 
 // readAheadTable is the table a pass over keys reads ahead: its first
