@@ -143,8 +143,12 @@ func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
 		}
 	}
 	deadline := time.Now().Add(requestTimeout)
-	to := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
-	if err := r.retry(unix.POLLOUT, deadline, func() error { return unix.Sendto(r.fd, b, 0, to) }); err != nil {
+	send := func() error { return sendRaw(r.fd, b) }
+	if len(errs) > 1 {
+		to := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
+		send = func() error { return unix.Sendto(r.fd, b, 0, to) }
+	}
+	if err := r.retry(unix.POLLOUT, deadline, send); err != nil {
 		fail(err)
 		return
 	}
@@ -184,6 +188,27 @@ func (r *routeSock) sendChunk(b []byte, first uint32, errs []error) {
 }
 
 func nlmAlign(n int) int { return (n + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
+
+// kernelAddr is the kernel's netlink address (port 0), sendRaw's destination.
+var kernelAddr = unix.RawSockaddrNetlink{Family: unix.AF_NETLINK}
+
+// sendRaw sends one request to the kernel without telling the Go
+// scheduler it is in a system call (RawSyscall). The socket is
+// non-blocking, so the call never waits for buffer space: it returns when
+// the kernel has applied the request, in this thread. Under slow kernels
+// (a TCG VM: a bond enslave takes 5-50 ms) the scheduler's monitor would
+// otherwise take the P away from every such call and hand it to a fresh
+// thread, polling every 20 µs while it does so: a quarter of orchagent's
+// CPU in a PortChannel burst. A batch of requests (many routes) keeps
+// the ordinary call (sendChunk), as it can hold the kernel longer.
+func sendRaw(fd int, b []byte) error {
+	_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0,
+		uintptr(unsafe.Pointer(&kernelAddr)), unix.SizeofSockaddrNetlink)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
 
 // recvDontWait is recvfrom(fd, buf, MSG_DONTWAIT) without the source
 // address (unix.Recvfrom allocates one per call).
