@@ -53,15 +53,7 @@ func waitPercent(t *testing.T, what string, ok func(int) bool) int {
 // garbage stays under the floor; a live heap above it runs under
 // --gc-percent alone; off puts --gc-percent back.
 func TestHeapMinFloorsSmallHeap(t *testing.T) {
-	restoreRuntime(t)
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	var f Flags
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	f.Register(fs)
-	if err := fs.Parse([]string{"--heap-min-mib", "0"}); err != nil { // the default is a floor
-		t.Fatal(err)
-	}
+	fs := floorFlags(t, "0") // the default is a floor
 	runtime.GC()
 	if n := collectionsDuring(32); n < 2 {
 		t.Fatalf("without a floor: %d collections for 32 MiB of garbage, want several (the control)", n)
@@ -133,19 +125,28 @@ func TestFloorPercent(t *testing.T) {
 // heap is 16 MiB (within the stacks' and the rounding's slack), not the
 // 4 MiB/live multiple of it the first version set.
 func TestHeapMinGoalIsTheFloor(t *testing.T) {
-	restoreRuntime(t)
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	var f Flags
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	f.Register(fs)
-	if err := fs.Parse([]string{"--heap-min-mib", "16"}); err != nil {
-		t.Fatal(err)
-	}
+	floorFlags(t, "16")
 	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
 	waitPercent(t, "floor 16", func(int) bool {
 		metrics.Read(goal)
 		g := goal[0].Value.Uint64()
 		return g >= 15<<20 && g <= 17<<20
 	})
+}
+
+// floorFlags registers the runtime flags on a fresh flag set, with GOGC
+// and GOMEMLIMIT unset and the runtime's settings restored after the
+// test, and parses --heap-min-mib mib.
+func floorFlags(t *testing.T, mib string) *flag.FlagSet {
+	t.Helper()
+	restoreRuntime(t)
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	var f Flags
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f.Register(fs)
+	if err := fs.Parse([]string{"--heap-min-mib", mib}); err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }
