@@ -41,7 +41,11 @@ type cfgEntry struct {
 // 2026-12-02 10:30) cost the bench ~45 µs of CPU per result under TCG
 // (0.5-1.0 s in the 10k FDB and VRF rows); DBSIZE polls alone cost
 // ~0.5-0.8 ms each (0.2-0.4 s in the rows that take seconds).
-func bulkAllOK(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration {
+//
+// It also returns redis-server's CPU from the pipeline's start to the
+// moment every result was written (before the judge's own script): see
+// burst.
+func bulkAllOK(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) (time.Duration, time.Duration) {
 	b.Helper()
 	ctx := context.Background()
 	keys := make([]string, len(entries))
@@ -84,6 +88,7 @@ func bulkAllOK(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duratio
 	for _, en := range entries {
 		pipe.HSet(ctx, en.key, en.fields...)
 	}
+	redis0 := e2eutil.RedisCPU(b, e.Config)
 	t0 := time.Now()
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.Fatal(err)
@@ -110,10 +115,14 @@ func bulkAllOK(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duratio
 			b.Fatalf("%d of %d results written after %v", written(), len(keys), limit)
 		}
 	}
+	var redisCPU time.Duration
 	for {
 		if n := written(); n >= int64(len(keys)) {
+			if redisCPU == 0 {
+				redisCPU = e2eutil.RedisCPU(b, e.Config) - redis0
+			}
 			if ok, at := allOK(b, e, t0); ok == len(keys) {
-				return at
+				return at, redisCPU
 			} else if time.Since(t0) > limit {
 				b.Fatalf("%d of %d ok after %v; first not ok %s", ok, len(keys), limit, firstNotOK(b, e, keys))
 			}
@@ -163,7 +172,7 @@ func vmOrch(b *testing.B, e *e2eutil.Switch) *e2eutil.Proc {
 // SWITCHYARD_BENCH_TRACE=FILE its Go execution trace, named alike; a
 // relative FILE is under $SWITCHYARD_VM_RESULTS, which vmexec copies back
 // to the host.
-func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration {
+func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) burst {
 	b.Helper()
 	pid := e.Procs["orchagent"].Cmd.Process.Pid
 	prof := os.Getenv("SWITCHYARD_BENCH_CPUPROFILE")
@@ -189,7 +198,7 @@ func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration 
 	}
 	cmds0 := e2eutil.RedisCommandStats(b, e.Config)
 	orch0, redis0, self0 := e2eutil.ProcCPU(b, pid), e2eutil.RedisCPU(b, e.Config), e2eutil.ProcCPU(b, os.Getpid())
-	d := bulkAllOK(b, e, entries)
+	d, redisBurst := bulkAllOK(b, e, entries)
 	orch, redis := e2eutil.ProcCPU(b, pid)-orch0, e2eutil.RedisCPU(b, e.Config)-redis0
 	// The bench's own CPU over the burst (its pipeline, the STATE_DB
 	// notifications it counts, its final reads): it shares the 2 vCPUs
@@ -220,7 +229,37 @@ func vmBurst(b *testing.B, e *e2eutil.Switch, entries []cfgEntry) time.Duration 
 	logMetrics(b, "state_write_keys_total")
 	logMetrics(b, "resyncs_total") // the CONFIG_DB watcher's and the netlink subscription's
 	logMetrics(b, "netlink_errors_total")
-	return d
+	return burst{wall: d, redisCPU: redisBurst}
+}
+
+// burst is what vmBurst measured: the wall time until every result was
+// ok, and redis-server's CPU from the pipeline's start until every result
+// was written.
+//
+// redis-server runs every command on one thread, and each key of a burst
+// needs its share of it whatever the daemon does: the operator's HSET and
+// its keyspace notification, the daemon's read of the key, the result's
+// write and its notification. So the burst cannot end before redis-server
+// has had that much CPU, and raw/redisCPU is the highest sy/ref any
+// daemon could reach in this run ("max-sy/ref"). Under TCG redis-server's
+// commands cost ~20x their native price while the reference's kernel work
+// costs far less than that, so this ceiling can fall below 1.0: the row
+// then measures the emulator, not the daemon (docs/performance.md).
+type burst struct {
+	wall, redisCPU time.Duration
+}
+
+// reportVsRef reports a VM row's figures against the reference's run of
+// the same n objects (unit names them): each side's rate, sy/ref, and
+// the ceiling redis-server's thread sets (see burst).
+func (bu burst) reportVsRef(b *testing.B, raw time.Duration, n int, unit string) {
+	b.ReportMetric(float64(n)/bu.wall.Seconds(), "sy-"+unit+"/s")
+	b.ReportMetric(float64(n)/raw.Seconds(), "ref-"+unit+"/s")
+	b.ReportMetric(raw.Seconds()/bu.wall.Seconds(), "sy/ref")
+	b.ReportMetric(bu.redisCPU.Seconds(), "cpu-redis-burst-s")
+	if bu.redisCPU > 0 {
+		b.ReportMetric(raw.Seconds()/bu.redisCPU.Seconds(), "max-sy/ref")
+	}
 }
 
 // rawBatch times "ip -batch" then "bridge -batch" in ns.
@@ -294,12 +333,10 @@ func BenchmarkVLAN4094TwoTaggedMembers(b *testing.B) {
 		twoPorts(b, ns)
 		raw := rawBatch(b, ns, ipCmds, brCmds)
 		b.ReportMetric(float64(n), "vlans")
-		b.ReportMetric(orch.Seconds(), "orchagent-s")
+		b.ReportMetric(orch.wall.Seconds(), "orchagent-s")
 		b.ReportMetric(raw.Seconds(), "ip+bridge-batch-s")
 		// The table's row (scripts/bench.sh): keys (VLANs and members) per second.
-		b.ReportMetric(float64(len(entries))/orch.Seconds(), "sy-keys/s")
-		b.ReportMetric(float64(len(entries))/raw.Seconds(), "ref-keys/s")
-		b.ReportMetric(raw.Seconds()/orch.Seconds(), "sy/ref")
+		orch.reportVsRef(b, raw, len(entries), "keys")
 	}
 }
 
@@ -329,8 +366,6 @@ func BenchmarkVLANFdb10k(b *testing.B) {
 		setup := append(append([]string(nil), rawBridge...), "link add link Bridge name Vlan100 up type vlan id 100")
 		rawBatch(b, ns, setup, []string{"vlan add dev Bridge vid 100 self", "vlan add dev Ethernet0 vid 100 pvid untagged"})
 		raw := rawBatch(b, ns, nil, brCmds)
-		b.ReportMetric(float64(n)/orch.Seconds(), "sy-fdb/s")
-		b.ReportMetric(float64(n)/raw.Seconds(), "ref-fdb/s")
-		b.ReportMetric(raw.Seconds()/orch.Seconds(), "sy/ref")
+		orch.reportVsRef(b, raw, n, "fdb")
 	}
 }

@@ -67,9 +67,7 @@ func benchVrfRoutes(b *testing.B, n int) {
 			"addr add 10.0.0.1/24 dev Ethernet0",
 		}, nil)
 		raw := rawBatch(b, ns, cmds, nil)
-		b.ReportMetric(float64(n)/orch.Seconds(), "sy-routes/s")
-		b.ReportMetric(float64(n)/raw.Seconds(), "ref-routes/s")
-		b.ReportMetric(raw.Seconds()/orch.Seconds(), "sy/ref")
+		orch.reportVsRef(b, raw, n, "routes")
 	}
 }
 
@@ -112,9 +110,7 @@ func BenchmarkVMPortChannelMembers(b *testing.B) {
 		ns := testns.New(b)
 		ports(ns)
 		raw := rawBatch(b, ns, cmds, nil)
-		b.ReportMetric(float64(len(entries))/orch.Seconds(), "sy-keys/s")
-		b.ReportMetric(float64(len(entries))/raw.Seconds(), "ref-keys/s")
-		b.ReportMetric(raw.Seconds()/orch.Seconds(), "sy/ref")
+		orch.reportVsRef(b, raw, len(entries), "keys")
 	}
 }
 
