@@ -86,6 +86,9 @@ func Run(ctx context.Context, cfg Config, factory Factory) error {
 			return fmt.Errorf("load previous results: %w", redisx.ExplainPermission(err))
 		}
 	}
+	if err := sw.Dial(ctx); err != nil {
+		log.WithError(err).Warn("STATE_DB: cannot open the results connection yet (the first write will retry)")
+	}
 	e.res = newResults(sw, log, e.cache, tables, ctrl.Item, e.m)
 	if o, ok := ctrl.(ResultOwner); ok {
 		e.res.owns = o.OwnsResult

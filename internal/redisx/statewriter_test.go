@@ -318,3 +318,45 @@ func TestStateWriterConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// connectionsReceived is the server's count of connections accepted so far.
+func connectionsReceived(t *testing.T, w *StateWriter) int {
+	t.Helper()
+	info, err := w.c.Info(context.Background(), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range splitLines(info) {
+		if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
+			var n int
+			fmt.Sscanf(v, "%d", &n)
+			return n
+		}
+	}
+	t.Fatal("no total_connections_received in INFO stats")
+	return 0
+}
+
+// Dial opens the writer's connection ahead of the first flush, which then
+// dials nothing; a second Dial keeps the open connection.
+func TestStateWriterDial(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	w := NewStateWriter(c.DB(6), []string{"state"})
+	if err := w.Dial(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dialled := connectionsReceived(t, w)
+	if err := w.Dial(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Set(ctx, "PORT_TABLE|Ethernet0", map[string]string{"state": "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := connectionsReceived(t, w); n != dialled {
+		t.Errorf("a second Dial and a flush after Dial opened %d connections, want none", n-dialled)
+	}
+	if h := hash(t, w, "PORT_TABLE|Ethernet0"); h["state"] != "ok" {
+		t.Errorf("hash = %v, want state ok", h)
+	}
+}

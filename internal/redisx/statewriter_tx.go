@@ -179,6 +179,18 @@ func (w *StateWriter) execOnce(ctx context.Context, t *txWriter) (errs []error, 
 	return errs, multiErr, false
 }
 
+// Dial opens the writer's connection now; otherwise the first Flush
+// opens it. A daemon that starts with nothing to write (an empty
+// CONFIG_DB) would pay for the dial inside its first burst: tens of ms
+// under the VM's emulation (connect, AUTH, SELECT), a first change's
+// latency on any machine. A failed dial is only reported: Flush dials
+// again.
+func (w *StateWriter) Dial(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dial(ctx)
+}
+
 // dial makes sure the writer has its connection (under mu).
 func (w *StateWriter) dial(ctx context.Context) error {
 	if w.conn != nil {
