@@ -388,6 +388,11 @@ func (e *engine) work(ctx context.Context) {
 			}
 		}
 		e.finishOK(done, took)
+		// The arrays are kept for the next pass, not the pass's keys:
+		// after a burst's last pass they held 2,000 key strings, which
+		// pinned the spans of the burst they sat in.
+		clear(items)
+		clear(done)
 		if e.q.Len() == 0 {
 			e.ready(ctx)
 			e.summarize()
