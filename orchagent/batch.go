@@ -181,6 +181,15 @@ func (o *Orch) reconcileBatch(ctx context.Context, keys []string, refs []engine.
 	return errs
 }
 
+// Trim lets go of what passes keep for the next one: the spare batch's
+// arrays and the reads (a pass of maxBatch keys: ~0.2 MB an idle
+// orchagent would hold for good). engine.Trimmer: the worker's
+// goroutine, between passes.
+func (o *Orch) Trim() {
+	o.reads = nil
+	o.spare = nil
+}
+
 // readsAhead are the tables whose keys a ReconcileBatch pass reads from
 // the cache at once and unpacks into the batch's reused hash
 // (Reconcile): their apply functions keep none of the hash but its
@@ -328,3 +337,5 @@ func describeAddr(a *netlinkmgr.AddrInfo) string {
 
 // The daemon's controller is handed each route's Ref with it.
 var _ engine.RefBatchController = (*controller)(nil)
+
+var _ engine.Trimmer = (*Orch)(nil)

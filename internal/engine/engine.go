@@ -55,6 +55,14 @@ type RefBatchController interface {
 	ReconcileBatchRefs(ctx context.Context, items []string, refs []Ref) (errs []error)
 }
 
+// Trimmer is a controller that keeps arrays from one pass to the next
+// (a burst grows them to a pass's worth). Trim lets them go; the engine
+// calls it on the worker's goroutine once the queue has been empty for
+// a second.
+type Trimmer interface {
+	Trim()
+}
+
 // ResultOwner is a controller that shares a result table with another
 // writer (orchagent's INTERFACE_TABLE holds syncd's VlanN address mirror,
 // as SONiC's intfmgrd does): results it does not own are never removed as

@@ -18,17 +18,31 @@ import (
 // are still one round trip each, and every one of those arrays is reused.
 const maxResultWrites = 2048
 
+// idleTrim is how long the writer has nothing to write before it lets go
+// of the arrays it keeps from one flush to the next (trim): a burst grows
+// them to a flush of maxResultWrites (~0.6 MB with the StateWriter's),
+// which an idle daemon would otherwise hold for good. A burst's flushes
+// follow each other within milliseconds, so it reuses them throughout.
+const idleTrim = time.Second
+
 // run writes queued results until ctx is done, retrying with backoff
 // while Redis fails (the newest result of each key wins).
 func (r *results) run(ctx context.Context) {
 	retry := 50 * time.Millisecond
 	var b *redisx.Batch // reused: its operations' array is kept
 	var slots []slotWrite
+	idle := time.NewTimer(idleTrim)
+	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.kick:
+			idle.Stop()
+		case <-idle.C:
+			b, slots = nil, nil
+			r.trim()
+			continue
 		}
 		for {
 			r.mu.Lock()
@@ -80,6 +94,7 @@ func (r *results) run(ctx context.Context) {
 				r.mu.Unlock()
 			}
 			if n == 0 {
+				idle.Reset(idleTrim)
 				break
 			}
 			if b == nil {
@@ -154,6 +169,26 @@ func (r *results) run(ctx context.Context) {
 				retry *= 2
 			}
 		}
+	}
+}
+
+// trim lets go of the arrays and maps the writer keeps for its next
+// flush (its own and the StateWriter's) when they hold nothing.
+func (r *results) trim() {
+	r.mu.Lock()
+	r.spare, r.spareID = nil, nil
+	if len(r.pending) == 0 {
+		r.pending = map[string]write{} // a map keeps its table when emptied
+	}
+	if len(r.pendIDs) == 0 {
+		r.pendIDs = nil
+	}
+	if len(r.passIDs) == 0 {
+		r.passIDs = nil
+	}
+	r.mu.Unlock()
+	if r.sw != nil {
+		r.sw.Trim()
 	}
 }
 

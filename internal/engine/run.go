@@ -206,12 +206,18 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 		},
 	})
 	evs := w.EventBatches(ctx)
+	idle := time.NewTimer(idleTrim) // trimConsumer's
+	defer idle.Stop()
 	for {
 		select {
+		case <-idle.C:
+			e.trimConsumer(w)
+			continue
 		case batch, ok := <-evs:
 			if !ok {
 				return
 			}
+			idle.Reset(idleTrim)
 			e.events(ctx, batch)
 			w.Release(batch) // the cache keeps its own packed copy
 			// The batches the watcher has ready now reach the queue
@@ -253,6 +259,15 @@ func (e *engine) consume(ctx context.Context, tables []string, first chan<- stru
 			e.maybeRelease()
 		}
 	}
+}
+
+// trimConsumer lets go of the arrays consume keeps from one batch of
+// events to the next, and the watcher's (a burst's worth: the daemon
+// idles with them otherwise); consume's goroutine, idle for idleTrim.
+func (e *engine) trimConsumer(w *redisx.Watcher) {
+	w.Trim()
+	e.adds, e.addTags = nil, nil
+	e.runSets, e.runHeld, e.runChanged, e.runIDs = nil, nil, nil, nil
 }
 
 // known yields every key the engine holds something for: cached keys
@@ -316,6 +331,12 @@ func (e *engine) work(ctx context.Context) {
 	if batching {
 		limit = e.cfg.MaxBatch
 	}
+	e.q.SetIdle(idleTrim, func() {
+		e.q.Trim()
+		if t, ok := e.ctrl.(Trimmer); ok {
+			t.Trim()
+		}
+	})
 	items := make([]string, 0, limit+1)
 	tags := make([]int32, 0, limit+1)
 	var refBuf []Ref
@@ -370,6 +391,11 @@ func (e *engine) work(ctx context.Context) {
 			}
 		}
 		e.finishOK(done, took)
+		// The arrays are kept for the next pass, not the pass's keys:
+		// after a burst's last pass they held 2,000 key strings, which
+		// pinned the spans of the burst they sat in.
+		clear(items)
+		clear(done)
 		if e.q.Len() == 0 {
 			e.ready(ctx)
 			e.summarize()

@@ -466,6 +466,18 @@ func (w *Watcher) eventArray(n int) []Event {
 	return make([]Event, n)
 }
 
+// Trim lets go of the event arrays and maps Release handed back (a
+// burst's batches: ~0.1 MB kept for good by an idle daemon otherwise);
+// the next batches make them again. For a consumer that knows it is idle.
+func (w *Watcher) Trim() {
+	w.reuseMu.Lock()
+	defer w.reuseMu.Unlock()
+	clear(w.reuseEvents)
+	w.reuseEvents = nil
+	clear(w.reuse)
+	w.reuse = nil
+}
+
 // reusedMap returns an empty map Release handed back, or nil (the
 // deliverer's; a batch's maps are taken from the shared list at once).
 func (w *Watcher) reusedMap() map[string]string {

@@ -178,6 +178,18 @@ func (w *StateWriter) Delete(ctx context.Context, key string) error {
 // Flush it is empty and may be used again.
 func (w *StateWriter) Batch() *Batch { return &Batch{w: w} }
 
+// Trim lets go of the arrays Flush keeps for the next one (arguments,
+// commands, the encoded transaction): after a burst they are a flush's
+// worth, up to ~0.4 MB, held for good by an idle writer. The next Flush
+// makes them again. For a caller that knows it is idle (the engine's
+// result writer, a second after its last flush).
+func (w *StateWriter) Trim() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.args = nil
+	w.tx.cmds, w.tx.buf = nil, nil
+}
+
 // Batch is a list of writes sent by Flush in one MULTI/EXEC pipeline, so
 // readers see each batch whole.
 type Batch struct {

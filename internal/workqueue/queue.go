@@ -49,6 +49,9 @@ type Queue struct {
 	waiters    int           // Gets blocked on the current wake (not yet woken)
 	shutdown   bool
 	peaks      [2]int // high-water marks of dirty and failures (shrink)
+	// idleAfter, onIdle: SetIdle's
+	idleAfter time.Duration
+	onIdle    func()
 }
 
 // queued is a key in the FIFO with the tag it was added with (AddAllTagged).
@@ -160,6 +163,33 @@ func (q *Queue) dropStaleLocked() {
 		q.stale = nil
 	}
 	q.dirty = shrink.Map(q.dirty, &q.peaks[0])
+}
+
+// SetIdle makes a Get that has waited after with nothing to hand out
+// call f, once per Get, on its own goroutine and without the queue's
+// lock, then wait on: the moment a burst is over and its worker may let go
+// of what it kept for the next pass (Trim). Call it before the first Get.
+func (q *Queue) SetIdle(after time.Duration, f func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.idleAfter, q.onIdle = after, f
+}
+
+// Trim lets go of the arrays and maps a burst grew that hold nothing now
+// (the FIFO, the finished keys, the keys being processed); the next burst
+// makes them again. The map of queued keys is shrink's already.
+func (q *Queue) Trim() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.queue) {
+		q.queue, q.head = nil, 0
+	}
+	if len(q.stale) == 0 {
+		q.stale = nil
+	}
+	if len(q.processing) == 0 {
+		q.processing = map[string]bool{} // an emptied map keeps its table
+	}
 }
 
 // pushLocked appends key to the FIFO; when the array is full and mostly
@@ -299,6 +329,7 @@ func (q *Queue) GetBatchTagged(ctx context.Context, buf []string, tags []int32, 
 
 func (q *Queue) getBatch(ctx context.Context, buf []string, tags []int32, tagged bool, limit int) ([]string, []int32, bool) {
 	limit = max(limit, 1)
+	idled := false // SetIdle's f ran in this Get
 	for {
 		q.mu.Lock()
 		if q.shutdown {
@@ -332,18 +363,37 @@ func (q *Queue) getBatch(ctx context.Context, buf []string, tags []int32, tagged
 		}
 		wake := q.wake
 		q.waiters++
+		var idle <-chan time.Time
+		var timer *time.Timer
+		onIdle := q.onIdle
+		if onIdle != nil && !idled {
+			timer = time.NewTimer(q.idleAfter)
+			idle = timer.C
+		}
 		q.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			q.mu.Lock()
-			if q.wake == wake { // still counted: not woken meanwhile
-				q.waiters--
-			}
-			q.mu.Unlock()
+			q.unwait(wake)
 			return buf, tags, false
 		case <-wake: // signalLocked stopped counting this Get
+		case <-idle:
+			q.unwait(wake)
+			onIdle()
+			idled = true
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
+}
+
+// unwait stops counting a Get that stopped waiting on wake by itself.
+func (q *Queue) unwait(wake chan struct{}) {
+	q.mu.Lock()
+	if q.wake == wake { // still counted: not woken meanwhile
+		q.waiters--
+	}
+	q.mu.Unlock()
 }
 
 // Done marks key as finished; if it was added again while being processed
