@@ -38,7 +38,7 @@ type ifindexCache struct {
 	// NETDEV_CHANGEUPPER). A port's master is then known without an
 	// RTM_GETLINK (Links.Master).
 	masters map[int]int
-	mm      *mmsgBufs // drain's buffers: many messages per system call
+	buf     []byte
 }
 
 // ifindexCacheBuffer is the subscription's receive buffer: link messages
@@ -55,17 +55,8 @@ func (c *ifindexCache) open(k *kernel) {
 	c.byName = map[string]int{}
 	c.byIndex = map[int]string{}
 	c.masters = map[int]int{}
-	c.mm = newMmsgBufs(ifindexDrainBatch, ifindexDrainBuf)
+	c.buf = make([]byte, 64<<10)
 }
-
-// ifindexDrainBatch and ifindexDrainBuf size the drain's reads: up to 16
-// messages per system call, each up to 16 KiB (a link message is 1-3 KiB;
-// a larger one, a link with many VFs, is read truncated and clears the
-// cache: correct, only slower).
-const (
-	ifindexDrainBatch = 16
-	ifindexDrainBuf   = 16 << 10
-)
 
 func (c *ifindexCache) close() {
 	c.mu.Lock()
@@ -101,12 +92,11 @@ func (c *ifindexCache) forget(name string) {
 	}
 }
 
-// drain applies every queued link message; c.mu is held. The messages
-// are read many per system call (mmsgBufs), until none is left.
+// drain applies every queued link message; c.mu is held.
 func (c *ifindexCache) drain() {
 	fd := c.sock.GetFd()
 	for {
-		n, err := c.mm.recvDontWait(fd)
+		n, err := recvDontWait(fd, c.buf)
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EWOULDBLOCK) {
 				return
@@ -121,54 +111,42 @@ func (c *ifindexCache) drain() {
 			}
 			continue
 		}
-		for i := 0; i < n; i++ {
-			b, truncated := c.mm.datagram(i)
-			if truncated {
-				c.clear()
-				continue
-			}
-			c.apply(b)
-		}
-	}
-}
-
-// apply applies the link messages of one datagram b; c.mu is held.
-func (c *ifindexCache) apply(b []byte) {
-	msgs, err := syscall.ParseNetlinkMessage(b)
-	if err != nil {
-		c.clear()
-		return
-	}
-	for _, m := range msgs {
-		// struct ifinfomsg: family u8, pad u8, type u16, index s32.
-		if (m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK) || len(m.Data) < 8 {
+		msgs, err := syscall.ParseNetlinkMessage(c.buf[:n])
+		if err != nil {
 			c.clear()
 			continue
 		}
-		idx := int(int32(binary.NativeEndian.Uint32(m.Data[4:8])))
-		if m.Header.Type != unix.RTM_NEWLINK {
-			c.forgetIndex(idx)
-			continue
-		}
-		name, master := linkMsgNameMaster(m.Data)
-		// An AF_BRIDGE message is a bridge's view of a port (or of
-		// itself: its IFLA_MASTER is then its own index); the
-		// link's master comes from its AF_UNSPEC messages only.
-		family := m.Data[0]
-		if c.byIndex[idx] != "" && string(name) == c.byIndex[idx] {
-			// A change of the link that keeps its name (state,
-			// an upper device, a port joining): the index stands.
-			// Every VLAN device made on a bridge is one for the
-			// bridge.
-			if family != unix.AF_BRIDGE {
-				c.masters[idx] = master
+		for _, m := range msgs {
+			// struct ifinfomsg: family u8, pad u8, type u16, index s32.
+			if (m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK) || len(m.Data) < 8 {
+				c.clear()
+				continue
 			}
-			continue
+			idx := int(int32(binary.NativeEndian.Uint32(m.Data[4:8])))
+			if m.Header.Type != unix.RTM_NEWLINK {
+				c.forgetIndex(idx)
+				continue
+			}
+			name, master := linkMsgNameMaster(m.Data)
+			// An AF_BRIDGE message is a bridge's view of a port (or of
+			// itself: its IFLA_MASTER is then its own index); the
+			// link's master comes from its AF_UNSPEC messages only.
+			family := m.Data[0]
+			if c.byIndex[idx] != "" && string(name) == c.byIndex[idx] {
+				// A change of the link that keeps its name (state,
+				// an upper device, a port joining): the index stands.
+				// Every VLAN device made on a bridge is one for the
+				// bridge.
+				if family != unix.AF_BRIDGE {
+					c.masters[idx] = master
+				}
+				continue
+			}
+			if family == unix.AF_BRIDGE {
+				master = -1
+			}
+			c.relearn(idx, name, master)
 		}
-		if family == unix.AF_BRIDGE {
-			master = -1
-		}
-		c.relearn(idx, name, master)
 	}
 }
 
