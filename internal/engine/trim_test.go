@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/switchyard-net/switchyard/schema"
 	"github.com/switchyard-net/switchyard/tests/testredis"
 )
@@ -28,18 +27,7 @@ func (c *trimCtrl) Trim() { c.trims.Add(1) }
 func TestIdleTrim(t *testing.T) {
 	srv := testredis.Start(t)
 	ctrl := &trimCtrl{fakeCtrl: &fakeCtrl{kernel: map[string]string{}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	l := logrus.New()
-	l.SetLevel(logrus.WarnLevel)
-	go func() {
-		done <- Run(ctx, Config{Name: "test", RedisURL: srv.URL(), Log: logrus.NewEntry(l)},
-			func(h *Handle) (Controller, error) { ctrl.h = h; return ctrl, nil })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runStarted(t, srv, "test", func(h *Handle) Controller { ctrl.h = h; return ctrl })
 	cfg, state := srv.Client(schema.ConfigDB), srv.Client(schema.StateDB)
 	burst := func(round int) {
 		p := cfg.Pipeline()
